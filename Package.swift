@@ -1,0 +1,54 @@
+// swift-tools-version:6.0
+// OperationNetworking: AFNetworking 2.x's operation-queue HTTP client for Linux, on libcurl.
+import PackageDescription
+
+let package = Package(
+    name: "OperationNetworking",
+    products: [
+        .library(name: "OperationNetworking", targets: ["OperationNetworking"]),
+        .library(name: "OperationNetworkingTestServer", targets: ["OperationNetworkingTestServer"]),
+        .executable(name: "onet", targets: ["onet"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        // libcurl itself, found through pkg-config; Debian: libcurl4-openssl-dev.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        // Typed, non-variadic wrappers for curl_easy_setopt / getinfo / curl_multi_setopt.
+        .target(name: "CCurlShim", dependencies: ["CCurl"]),
+        .target(
+            name: "OperationNetworking",
+            dependencies: ["CCurl", "CCurlShim"]
+        ),
+        // In-process HTTP/1.1 loopback server for the tests and `onet demo` (never used by the library).
+        .target(
+            name: "OperationNetworkingTestServer",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+            ]
+        ),
+        .executableTarget(
+            name: "onet",
+            dependencies: [
+                "OperationNetworking",
+                "OperationNetworkingTestServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "OperationNetworkingTests",
+            dependencies: ["OperationNetworking", "OperationNetworkingTestServer"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

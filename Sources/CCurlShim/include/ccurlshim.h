@@ -1,0 +1,37 @@
+// Typed wrappers around libcurl's variadic calls, which Swift cannot call directly.
+// One wrapper per argument type and one per callback type; no logic lives here.
+#ifndef CCURLSHIM_H
+#define CCURLSHIM_H
+
+#include <curl/curl.h>
+
+// MARK: - curl_easy_setopt
+CURLcode ccurl_easy_setopt_long(CURL *handle, CURLoption option, long value);
+CURLcode ccurl_easy_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value);
+CURLcode ccurl_easy_setopt_ptr(CURL *handle, CURLoption option, void *value);
+CURLcode ccurl_easy_setopt_str(CURL *handle, CURLoption option, const char *value);
+CURLcode ccurl_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *list);
+/// CURLOPT_WRITEFUNCTION and CURLOPT_HEADERFUNCTION share this signature.
+CURLcode ccurl_easy_setopt_write_function(CURL *handle, CURLoption option, curl_write_callback callback);
+CURLcode ccurl_easy_setopt_read_function(CURL *handle, curl_read_callback callback);
+CURLcode ccurl_easy_setopt_seek_function(CURL *handle, curl_seek_callback callback);
+CURLcode ccurl_easy_setopt_xferinfo_function(CURL *handle, curl_xferinfo_callback callback);
+CURLcode ccurl_easy_setopt_prereq_function(CURL *handle, curl_prereq_callback callback);
+CURLcode ccurl_easy_setopt_ssl_ctx_function(CURL *handle, curl_ssl_ctx_callback callback);
+
+// MARK: - curl_easy_getinfo
+CURLcode ccurl_easy_getinfo_long(CURL *handle, CURLINFO info, long *out);
+CURLcode ccurl_easy_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *out);
+CURLcode ccurl_easy_getinfo_string(CURL *handle, CURLINFO info, const char **out);
+CURLcode ccurl_easy_getinfo_ptr(CURL *handle, CURLINFO info, void **out);
+
+// MARK: - curl_multi_setopt
+CURLMcode ccurl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
+
+// MARK: - Constants that do not import into Swift as usable values
+/// CURL_READFUNC_ABORT, returned by a read callback to abort the transfer.
+size_t ccurl_readfunc_abort(void);
+/// CURL_READFUNC_PAUSE, returned by a read callback to pause the upload.
+size_t ccurl_readfunc_pause(void);
+
+#endif

@@ -1,0 +1,132 @@
+import Dispatch
+import Foundation
+
+/// A `URLConnectionOperation` for HTTP and HTTPS that validates and serializes its response and
+/// reports through success and failure blocks (AFNetworking's `AFHTTPRequestOperation`, API.md §3).
+///
+/// The response is serialized on a processing queue (neither the network thread nor the completion
+/// queue); then `success` or `failure` runs on the completion queue inside the completion group, and
+/// only after it returned does the operation turn finished — so an operation that depends on this
+/// one starts after this one's handler ran.
+/// - Threading: as `URLConnectionOperation`; the handlers and serializer are guarded by its lock.
+open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
+    /// Called with the operation and its serialized response object.
+    public typealias Success = @Sendable (HTTPRequestOperation, Any?) -> Void
+    /// Called with the operation and the transport, cancel, validation or serialization error.
+    public typealias Failure = @Sendable (HTTPRequestOperation, Error) -> Void
+
+    private var storedSerializer: HTTPResponseSerializer = HTTPResponseSerializer()   // guarded by lock
+    private var success: Success?                                                    // guarded by lock
+    private var failure: Failure?                                                    // guarded by lock
+    /// Whether `responseObject` was computed (it is computed once).
+    private var serialized = false                                                   // guarded by lock
+    private var storedResponseObject: Any?                                           // guarded by lock
+    private var serializationError: Error?                                           // guarded by lock
+    /// Whether the transfer ended, so the response is complete and may be serialized.
+    private var transferOver = false                                                 // guarded by lock
+
+    /// Creates an operation for `request`.
+    public required init(request: URLRequest) {
+        super.init(request: request)
+    }
+
+    /// The HTTP response, once its head arrived.
+    public var httpResponse: HTTPURLResponse? { response as? HTTPURLResponse }
+
+    /// Validates and decodes the response. Default `HTTPResponseSerializer()` (raw data, 2xx only);
+    /// the manager sets its own. Setting it clears a computed `responseObject`.
+    public var responseSerializer: HTTPResponseSerializer {
+        get { lock.withLock { storedSerializer } }
+        set {
+            lock.withLock {
+                storedSerializer = newValue
+                serialized = false
+                storedResponseObject = nil
+                serializationError = nil
+            }
+        }
+    }
+
+    /// The response serialized by `responseSerializer`, computed once after the transfer ended; a
+    /// serialization or validation error becomes `error` (the object may still be set, e.g. the JSON
+    /// body of a 404). `nil` before the end and after a transport error.
+    public var responseObject: Any? {
+        let transportFailed = transportError != nil
+        let (ended, serializer, done, object) = lock.withLock {
+            (transferOver, storedSerializer, serialized, storedResponseObject)
+        }
+        guard ended && !transportFailed else { return nil }
+        if done { return object }
+        let response = self.response
+        let data = responseData
+        var result: Any?
+        var failure: Error?
+        do {
+            result = try serializer.responseObject(for: response, data: data)
+        } catch {
+            failure = error
+            result = (error as NSError).userInfo[ResponseObjectErrorKey]
+        }
+        return lock.withLock {
+            if !serialized {
+                serialized = true
+                storedResponseObject = result
+                serializationError = failure
+            }
+            return storedResponseObject
+        }
+    }
+
+    /// The serialization error if there was one, otherwise the transport error.
+    open override var error: Error? {
+        lock.withLock { serializationError } ?? transportError
+    }
+
+    /// Sets the blocks run when the operation ends: exactly one of them, on the completion queue,
+    /// inside the completion group, before the operation turns finished. A cancelled operation calls
+    /// `failure` with `URLError(.cancelled)`. Calling it again replaces both.
+    public func setCompletionBlockWithSuccess(_ success: Success?, failure: Failure?) {
+        lock.withLock {
+            self.success = success
+            self.failure = failure
+        }
+    }
+
+    /// A copy also carries a copy of the response serializer.
+    open override func copy(with zone: NSZone? = nil) -> Any {
+        let copy = super.copy(with: zone)
+        if let operation = copy as? HTTPRequestOperation,
+           let serializer = responseSerializer.copy() as? HTTPResponseSerializer {
+            operation.responseSerializer = serializer
+        }
+        return copy
+    }
+
+    // MARK: - Internal
+
+    override func transferDidEnd() {
+        let (success, failure) = lock.withLock { () -> (Success?, Failure?) in
+            transferOver = true
+            return (self.success, self.failure)
+        }
+        guard success != nil || failure != nil else {
+            super.transferDidEnd()
+            return
+        }
+        let queue = effectiveCompletionQueue
+        let group = effectiveCompletionGroup
+        group.enter()
+        CallbackQueues.processing.async { [self] in
+            if transportError == nil { _ = responseObject }   // serialized here, once, off the completion queue
+            queue.async(group: group) { [self] in
+                if let problem = error {
+                    failure?(self, problem)
+                } else {
+                    success?(self, responseObject)
+                }
+                finishOperation()
+            }
+            group.leave()
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import Dispatch
+import Foundation
+
+/// Carries progress from the network thread to a queue without a hop per data chunk.
+///
+/// The network thread adds each chunk under a lock; only when no delivery is already scheduled
+/// does it schedule one. A delivery reports everything gathered since the last one, so a fast
+/// transfer costs a handful of hops, and the totals a block sees are always current.
+/// - Threading: `record` on the network thread, delivery on `queue`; the pending numbers are
+///   guarded by `lock`, which is why the class may be `@unchecked Sendable`.
+final class ProgressReporter: @unchecked Sendable {
+    /// `(bytes since the last call, total bytes, expected total or -1)`.
+    typealias Block = @Sendable (Int, Int64, Int64) -> Void
+
+    private let block: Block
+    private let queue: DispatchQueue
+    private let lock = NSLock()
+    /// Bytes gathered since the last delivery; guarded by `lock`.
+    private var pendingBytes = 0
+    /// Latest totals; guarded by `lock`.
+    private var total: Int64 = 0
+    private var expected: Int64 = -1
+    /// Whether a delivery is already on `queue`; guarded by `lock`.
+    private var scheduled = false
+
+    init(block: @escaping Block, queue: DispatchQueue) {
+        self.block = block
+        self.queue = queue
+    }
+
+    /// Adds a chunk; cheap enough for the network thread.
+    func record(bytes: Int, total: Int64, expected: Int64) {
+        let schedule: Bool = lock.withLock {
+            pendingBytes += bytes
+            self.total = total
+            self.expected = expected
+            if scheduled { return false }
+            scheduled = true
+            return true
+        }
+        if schedule {
+            queue.async { [self] in deliver() }
+        }
+    }
+
+    private func deliver() {
+        let (bytes, total, expected) = lock.withLock {
+            defer { pendingBytes = 0; scheduled = false }
+            return (pendingBytes, self.total, self.expected)
+        }
+        block(bytes, total, expected)
+    }
+}

@@ -1,0 +1,401 @@
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+@_exported import FoundationNetworking
+#endif
+
+extension Notification.Name {
+    /// Posted (object: the operation, no `userInfo`) when an operation's transfer starts, and again on
+    /// every resume. Posted asynchronously from the library's callback queue.
+    public static let operationDidStart = Notification.Name("OperationNetworkingOperationDidStartNotification")
+    /// Posted (object: the operation) when an operation finishes, and when an executing operation is
+    /// paused. Posted asynchronously from the library's callback queue.
+    public static let operationDidFinish = Notification.Name("OperationNetworkingOperationDidFinishNotification")
+}
+
+/// An asynchronous `Operation` that runs one HTTP request on the shared network thread: the transport
+/// half of AFNetworking's `AFURLConnectionOperation` (API.md §2).
+///
+/// The operation turns *executing* when it hands its request to the network thread and *finished*
+/// when the transfer ended, failed or was cancelled and every completion handler returned.
+/// It can be paused and resumed; a resumed download continues with a `Range` request.
+///
+/// - Threading: every property and method may be used from any thread. Mutable state lives behind
+///   one `NSLock` (`lock`); KVO-style notifications, user blocks and network-thread commands are
+///   issued after the lock is released. Progress blocks run on `completionQueue` (or the library's
+///   callback queue), coalesced; the redirect block runs on the network thread.
+/// - Warning: waiting for an operation (`waitUntilFinished()`) from inside its own completion queue
+///   would deadlock; on the library's callback queue the wait is refused with a message.
+open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
+    /// A redirect decision: return the request to follow (possibly changed) or `nil` to stop.
+    public typealias RedirectResponseBlock = @Sendable (URLConnectionOperation, URLRequest, URLResponse?) -> URLRequest?
+    /// Upload progress: `(bytesWritten, totalBytesWritten, totalBytesExpectedToWrite)`, -1 when unknown.
+    public typealias UploadProgressBlock = @Sendable (Int, Int64, Int64) -> Void
+    /// Download progress: `(bytesRead, totalBytesRead, totalBytesExpectedToRead)`, -1 when unknown.
+    public typealias DownloadProgressBlock = @Sendable (Int, Int64, Int64) -> Void
+
+    /// Guards every stored `var` of this class (leaf lock: nothing is called while it is held).
+    let lock = NSLock()
+    private var state = OperationState()                       // guarded by lock
+    private var storedRequest: URLRequest                       // guarded by lock
+    private var storedCurrentRequest: URLRequest                // guarded by lock
+    private var storedResponse: URLResponse?                    // guarded by lock
+    private var storedError: Error?                             // guarded by lock
+    private var storedResponseData: Data?                       // guarded by lock
+    private var storedMetrics: TransferMetrics?                 // guarded by lock
+    /// The transfer on (or last on) the network thread.
+    private var transfer: Transfer?                             // guarded by lock
+    /// Bytes of a paused in-memory download, handed to the resuming transfer.
+    private var partialData = Data()                            // guarded by lock
+    /// Where a paused download continues from.
+    var resumePoint: ResumePoint?                               // guarded by lock
+    private var storedShouldUseCredentialStorage = true         // guarded by lock
+    private var storedCredential: URLCredential?                // guarded by lock
+    private var storedOutputStream: OutputStream?               // guarded by lock
+    private var outputStreamOpened = false                      // guarded by lock
+    private var storedCompletionQueue: DispatchQueue?           // guarded by lock
+    private var storedCompletionGroup: DispatchGroup?           // guarded by lock
+    private var storedUserInfo: [String: Any] = [:]             // guarded by lock
+    private var uploadProgressBlock: UploadProgressBlock?       // guarded by lock
+    private var downloadProgressBlock: DownloadProgressBlock?   // guarded by lock
+    private var uploadReporter: ProgressReporter?               // guarded by lock
+    private var downloadReporter: ProgressReporter?             // guarded by lock
+    private var redirectBlock: RedirectResponseBlock?           // guarded by lock
+    /// Run once, on the completion queue, just before the operation turns finished (batches use it).
+    private var finishHooks: [@Sendable () -> Void] = []        // guarded by lock
+
+    /// Creates an operation for `request` (designated initializer). Nothing is sent until `start()`.
+    public required init(request: URLRequest) {
+        storedRequest = request
+        storedCurrentRequest = request
+        super.init()
+    }
+
+    // MARK: - Request and response
+
+    /// The request as given (and as changed by `inputStream`); redirects do not change it.
+    public var request: URLRequest { lock.withLock { storedRequest } }
+    /// The request of the transfer under way: after a redirect, the redirected one.
+    public var currentRequest: URLRequest { lock.withLock { storedCurrentRequest } }
+    /// The last response received (an `HTTPURLResponse` for http and https); `nil` before the first.
+    public var response: URLResponse? { lock.withLock { storedResponse } }
+    /// The transport error, or `URLError(.cancelled)` after `cancel()`; `nil` while none occurred.
+    open var error: Error? { transportError }
+    /// The transport (or cancel) error alone, whatever a subclass adds to `error`.
+    final var transportError: Error? { lock.withLock { storedError } }
+    /// The body received, when no custom `outputStream` was set; `nil` after a transport failure
+    /// or cancel (as AFNetworking) and until the transfer ended.
+    public var responseData: Data? { lock.withLock { storedResponseData } }
+    /// Timing and connection facts, once the transfer ended.
+    public var metrics: TransferMetrics? { lock.withLock { storedMetrics } }
+
+    /// `responseData` decoded with `responseStringEncoding`; `nil` when it does not decode.
+    public var responseString: String? {
+        guard let data = responseData else { return nil }
+        return String(data: data, encoding: responseStringEncoding)
+    }
+
+    /// The response's charset when it names an encoding Foundation knows, otherwise UTF-8 (AFN 2.x).
+    public var responseStringEncoding: String.Encoding {
+        guard let name = response?.textEncodingName else { return .utf8 }
+        return StringEncodingNames.encoding(forIANAName: name) ?? .utf8
+    }
+
+    // MARK: - Configuration (set before start)
+
+    /// Whether `URLCredentialStorage.shared` is consulted on an authentication challenge. Default `true`.
+    public var shouldUseCredentialStorage: Bool {
+        get { lock.withLock { storedShouldUseCredentialStorage } }
+        set { lock.withLock { storedShouldUseCredentialStorage = newValue } }
+    }
+    /// The credential answering a 401/407 challenge. Default `nil`.
+    public var credential: URLCredential? {
+        get { lock.withLock { storedCredential } }
+        set { lock.withLock { storedCredential = newValue } }
+    }
+    /// The request body stream: reads and sets `request.httpBodyStream` (clearing `httpBody`).
+    public var inputStream: InputStream? {
+        get { lock.withLock { storedRequest.httpBodyStream } }
+        set {
+            lock.withLock {
+                storedRequest.httpBodyStream = newValue
+                storedCurrentRequest = storedRequest
+            }
+        }
+    }
+    /// Where the response body goes. Default `nil`: in memory, as `responseData`. Set it before
+    /// `start()`; the operation opens it if needed and closes it when it finishes. A stream that stops
+    /// accepting bytes fails the operation with the stream's error.
+    public var outputStream: OutputStream? {
+        get { lock.withLock { storedOutputStream } }
+        set { lock.withLock { storedOutputStream = newValue } }
+    }
+    /// Where completion handlers and progress blocks run. Default `nil`: the library's shared serial
+    /// callback queue (not the main queue: a Linux program rarely runs a main loop).
+    public var completionQueue: DispatchQueue? {
+        get { lock.withLock { storedCompletionQueue } }
+        set { lock.withLock { storedCompletionQueue = newValue } }
+    }
+    /// The group completion handlers run in. Default `nil`: a group private to the library.
+    public var completionGroup: DispatchGroup? {
+        get { lock.withLock { storedCompletionGroup } }
+        set { lock.withLock { storedCompletionGroup = newValue } }
+    }
+    /// Free for the caller; the library never reads it.
+    public var userInfo: [String: Any] {
+        get { lock.withLock { storedUserInfo } }
+        set { lock.withLock { storedUserInfo = newValue } }
+    }
+
+    /// Sets the block called as the request body goes out (on the completion queue, coalesced:
+    /// `bytesWritten` is the count since the previous call). `nil` removes it.
+    public func setUploadProgressBlock(_ block: UploadProgressBlock?) {
+        lock.withLock { uploadProgressBlock = block }
+    }
+    /// Sets the block called as the response body arrives (on the completion queue, coalesced:
+    /// `bytesRead` is the count since the previous call; totals count a resumed prefix). `nil` removes it.
+    public func setDownloadProgressBlock(_ block: DownloadProgressBlock?) {
+        lock.withLock { downloadProgressBlock = block }
+    }
+    /// Sets the block that decides each redirect (on the network thread: keep it short). Without one,
+    /// redirects are followed per API.md §2 (16 hops at most).
+    public func setRedirectResponseBlock(_ block: RedirectResponseBlock?) {
+        lock.withLock { redirectBlock = block }
+    }
+
+    // MARK: - Operation
+
+    /// `true`: the work happens on the network thread.
+    open override var isAsynchronous: Bool { true }
+    /// Executing from `start()` until every completion handler returned (paused: `false`).
+    open override var isExecuting: Bool { lock.withLock { state.isExecuting } }
+    /// Finished once the transfer ended and every completion handler returned.
+    open override var isFinished: Bool { lock.withLock { state.isFinished } }
+    /// Dependencies finished, and not parked by a `pause()` before it ever started.
+    open override var isReady: Bool {
+        let parked = lock.withLock { state.phase == .paused(started: false) && resumePoint == nil }
+        return !parked && super.isReady
+    }
+    /// Whether the operation is paused.
+    public var isPaused: Bool { lock.withLock { state.isPaused } }
+
+    /// Hands the request to the network thread; a cancelled operation finishes without network traffic.
+    open override func start() {
+        let (action, transfer) = lock.withLock { () -> (OperationState.Action, Transfer?) in
+            let action = state.start(cancelled: isCancelled)
+            return (action, action == .startTransfer ? makeTransfer() : nil)
+        }
+        perform(action, transfer: transfer)
+    }
+
+    /// Cancels: before start, nothing is sent; while executing, the transfer stops at once; while
+    /// paused, the operation finishes. Failure handlers run with `URLError(.cancelled)`.
+    open override func cancel() {
+        guard !isFinished else { return }
+        super.cancel()
+        let (action, transfer) = lock.withLock { (state.cancel(), self.transfer) }
+        perform(action, transfer: transfer)
+    }
+
+    /// Stops an executing transfer, keeping the bytes received; the operation keeps its queue slot.
+    /// Posts `operationDidFinish`. Pausing a finished or cancelled operation does nothing.
+    public func pause() {
+        guard !isCancelled else { return }
+        let (action, transfer) = lock.withLock { (state.pause(), self.transfer) }
+        perform(action, transfer: transfer)
+    }
+
+    /// Continues a paused operation, with `Range: bytes=N-` when the server supports ranges.
+    /// A paused operation that had never started becomes ready again, for its queue to start.
+    public func resume() {
+        let (action, transfer) = lock.withLock { () -> (OperationState.Action, Transfer?) in
+            let action = state.resume()
+            return (action, action == .startTransfer ? makeTransfer() : nil)
+        }
+        perform(action, transfer: transfer)
+    }
+
+    /// Refuses (with a message) to wait from inside the library's callback queue, where the wait could
+    /// never end; otherwise waits as `Operation` does.
+    open override func waitUntilFinished() {
+        if CallbackQueues.isOnCallbackQueue && completionQueue == nil && !isFinished {
+            FileHandle.standardError.write(Data(
+                "OperationNetworking: waitUntilFinished() on the callback queue would deadlock; not waiting.\n".utf8))
+            return
+        }
+        super.waitUntilFinished()
+    }
+
+    // MARK: - NSCopying
+
+    /// A fresh, ready operation for the same request with the same configuration (AFN semantics:
+    /// success/failure blocks and the output stream are not copied).
+    open func copy(with zone: NSZone? = nil) -> Any {
+        let copy = type(of: self).init(request: request)
+        lock.withLock {
+            copy.storedShouldUseCredentialStorage = storedShouldUseCredentialStorage
+            copy.storedCredential = storedCredential
+            copy.storedCompletionQueue = storedCompletionQueue
+            copy.storedCompletionGroup = storedCompletionGroup
+            copy.uploadProgressBlock = uploadProgressBlock
+            copy.downloadProgressBlock = downloadProgressBlock
+            copy.redirectBlock = redirectBlock
+        }
+        return copy
+    }
+
+    // MARK: - Internal: the finishing pipeline
+
+    /// The transfer is over (`error` tells how). Subclasses run their handlers, then call `finishOperation()`.
+    func transferDidEnd() {
+        let (queue, group) = lock.withLock { (storedCompletionQueue, storedCompletionGroup) }
+        (queue ?? CallbackQueues.callback).async(group: group ?? CallbackQueues.group) { [self] in
+            finishOperation()
+        }
+    }
+
+    /// Runs the finish hooks, closes the output stream and turns the operation finished.
+    func finishOperation() {
+        let (hooks, stream) = lock.withLock { () -> ([@Sendable () -> Void], OutputStream?) in
+            defer { finishHooks.removeAll() }
+            return (finishHooks, outputStreamOpened ? storedOutputStream : nil)
+        }
+        hooks.forEach { $0() }
+        stream?.close()
+        guard lock.withLock({ state.finish() }) else { return }
+        willChangeValue(forKey: "isExecuting")
+        willChangeValue(forKey: "isFinished")
+        didChangeValue(forKey: "isExecuting")
+        didChangeValue(forKey: "isFinished")
+        post(.operationDidFinish)
+    }
+
+    /// Adds work to run on the completion queue just before the operation turns finished.
+    func addFinishHook(_ hook: @escaping @Sendable () -> Void) {
+        lock.withLock { finishHooks.append(hook) }
+    }
+
+    /// The operation's completion queue and group, defaults applied.
+    var effectiveCompletionQueue: DispatchQueue { completionQueue ?? CallbackQueues.callback }
+    var effectiveCompletionGroup: DispatchGroup { completionGroup ?? CallbackQueues.group }
+
+    // MARK: - Private
+
+    /// Builds the transfer for a start or resume; called with `lock` held.
+    private func makeTransfer() -> Transfer {
+        let queue = storedCompletionQueue ?? CallbackQueues.callback
+        uploadReporter = uploadProgressBlock.map { ProgressReporter(block: $0, queue: queue) }
+        downloadReporter = downloadProgressBlock.map { ProgressReporter(block: $0, queue: queue) }
+        let initialBody = partialData
+        partialData = Data()
+        storedCurrentRequest = storedRequest
+        let transfer = Transfer(request: storedRequest, outputStream: storedOutputStream, resumeFrom: resumePoint,
+                                initialBody: initialBody, delegate: self)
+        self.transfer = transfer
+        return transfer
+    }
+
+    /// Carries out what the state machine decided, outside the lock.
+    private func perform(_ action: OperationState.Action, transfer: Transfer?) {
+        switch action {
+        case .none:
+            return
+        case .startTransfer:
+            guard let transfer else { return }
+            if let failure = openOutputStream() {
+                lock.withLock { storedError = failure; _ = state.transferEnded() }
+                transferDidEnd()
+                return
+            }
+            willChangeValue(forKey: "isExecuting")
+            didChangeValue(forKey: "isExecuting")
+            NetworkThread.shared.submit(.add(transfer))
+            if isCancelled { NetworkThread.shared.submit(.cancel(transfer)) }
+            post(.operationDidStart)
+        case .cancelTransfer:
+            if let transfer { NetworkThread.shared.submit(.cancel(transfer)) }
+        case .pauseTransfer:
+            if let transfer { NetworkThread.shared.submit(.pause(transfer)) }
+            post(.operationDidFinish)
+        case .completeCancelled:
+            lock.withLock { storedError = TransportError.cancelled(url: storedRequest.url) }
+            transferDidEnd()
+        case .readinessChanged:
+            willChangeValue(forKey: "isReady")
+            didChangeValue(forKey: "isReady")
+        }
+    }
+
+    /// Opens a caller's output stream once; returns the error if it cannot be opened.
+    private func openOutputStream() -> Error? {
+        let stream: OutputStream? = lock.withLock {
+            guard let stream = storedOutputStream, !outputStreamOpened else { return nil }
+            outputStreamOpened = true
+            return stream
+        }
+        guard let stream else { return nil }
+        if stream.streamStatus == .notOpen { stream.open() }
+        guard stream.streamStatus != .error else {
+            return stream.streamError ?? TransportError.make(.cannotWriteToFile, "The output stream could not be opened.",
+                                                             url: request.url)
+        }
+        return nil
+    }
+
+    private func post(_ name: Notification.Name) {
+        CallbackQueues.callback.async { [self] in
+            NotificationCenter.default.post(name: name, object: self)
+        }
+    }
+}
+
+// MARK: - TransferDelegate (network thread)
+
+extension URLConnectionOperation: TransferDelegate {
+    func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
+        let block = lock.withLock { redirectBlock }
+        let chosen = block.map { $0(self, request, response) } ?? request
+        if let chosen { lock.withLock { storedCurrentRequest = chosen } }
+        return chosen
+    }
+
+    func transfer(_ transfer: Transfer, didReceive response: HTTPURLResponse) {
+        lock.withLock { storedResponse = response }
+    }
+
+    func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
+        lock.withLock { downloadReporter }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
+    }
+
+    func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
+        lock.withLock { uploadReporter }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
+    }
+
+    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome) {
+        var next: Transfer?
+        let ended: Bool = lock.withLock {
+            guard transfer === self.transfer else { return false }
+            if let metrics = transfer.metrics { storedMetrics = metrics }
+            if let response = transfer.response { storedResponse = response }
+            switch outcome {
+            case .paused(let point):
+                resumePoint = point
+                if storedOutputStream == nil { partialData = transfer.body }
+                if state.transferPaused() == .startTransfer { next = makeTransfer() }
+                return false
+            case .completed:
+                if storedOutputStream == nil { storedResponseData = transfer.body }
+            case .failed(let error):
+                storedError = error
+            case .cancelled:
+                storedError = TransportError.cancelled(url: storedRequest.url)
+            }
+            return state.transferEnded()
+        }
+        if let next {
+            NetworkThread.shared.submit(.add(next))
+            post(.operationDidStart)
+        }
+        if ended { transferDidEnd() }
+    }
+}

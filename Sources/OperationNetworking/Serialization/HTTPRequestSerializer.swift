@@ -1,0 +1,208 @@
+import CCurl
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The error domain of request serialization failures (codes reuse `NSURLError` numbers).
+public let RequestSerializationErrorDomain = "org.operationnetworking.error.serialization.request"
+
+/// Builds `URLRequest`s: default headers, query strings and url-encoded form bodies
+/// (AFNetworking's `AFHTTPRequestSerializer`, API.md §5).
+///
+/// - Threading: settings are guarded by an internal lock, so a serializer shared by a manager may be
+///   read while requests are built on several threads.
+open class HTTPRequestSerializer: NSObject, @unchecked Sendable {
+    /// Builds the query string from the request and the parameters; a thrown error fails the request.
+    public typealias QueryStringSerialization = @Sendable (URLRequest, Any) throws -> String
+
+    /// How parameters become a query string.
+    public enum QueryStringSerializationStyle: UInt, Sendable {
+        /// AFN's `key[]=` / `key[sub]=` flattening with sorted keys.
+        case `default` = 0
+    }
+
+    /// Guards every stored `var` below.
+    let lock = NSLock()
+    private var headers: [String: String] = [:]                       // guarded by lock
+    private var changed: [String: Any] = [:]                          // guarded by lock: factory settings set by the caller
+    private var customQuery: QueryStringSerialization?                // guarded by lock
+    private var storedStyle: QueryStringSerializationStyle = .default // guarded by lock
+    private var storedMethodsInURI: Set<String> = ["GET", "HEAD", "DELETE"]   // guarded by lock
+    private var storedEncoding: String.Encoding = .utf8              // guarded by lock
+
+    /// A serializer with AFN's default headers: `Accept-Language` and `User-Agent`.
+    public required override init() {
+        super.init()
+        headers["Accept-Language"] = HTTPRequestSerializer.defaultAcceptLanguage()
+        headers["User-Agent"] = HTTPRequestSerializer.defaultUserAgent()
+    }
+
+    // MARK: - Settings
+
+    /// Encoding of form bodies. Default UTF-8 (percent-escaping is always UTF-8, as AFN 2.6+).
+    public var stringEncoding: String.Encoding {
+        get { lock.withLock { storedEncoding } }
+        set { lock.withLock { storedEncoding = newValue } }
+    }
+    /// Applied to each request only when set. Default (as `URLRequest`): 60.
+    public var timeoutInterval: TimeInterval {
+        get { setting("timeoutInterval", 60.0) }
+        set { lock.withLock { changed["timeoutInterval"] = newValue } }
+    }
+    /// Applied to each request only when set. Default `.useProtocolCachePolicy`.
+    public var cachePolicy: URLRequest.CachePolicy {
+        get { setting("cachePolicy", URLRequest.CachePolicy.useProtocolCachePolicy) }
+        set { lock.withLock { changed["cachePolicy"] = newValue } }
+    }
+    /// Applied to each request only when set. Default `true`.
+    public var httpShouldHandleCookies: Bool {
+        get { setting("httpShouldHandleCookies", true) }
+        set { lock.withLock { changed["httpShouldHandleCookies"] = newValue } }
+    }
+    /// Kept for AFN compatibility; has no effect: curl never pipelines HTTP/1.1 and multiplexes HTTP/2.
+    /// Default `false`.
+    public var httpShouldUsePipelining: Bool {
+        get { setting("httpShouldUsePipelining", false) }
+        set { lock.withLock { changed["httpShouldUsePipelining"] = newValue } }
+    }
+    /// Applied to each request only when set. Default `true`.
+    public var allowsCellularAccess: Bool {
+        get { setting("allowsCellularAccess", true) }
+        set { lock.withLock { changed["allowsCellularAccess"] = newValue } }
+    }
+    /// Applied to each request only when set. Default `.default`.
+    public var networkServiceType: URLRequest.NetworkServiceType {
+        get { setting("networkServiceType", URLRequest.NetworkServiceType.default) }
+        set { lock.withLock { changed["networkServiceType"] = newValue } }
+    }
+    /// Methods whose parameters go in the query string. Default `GET`, `HEAD`, `DELETE`.
+    public var httpMethodsEncodingParametersInURI: Set<String> {
+        get { lock.withLock { storedMethodsInURI } }
+        set { lock.withLock { storedMethodsInURI = newValue } }
+    }
+    /// The query string style; setting it removes a custom query block.
+    public var queryStringSerializationStyle: QueryStringSerializationStyle {
+        get { lock.withLock { storedStyle } }
+        set { lock.withLock { storedStyle = newValue; customQuery = nil } }
+    }
+    /// Replaces the query string encoding (`nil` restores the default style).
+    public func setQueryStringSerialization(_ block: QueryStringSerialization?) {
+        lock.withLock { customQuery = block }
+    }
+
+    // MARK: - Headers
+
+    /// The headers added to every request that does not set them itself.
+    public var httpRequestHeaders: [String: String] { lock.withLock { headers } }
+    /// Sets (or with `nil` removes) a default header. Does not throw; a value with CR, LF or NUL makes
+    /// every request-building call throw until it is replaced.
+    public func setValue(_ value: String?, forHTTPHeaderField field: String) {
+        lock.withLock { headers[field] = value }
+    }
+    /// A default header's value.
+    public func value(forHTTPHeaderField field: String) -> String? {
+        lock.withLock { headers[field] }
+    }
+    /// Sets `Authorization: Basic base64(username:password)`.
+    public func setAuthorizationHeaderField(username: String, password: String) {
+        let token = Data("\(username):\(password)".utf8).base64EncodedString()
+        setValue("Basic \(token)", forHTTPHeaderField: "Authorization")
+    }
+    /// Removes the `Authorization` default header.
+    public func clearAuthorizationHeader() {
+        setValue(nil, forHTTPHeaderField: "Authorization")
+    }
+
+    // MARK: - Building requests
+
+    /// A request for `method` and `urlString` with `parameters` in the query or body.
+    /// Throws `URLError(.badURL)` for a string that is not a URL.
+    open func request(method: String, urlString: String, parameters: Any?) throws -> URLRequest {
+        guard let url = URL(string: urlString), url.scheme != nil else {
+            throw NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL, userInfo: [
+                NSLocalizedDescriptionKey: "\"\(urlString)\" is not a valid URL."])
+        }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        let settings = lock.withLock { changed }
+        if let value = settings["timeoutInterval"] as? TimeInterval { request.timeoutInterval = value }
+        if let value = settings["cachePolicy"] as? URLRequest.CachePolicy { request.cachePolicy = value }
+        if let value = settings["httpShouldHandleCookies"] as? Bool { request.httpShouldHandleCookies = value }
+        if let value = settings["allowsCellularAccess"] as? Bool { request.allowsCellularAccess = value }
+        if let value = settings["networkServiceType"] as? URLRequest.NetworkServiceType {
+            request.networkServiceType = value
+        }
+        return try self.request(bySerializing: request, withParameters: parameters)
+    }
+
+    /// A copy of `request` with the default headers and `parameters` applied.
+    open func request(bySerializing request: URLRequest, withParameters parameters: Any?) throws -> URLRequest {
+        var result = request
+        let (headers, custom, methods, encoding) = lock.withLock { (self.headers, customQuery, storedMethodsInURI, storedEncoding) }
+        for (field, value) in headers where result.value(forHTTPHeaderField: field) == nil {
+            result.setValue(value, forHTTPHeaderField: field)
+        }
+        try HTTPRequestSerializer.validateHeaders(of: result)
+        var query: String?
+        if let parameters {
+            query = try custom.map { try $0(result, parameters) } ?? QueryString.encode(parameters)
+        }
+        if methods.contains((result.httpMethod ?? "GET").uppercased()) {
+            if let query, let url = result.url {
+                let separator = url.query == nil ? "?" : "&"
+                result.url = URL(string: url.absoluteString + separator + query)
+            }
+        } else {
+            if result.value(forHTTPHeaderField: "Content-Type") == nil {
+                result.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+            }
+            result.httpBody = (query ?? "").data(using: encoding) ?? Data((query ?? "").utf8)
+        }
+        return result
+    }
+
+    /// Throws when a header name or value contains CR, LF or NUL (no header injection).
+    static func validateHeaders(of request: URLRequest) throws {
+        for (name, value) in request.allHTTPHeaderFields ?? [:] where !Transfer.isValidHeader(name: name, value: value) {
+            throw NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL, userInfo: [
+                NSLocalizedDescriptionKey: "The header \"\(name)\" contains a character not allowed in a header."])
+        }
+    }
+
+    private func setting<T>(_ key: String, _ fallback: T) -> T {
+        lock.withLock { changed[key] as? T } ?? fallback
+    }
+
+    // MARK: - Defaults
+
+    /// AFN's formula: the process's preferred languages with q = 1.0, 0.9, … down to 0.5.
+    static func defaultAcceptLanguage() -> String {
+        var languages = Locale.preferredLanguages
+        if languages.isEmpty { languages = [Locale.current.identifier.replacingOccurrences(of: "_", with: "-")] }
+        var parts: [String] = []
+        for (index, language) in languages.enumerated() {
+            let q = 1.0 - 0.1 * Double(index)
+            parts.append("\(language);q=\(q == 1 ? "1" : String(format: "%.1f", q))")
+            if q <= 0.5 { break }
+        }
+        return parts.joined(separator: ", ")
+    }
+
+    /// "<process> (<OS> <kernel release>; <machine>) OperationNetworking/<version> libcurl/<version>".
+    static func defaultUserAgent() -> String {
+        var names = utsname()
+        uname(&names)
+        func field<T>(_ value: T) -> String {
+            withUnsafeBytes(of: value) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        }
+        let curlVersion = curl_version_info(CURLVERSION_ELEVENTH).flatMap { $0.pointee.version }
+            .map { String(cString: $0) } ?? "unknown"
+        let agent = "\(ProcessInfo.processInfo.processName) (\(field(names.sysname)) \(field(names.release)); "
+            + "\(field(names.machine))) OperationNetworking/\(OperationNetworkingVersion) libcurl/\(curlVersion)"
+        return String(agent.unicodeScalars.filter { $0.isASCII && $0.value >= 0x20 })
+    }
+}
+
+/// The library's version, as sent in the default `User-Agent`.
+let OperationNetworkingVersion = "0.1.0"

@@ -1,0 +1,44 @@
+import CCurl
+import CCurlShim
+import Foundation
+
+// Every C callback the library installs. Each one only turns the userdata pointer back into its
+// `Transfer` (kept alive by the network thread's table while curl can call back) and forwards.
+// All of them run on the network thread, inside curl_multi_perform.
+
+private func transfer(_ userdata: UnsafeMutableRawPointer?) -> Transfer? {
+    guard let userdata else { return nil }
+    return Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+}
+
+/// `CURLOPT_HEADERFUNCTION`: one header line per call.
+let curlHeaderCallback: curl_write_callback = { buffer, size, count, userdata in
+    let length = size * count
+    guard let buffer, let transfer = transfer(userdata) else { return 0 }
+    return transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
+}
+
+/// `CURLOPT_WRITEFUNCTION`: a piece of the (decoded) response body.
+let curlWriteCallback: curl_write_callback = { buffer, size, count, userdata in
+    let length = size * count
+    guard let buffer, let transfer = transfer(userdata) else { return 0 }
+    return transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
+}
+
+/// `CURLOPT_READFUNCTION`: fill curl's buffer with request body bytes.
+let curlReadCallback: curl_read_callback = { buffer, size, count, userdata in
+    guard let buffer, let transfer = transfer(userdata) else { return ccurl_readfunc_abort() }
+    let capacity = size * count
+    let produced = buffer.withMemoryRebound(to: UInt8.self, capacity: capacity) {
+        transfer.sendBody(into: $0, capacity: capacity)
+    }
+    return produced < 0 ? ccurl_readfunc_abort() : produced
+}
+
+/// `CURLOPT_SEEKFUNCTION`: rewind the request body (curl asks before re-sending it).
+let curlSeekCallback: curl_seek_callback = { userdata, offset, origin in
+    guard let transfer = transfer(userdata), origin == SEEK_SET, offset == 0 else {
+        return Int32(CURL_SEEKFUNC_CANTSEEK)
+    }
+    return transfer.rewindBody() ? Int32(CURL_SEEKFUNC_OK) : Int32(CURL_SEEKFUNC_CANTSEEK)
+}

@@ -1,0 +1,111 @@
+import CCurl
+import CCurlShim
+import Foundation
+
+/// Owns one libcurl easy handle and the header list attached to it.
+///
+/// Options are set through the typed wrappers of `CCurlShim`; a refused option throws a `URLError`
+/// (never a crash), which becomes the operation's error.
+/// - Threading: not `Sendable`. Built and configured on the network thread and used only there.
+final class CurlEasyHandle {
+    /// The raw `CURL *`; valid until `deinit`.
+    let raw: UnsafeMutableRawPointer
+    /// Header list handed to `CURLOPT_HTTPHEADER`; curl keeps pointing at it, so it lives as long as the handle.
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// curl writes its detailed message for a failure here (`CURLOPT_ERRORBUFFER`).
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+
+    init?() {
+        guard let handle = curl_easy_init() else { return nil }
+        raw = handle
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+    }
+
+    deinit {
+        curl_easy_cleanup(raw)
+        if let headerList { curl_slist_free_all(headerList) }
+        errorBuffer.deallocate()
+    }
+
+    /// Clears every option (keeps the handle's caches), so the handle can serve the next hop or request.
+    func reset() {
+        curl_easy_reset(raw)
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = nil
+        errorBuffer[0] = 0
+    }
+
+    /// curl's message for the last failure, if it wrote one.
+    var errorMessage: String? {
+        let message = String(cString: errorBuffer)
+        return message.isEmpty ? nil : message
+    }
+
+    // MARK: - Options
+
+    func set(_ option: CURLoption, _ value: Int) throws {
+        try check(ccurl_easy_setopt_long(raw, option, value), option)
+    }
+
+    func set(_ option: CURLoption, _ value: Bool) throws {
+        try check(ccurl_easy_setopt_long(raw, option, value ? 1 : 0), option)
+    }
+
+    func set(_ option: CURLoption, offset value: Int64) throws {
+        try check(ccurl_easy_setopt_off_t(raw, option, curl_off_t(value)), option)
+    }
+
+    /// String options are copied by libcurl, so the Swift string need not outlive the call.
+    func set(_ option: CURLoption, _ value: String) throws {
+        try check(ccurl_easy_setopt_str(raw, option, value), option)
+    }
+
+    func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer?) throws {
+        try check(ccurl_easy_setopt_ptr(raw, option, value), option)
+    }
+
+    /// Replaces the request header list (`"Name: value"` lines; `"Name:"` removes a header curl would add).
+    func setHeaders(_ lines: [String]) throws {
+        var list: UnsafeMutablePointer<curl_slist>?
+        for line in lines {
+            guard let appended = curl_slist_append(list, line) else {
+                if let list { curl_slist_free_all(list) }
+                throw TransportError.make(.unknown, "libcurl could not store a request header", url: nil)
+            }
+            list = appended
+        }
+        try check(ccurl_easy_setopt_slist(raw, CURLOPT_HTTPHEADER, list), CURLOPT_HTTPHEADER)
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = list
+    }
+
+    /// Installs the error buffer; call after every `reset()`.
+    func installErrorBuffer() throws {
+        try set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
+    }
+
+    private func check(_ code: CURLcode, _ option: CURLoption) throws {
+        guard code != CURLE_OK else { return }
+        throw TransportError.fromCurl(code, message: "libcurl refused option \(option.rawValue): "
+                                      + String(cString: curl_easy_strerror(code)), url: nil)
+    }
+
+    // MARK: - Information
+
+    func info(long item: CURLINFO) -> Int {
+        var value = 0
+        return ccurl_easy_getinfo_long(raw, item, &value) == CURLE_OK ? value : 0
+    }
+
+    func info(offset item: CURLINFO) -> Int64 {
+        var value: curl_off_t = 0
+        return ccurl_easy_getinfo_off_t(raw, item, &value) == CURLE_OK ? Int64(value) : 0
+    }
+
+    func info(string item: CURLINFO) -> String? {
+        var value: UnsafePointer<CChar>?
+        guard ccurl_easy_getinfo_string(raw, item, &value) == CURLE_OK, let value else { return nil }
+        return String(cString: value)
+    }
+}

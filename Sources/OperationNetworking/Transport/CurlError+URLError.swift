@@ -1,0 +1,77 @@
+import CCurl
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `userInfo` key of a transport error: the libcurl `CURLcode` (an `Int`) behind it, when curl reported one.
+public let CurlErrorCodeKey = "OperationNetworkingCurlErrorCode"
+/// `userInfo` key of a transport error: curl's message for the failure (a `String`), when curl gave one.
+public let CurlErrorMessageKey = "OperationNetworkingCurlErrorMessage"
+
+/// Builds every transport error of the library in one place (API.md §9).
+///
+/// - Threading: pure functions; call from any thread.
+enum TransportError {
+    /// The `URLError` code a Foundation user already handles for a libcurl result code.
+    static func urlErrorCode(for code: CURLcode) -> URLError.Code {
+        switch code {
+        case CURLE_UNSUPPORTED_PROTOCOL: return .unsupportedURL
+        case CURLE_URL_MALFORMAT: return .badURL
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return .cannotFindHost
+        case CURLE_COULDNT_CONNECT, CURLE_PROXY: return .cannotConnectToHost
+        case CURLE_OPERATION_TIMEDOUT: return .timedOut
+        case CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_HTTP2_STREAM:
+            return .networkConnectionLost
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_HTTP2, CURLE_RANGE_ERROR, CURLE_REMOTE_ACCESS_DENIED:
+            return .badServerResponse
+        case CURLE_TOO_MANY_REDIRECTS: return .httpTooManyRedirects
+        case CURLE_ABORTED_BY_CALLBACK: return .cancelled
+        case CURLE_WRITE_ERROR: return .cannotWriteToFile
+        case CURLE_READ_ERROR, CURLE_SEND_FAIL_REWIND: return .requestBodyStreamExhausted
+        case CURLE_BAD_CONTENT_ENCODING: return .cannotDecodeContentData
+        case CURLE_FILESIZE_EXCEEDED: return .dataLengthExceedsMaximum
+        case CURLE_LOGIN_DENIED: return .userAuthenticationRequired
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
+             CURLE_SSL_ISSUER_ERROR, CURLE_SSL_CRL_BADFILE:
+            return .serverCertificateUntrusted
+        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_SHUTDOWN_FAILED,
+             CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_USE_SSL_FAILED:
+            return .secureConnectionFailed
+        case CURLE_SSL_CERTPROBLEM: return .clientCertificateRejected
+        case CURLE_SSL_CLIENTCERT: return .clientCertificateRequired
+        default: return .unknown
+        }
+    }
+
+    /// A `URLError` for a curl failure, carrying the failing URL, the curl code and curl's message.
+    static func fromCurl(_ code: CURLcode, message: String?, url: URL?) -> URLError {
+        let detail = message.flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: curl_easy_strerror(code))
+        var info: [String: Any] = [
+            CurlErrorCodeKey: Int(code.rawValue),
+            CurlErrorMessageKey: detail,
+            NSLocalizedDescriptionKey: detail,
+        ]
+        addURL(url, to: &info)
+        return URLError(urlErrorCode(for: code), userInfo: info)
+    }
+
+    /// A `URLError` raised by the library itself (no curl code behind it).
+    static func make(_ code: URLError.Code, _ description: String, url: URL?) -> URLError {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: description]
+        addURL(url, to: &info)
+        return URLError(code, userInfo: info)
+    }
+
+    /// `URLError(.cancelled)` with the failing URL, as AFN's cancel error carried it.
+    static func cancelled(url: URL?) -> URLError {
+        var info: [String: Any] = [:]
+        addURL(url, to: &info)
+        return URLError(.cancelled, userInfo: info)
+    }
+
+    private static func addURL(_ url: URL?, to info: inout [String: Any]) {
+        guard let url else { return }
+        info[NSURLErrorFailingURLErrorKey] = url
+    }
+}

@@ -1,0 +1,279 @@
+import CCurl
+import CCurlShim
+import Foundation
+
+/// The one thread per process that drives every transfer through one curl multi handle (API.md §1).
+///
+/// Other threads never touch curl handles: they append a command to the inbox and wake the thread
+/// with `curl_multi_wakeup`, the only multi call libcurl allows from any thread. The thread adds,
+/// removes and reconfigures easy handles, runs `curl_multi_perform`, reads finished transfers and
+/// sleeps in `curl_multi_poll`. Transfers beyond `maxActiveTransfers` wait in a FIFO without an
+/// easy handle, so ten thousand queued requests cost little memory.
+/// - Threading: `submit` from any thread; everything else runs on the thread itself
+///   ("OperationNetworking.network"). Shared state is the inbox, guarded by `inboxLock`, and
+///   `statistics`, guarded by `statisticsLock`; the rest is confined to the thread, which is why
+///   the class may be `@unchecked Sendable`.
+final class NetworkThread: @unchecked Sendable {
+    /// The process-wide instance, created (and its thread started) on first use.
+    static let shared = NetworkThread()
+
+    /// Transfers on curl at once; the rest wait in `waiting`.
+    static let maxActiveTransfers = 512
+    /// Idle easy handles kept for reuse.
+    private static let maxPooledHandles = 64
+    /// How often stalled transfers are looked for.
+    private static let timeoutScanInterval: UInt64 = 50_000_000
+
+    /// A request from another thread.
+    enum Command {
+        case add(Transfer)
+        case cancel(Transfer)
+        case pause(Transfer)
+    }
+
+    /// Counts for tests and diagnostics.
+    struct Statistics: Equatable {
+        var active = 0
+        var waiting = 0
+        var pooledHandles = 0
+    }
+
+    /// The multi handle (`nil` only if libcurl could not allocate one: every transfer then fails).
+    private let multi: UnsafeMutableRawPointer?
+    private let inboxLock = NSLock()
+    /// Commands not yet seen by the thread; guarded by `inboxLock`.
+    private var inbox: [Command] = []
+    private let statisticsLock = NSLock()
+    /// Published copy of the counts; guarded by `statisticsLock`.
+    private var publishedStatistics = Statistics()
+
+    // MARK: Network thread only
+    /// Transfers on curl, by easy handle.
+    private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    /// Transfers waiting for a slot, oldest first (`waitingHead` is the next to admit).
+    private var waiting: [Transfer] = []
+    private var waitingHead = 0
+    /// Reset easy handles ready for the next transfer.
+    private var pool: [CurlEasyHandle] = []
+    /// Spare array swapped with `inbox`, so draining allocates nothing.
+    private var drained: [Command] = []
+    private var lastTimeoutScan: UInt64 = 0
+
+    private init() {
+        curl_global_init(Int(CURL_GLOBAL_ALL))
+        multi = curl_multi_init()
+        if let multi {
+            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, NetworkThread.maxActiveTransfers)
+            _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        }
+        let thread = Thread { [self] in run() }
+        thread.name = "OperationNetworking.network"
+        thread.start()
+    }
+
+    /// Hands a command to the network thread (any thread).
+    func submit(_ command: Command) {
+        inboxLock.withLock { inbox.append(command) }
+        if let multi { curl_multi_wakeup(multi) }
+    }
+
+    /// The latest counts published by the network thread.
+    var statistics: Statistics {
+        statisticsLock.withLock { publishedStatistics }
+    }
+
+    // MARK: - Network thread
+
+    private func run() {
+        guard let multi else {
+            failForever()
+            return
+        }
+        var running: Int32 = 0
+        while true {
+            drainInbox()
+            admitWaiting(multi)
+            curl_multi_perform(multi, &running)
+            readFinished(multi)
+            let now = monotonicNow()
+            if now &- lastTimeoutScan >= NetworkThread.timeoutScanInterval {
+                lastTimeoutScan = now
+                failStalled(multi, now: now)
+            }
+            publishStatistics()
+            let timeout: Int32 = active.isEmpty ? 1000 : 50
+            curl_multi_poll(multi, nil, 0, timeout, nil)
+        }
+    }
+
+    private func drainInbox() {
+        inboxLock.withLock { swap(&inbox, &drained) }
+        guard !drained.isEmpty else { return }
+        for command in drained {
+            switch command {
+            case .add(let transfer):
+                transfer.phase = .waiting
+                transfer.startTime = monotonicNow()
+                waiting.append(transfer)
+            case .cancel(let transfer):
+                stop(transfer, with: .cancelled)
+            case .pause(let transfer):
+                stop(transfer, with: .paused(transfer.resumePoint()))
+            }
+        }
+        drained.removeAll(keepingCapacity: true)
+    }
+
+    /// Ends a transfer early (cancel, pause, stall), wherever it is.
+    private func stop(_ transfer: Transfer, with outcome: TransferOutcome) {
+        switch transfer.phase {
+        case .finished:
+            return
+        case .active:
+            if let easy = transfer.easy, let multi {
+                curl_multi_remove_handle(multi, easy.raw)
+                active.removeValue(forKey: easy.raw)
+                transfer.collectMetrics(from: easy)
+                transfer.easy = nil
+                recycle(easy)
+            }
+        case .created, .waiting:
+            break   // a waiting transfer stays in the FIFO and is skipped when its turn comes
+        }
+        transfer.finish(outcome)
+    }
+
+    private func admitWaiting(_ multi: UnsafeMutableRawPointer) {
+        while active.count < NetworkThread.maxActiveTransfers && waitingHead < waiting.count {
+            let transfer = waiting[waitingHead]
+            waitingHead += 1
+            guard transfer.phase == .waiting else { continue }
+            start(transfer, multi)
+        }
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        } else if waitingHead > 4096 {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
+        }
+    }
+
+    /// Gives a transfer an easy handle and puts it on curl; a failure ends the transfer.
+    private func start(_ transfer: Transfer, _ multi: UnsafeMutableRawPointer) {
+        guard let easy = pool.popLast() ?? CurlEasyHandle() else {
+            transfer.finish(.failed(TransportError.make(.unknown, "libcurl could not create a handle.",
+                                                        url: transfer.currentRequest.url)))
+            return
+        }
+        do {
+            try transfer.configure(easy)
+        } catch {
+            recycle(easy)
+            transfer.finish(.failed(error))
+            return
+        }
+        guard curl_multi_add_handle(multi, easy.raw) == CURLM_OK else {
+            recycle(easy)
+            transfer.finish(.failed(TransportError.make(.unknown, "libcurl refused the transfer.",
+                                                        url: transfer.currentRequest.url)))
+            return
+        }
+        transfer.easy = easy
+        transfer.phase = .active
+        active[easy.raw] = transfer
+    }
+
+    private func readFinished(_ multi: UnsafeMutableRawPointer) {
+        var left: Int32 = 0
+        while let message = curl_multi_info_read(multi, &left) {
+            guard message.pointee.msg == CURLMSG_DONE, let raw = message.pointee.easy_handle else { continue }
+            let code = message.pointee.data.result
+            curl_multi_remove_handle(multi, raw)
+            guard let transfer = active.removeValue(forKey: raw), let easy = transfer.easy else { continue }
+            transfer.collectMetrics(from: easy)
+            hopEnded(transfer, easy: easy, code: code, multi: multi)
+        }
+    }
+
+    /// One hop is over: finish, or follow a redirect on the same easy handle.
+    private func hopEnded(_ transfer: Transfer, easy: CurlEasyHandle, code: CURLcode, multi: UnsafeMutableRawPointer) {
+        let outcome: TransferOutcome
+        if let error = transfer.abortError {
+            outcome = .failed(error)
+        } else if code != CURLE_OK {
+            outcome = .failed(TransportError.fromCurl(code, message: easy.errorMessage, url: transfer.currentRequest.url))
+        } else if transfer.isRedirectCandidate {
+            switch transfer.redirectDecision() {
+            case .follow(let request):
+                transfer.currentRequest = request
+                transfer.redirectCount += 1
+                easy.reset()
+                do {
+                    try transfer.configure(easy)
+                    if curl_multi_add_handle(multi, easy.raw) == CURLM_OK {
+                        active[easy.raw] = transfer
+                        return
+                    }
+                    outcome = .failed(TransportError.make(.unknown, "libcurl refused the redirect.",
+                                                          url: request.url))
+                } catch {
+                    outcome = .failed(error)
+                }
+            case .deliver:
+                outcome = transfer.deliverRedirectResponse() ? .completed
+                    : .failed(transfer.abortError ?? URLError(.cannotWriteToFile))
+            case .fail(let error):
+                outcome = .failed(error)
+            }
+        } else {
+            outcome = .completed
+        }
+        transfer.easy = nil
+        recycle(easy)
+        transfer.finish(outcome)
+    }
+
+    /// Fails transfers with no bytes moving for longer than their request's `timeoutInterval`.
+    private func failStalled(_ multi: UnsafeMutableRawPointer, now: UInt64) {
+        var stalled: [Transfer] = []
+        for transfer in active.values where now &- transfer.lastActivity > transfer.timeoutNanoseconds {
+            stalled.append(transfer)
+        }
+        for transfer in stalled {
+            let error = TransportError.make(.timedOut, "No data moved for \(transfer.currentRequest.timeoutInterval) s.",
+                                            url: transfer.currentRequest.url)
+            stop(transfer, with: .failed(error))
+        }
+    }
+
+    private func recycle(_ easy: CurlEasyHandle) {
+        guard pool.count < NetworkThread.maxPooledHandles else { return }
+        easy.reset()
+        pool.append(easy)
+    }
+
+    private func publishStatistics() {
+        let current = Statistics(active: active.count, waiting: waiting.count - waitingHead, pooledHandles: pool.count)
+        statisticsLock.withLock { publishedStatistics = current }
+    }
+
+    /// Without a multi handle nothing can be sent: fail whatever arrives, without spinning.
+    private func failForever() {
+        while true {
+            drainInboxFailingAll()
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
+    private func drainInboxFailingAll() {
+        inboxLock.withLock { swap(&inbox, &drained) }
+        for command in drained {
+            if case .add(let transfer) = command {
+                transfer.finish(.failed(TransportError.make(.unknown, "libcurl could not be initialised.",
+                                                            url: transfer.currentRequest.url)))
+            }
+        }
+        drained.removeAll(keepingCapacity: true)
+    }
+}

@@ -1,0 +1,162 @@
+import CCurl
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// MARK: - Network thread: what the C callbacks forward to
+
+extension Transfer {
+    /// A header line arrived; false aborts the transfer (the reason is in `abortError`).
+    func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
+        lastActivity = monotonicNow()
+        switch headerParser.consume(line) {
+        case .tooLarge:
+            abortError = TransportError.make(.cannotParseResponse,
+                                             "The response headers exceed \(Transfer.maxHeaderBytes) bytes.",
+                                             url: currentRequest.url)
+            return false
+        case .headComplete:
+            return responseHeadCompleted()
+        case .none, .informational:
+            return true
+        }
+    }
+
+    /// A piece of the response body arrived; false aborts the transfer.
+    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        lastActivity = monotonicNow()
+        if isRedirectCandidate {
+            redirectBody.append(contentsOf: bytes)
+            return true
+        }
+        var bytes = bytes
+        if bytesToSkip > 0 {
+            let skipped = min(Int64(bytes.count), bytesToSkip)
+            bytesToSkip -= skipped
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[Int(skipped)...])
+            if bytes.isEmpty { return true }
+        }
+        return deliver(bytes)
+    }
+
+    /// Copies request body bytes for curl; the count, 0 at the end, or -1 to abort.
+    func sendBody(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
+        guard let upload else { return 0 }
+        let count = upload.read(into: buffer, capacity: capacity)
+        if count < 0 {
+            abortError = upload.streamError ?? TransportError.make(
+                .requestBodyStreamExhausted, "The request body stream failed.", url: currentRequest.url)
+            return -1
+        }
+        if count > 0 {
+            lastActivity = monotonicNow()
+            bytesSent += Int64(count)
+            delegate?.transfer(self, didSendBytes: count, totalBytes: bytesSent, expectedBytes: upload.length ?? -1)
+        }
+        return count
+    }
+
+    /// Starts the request body over; false when it cannot be replayed.
+    func rewindBody() -> Bool {
+        guard let upload, upload.rewind() else { return false }
+        bytesSent = 0
+        return true
+    }
+
+    // MARK: - Private
+
+    /// Hands body bytes to the sink: memory or the caller's output stream.
+    private func deliver(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if let outputStream {
+            guard write(bytes, to: outputStream) else { return false }
+        } else {
+            body.append(contentsOf: bytes)
+        }
+        bytesReceived += Int64(bytes.count)
+        delegate?.transfer(self, didReceiveBytes: bytes.count, totalBytes: bytesReceived,
+                           expectedBytes: expectedBodyLength)
+        return true
+    }
+
+    /// Writes all of `bytes` or records why not (a stream that fails or takes nothing fails the operation).
+    private func write(_ bytes: UnsafeRawBufferPointer, to stream: OutputStream) -> Bool {
+        guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return true }
+        var written = 0
+        while written < bytes.count {
+            let result = stream.write(base + written, maxLength: bytes.count - written)
+            guard result > 0 else {
+                abortError = stream.streamError ?? TransportError.make(
+                    .cannotWriteToFile, "The output stream did not accept the response body.", url: currentRequest.url)
+                return false
+            }
+            written += result
+        }
+        return true
+    }
+
+    /// A final response head is complete: store it, decide about redirects and resumption.
+    private func responseHeadCompleted() -> Bool {
+        guard let url = currentRequest.url, let head = headerParser.makeResponse(url: url) else {
+            abortError = TransportError.make(.badServerResponse, "The response head could not be read.",
+                                             url: currentRequest.url)
+            return false
+        }
+        response = head
+        if currentRequest.httpShouldHandleCookies {
+            storeCookies(from: headerParser.values(for: "Set-Cookie"), url: url)
+        }
+        let status = head.statusCode
+        isRedirectCandidate = (300..<400).contains(status) && status != 304
+            && headerParser.value(for: "Location") != nil
+        redirectBody.removeAll()
+        if isRedirectCandidate { return true }
+        guard prepareSinkForResponse(status: status, head: head) else { return false }
+        if outputStream == nil, head.expectedContentLength > 0, head.expectedContentLength < 64 << 20 {
+            body.reserveCapacity(body.count + Int(head.expectedContentLength))
+        }
+        delegate?.transfer(self, didReceive: head)
+        return true
+    }
+
+    /// Keeps or discards what a paused download already had, by the 206/200 rule of API.md §2.
+    private func prepareSinkForResponse(status: Int, head: HTTPURLResponse) -> Bool {
+        let length = head.expectedContentLength
+        guard let resume = resumeFrom, resume.offset > 0 else {
+            expectedBodyLength = length
+            return true
+        }
+        if sentRange && status == 206 {
+            expectedBodyLength = length >= 0 ? resume.offset + length : -1
+            return true
+        }
+        expectedBodyLength = length
+        if outputStream == nil {
+            // The server sent the whole body again: start over instead of duplicating the prefix.
+            body.removeAll(keepingCapacity: true)
+            bytesReceived = 0
+            return true
+        }
+        guard (200..<300).contains(status) else { return true }
+        // A caller's stream cannot be rewound: drop the prefix it already holds, but only when the
+        // resource is provably the same one; otherwise the file would mix two versions.
+        let validator = headerParser.value(for: "ETag") ?? headerParser.value(for: "Last-Modified")
+        guard resume.validator == nil || validator == nil || validator == resume.validator else {
+            abortError = TransportError.make(
+                .cannotWriteToFile,
+                "The resource changed on the server while paused; the output stream cannot be rewound.",
+                url: currentRequest.url)
+            return false
+        }
+        bytesToSkip = resume.offset
+        return true
+    }
+
+    private func storeCookies(from values: [String], url: URL) {
+        guard !values.isEmpty else { return }
+        let cookies = values.flatMap { HTTPCookie.cookies(withResponseHeaderFields: ["Set-Cookie": $0], for: url) }
+        if !cookies.isEmpty {
+            HTTPCookieStorage.shared.setCookies(cookies, for: url, mainDocumentURL: nil)
+        }
+    }
+}

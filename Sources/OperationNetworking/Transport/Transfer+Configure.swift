@@ -1,0 +1,154 @@
+import CCurl
+import CCurlShim
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// MARK: - Network thread: request → easy handle
+
+extension Transfer {
+    /// Everything curl decodes in this build ("" asks curl to offer all of them and decode the reply).
+    private static let allEncodings = ""
+
+    /// Sets up `easy` for the current hop. Throws a `URLError` for a request curl must not see.
+    func configure(_ easy: CurlEasyHandle) throws {
+        let request = currentRequest
+        guard let url = request.url else {
+            throw TransportError.make(.badURL, "The request has no URL.", url: nil)
+        }
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw TransportError.make(.unsupportedURL, "Only http and https URLs are supported.", url: url)
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw TransportError.make(.badURL, "The URL has no host.", url: url)
+        }
+        try easy.installErrorBuffer()
+        try easy.set(CURLOPT_URL, url.absoluteString)
+        try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
+        try easy.set(CURLOPT_NOSIGNAL, true)
+        try easy.set(CURLOPT_FOLLOWLOCATION, false)   // redirects are decided by the library, hop by hop
+        try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        let timeoutMilliseconds = Int(min(timeoutNanoseconds / 1_000_000, UInt64(Int32.max)))
+        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(timeoutMilliseconds, 1))
+
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
+        try easy.set(CURLOPT_HEADERDATA, pointer: userdata)
+        try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_WRITEFUNCTION, curlWriteCallback))
+        try easy.set(CURLOPT_WRITEDATA, pointer: userdata)
+
+        let method = (request.httpMethod ?? "GET").uppercased()
+        try configureMethodAndBody(easy, method: method, request: request, userdata: userdata)
+        try easy.setHeaders(headerLines(for: request, url: url))
+        if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
+            try easy.set(CURLOPT_ACCEPT_ENCODING, Transfer.allEncodings)
+        }
+        headerParser = ResponseHeaderParser()
+        isRedirectCandidate = false
+        hopStartTime = monotonicNow()
+        lastActivity = hopStartTime
+    }
+
+    /// Method and request body: HEAD has none, bodies are streamed by the read callback.
+    private func configureMethodAndBody(_ easy: CurlEasyHandle, method: String, request: URLRequest,
+                                        userdata: UnsafeMutableRawPointer) throws {
+        upload?.close()
+        upload = nil
+        if let data = request.httpBody {
+            upload = UploadSource(data: data)
+        } else if let stream = request.httpBodyStream {
+            let declared = request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
+            upload = UploadSource(stream: stream, length: declared)
+        } else if ["POST", "PUT", "PATCH"].contains(method) {
+            upload = UploadSource(data: Data())   // an explicit empty body: Content-Length: 0
+        }
+        if method == "HEAD" {
+            try easy.set(CURLOPT_NOBODY, true)
+            upload = nil
+            return
+        }
+        guard let upload else {
+            if method == "GET" {
+                try easy.set(CURLOPT_HTTPGET, true)
+            } else {
+                try easy.set(CURLOPT_CUSTOMREQUEST, method)
+            }
+            return
+        }
+        try easy.set(CURLOPT_UPLOAD, true)
+        try easy.set(CURLOPT_CUSTOMREQUEST, method)
+        if let length = upload.length {
+            try easy.set(CURLOPT_INFILESIZE_LARGE, offset: length)
+        }
+        try check(ccurl_easy_setopt_read_function(easy.raw, curlReadCallback))
+        try easy.set(CURLOPT_READDATA, pointer: userdata)
+        try check(ccurl_easy_setopt_seek_function(easy.raw, curlSeekCallback))
+        try easy.set(CURLOPT_SEEKDATA, pointer: userdata)
+        bytesSent = 0
+    }
+
+    /// The request's headers as curl lines, with the library's additions (cookies, Range, no Expect).
+    private func headerLines(for request: URLRequest, url: URL) throws -> [String] {
+        var lines: [String] = []
+        var hasCookie = false, hasExpect = false
+        for (name, value) in request.allHTTPHeaderFields ?? [:] {
+            guard Transfer.isValidHeader(name: name, value: value) else {
+                throw TransportError.make(.badURL, "The header \"\(name)\" contains CR, LF or NUL.", url: url)
+            }
+            let lowered = name.lowercased()
+            // curl computes the length of the body it sends; a second, stale value would corrupt the request.
+            if lowered == "content-length" && upload != nil { continue }
+            if lowered == "range" || lowered == "if-range", resumeFrom != nil { continue }
+            hasCookie = hasCookie || lowered == "cookie"
+            hasExpect = hasExpect || lowered == "expect"
+            // "Name;" is curl's spelling of a header with an empty value ("Name:" would remove it).
+            lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
+        }
+        if !hasExpect { lines.append("Expect:") }   // no 100-continue round trip unless asked for
+        if request.httpShouldHandleCookies && !hasCookie,
+           let cookies = HTTPCookieStorage.shared.cookies(for: url), !cookies.isEmpty,
+           let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
+            lines.append("Cookie: \(header)")
+        }
+        sentRange = false
+        if let resume = resumeFrom, resume.offset > 0, resume.rangesSupported {
+            lines.append("Range: bytes=\(resume.offset)-")
+            if let validator = resume.validator { lines.append("If-Range: \(validator)") }
+            sentRange = true
+        }
+        return lines
+    }
+
+    /// Header names and values may not smuggle a line break or NUL onto the wire.
+    static func isValidHeader(name: String, value: String) -> Bool {
+        let forbidden: (UInt8) -> Bool = { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }
+        return !name.isEmpty && !name.utf8.contains(where: forbidden) && !value.utf8.contains(where: forbidden)
+            && !name.utf8.contains(0x3A) && !name.utf8.contains(0x20)
+    }
+
+    private func check(_ code: CURLcode) throws {
+        guard code != CURLE_OK else { return }
+        throw TransportError.fromCurl(code, message: nil, url: currentRequest.url)
+    }
+
+    /// Reads curl's timing for the hop that just ended into `metrics`.
+    func collectMetrics(from easy: CurlEasyHandle) {
+        let shift = Double(hopStartTime &- startTime) / 1e9
+        func seconds(_ item: CURLINFO) -> TimeInterval { shift + Double(easy.info(offset: item)) / 1e6 }
+        let version: String?
+        switch easy.info(long: CURLINFO_HTTP_VERSION) {
+        case Int(CURL_HTTP_VERSION_1_0): version = "1.0"
+        case Int(CURL_HTTP_VERSION_1_1): version = "1.1"
+        case Int(CURL_HTTP_VERSION_2_0): version = "2"
+        case Int(CURL_HTTP_VERSION_3): version = "3"
+        default: version = nil
+        }
+        metrics = TransferMetrics(
+            nameLookup: seconds(CURLINFO_NAMELOOKUP_TIME_T), connect: seconds(CURLINFO_CONNECT_TIME_T),
+            tlsHandshake: seconds(CURLINFO_APPCONNECT_TIME_T), firstByte: seconds(CURLINFO_STARTTRANSFER_TIME_T),
+            total: Double(monotonicNow() &- startTime) / 1e9, remoteAddress: easy.info(string: CURLINFO_PRIMARY_IP),
+            httpVersion: version, connectionReused: easy.info(long: CURLINFO_NUM_CONNECTS) == 0,
+            redirectCount: redirectCount)
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// MARK: - Network thread: redirects, decided by the library hop by hop
+
+extension Transfer {
+    /// What to do with a redirect response that just completed.
+    enum RedirectDecision {
+        /// Follow with this request (the delegate may have changed it).
+        case follow(URLRequest)
+        /// Stop and hand the 3xx to the caller as the response.
+        case deliver
+        /// Fail the transfer.
+        case fail(Error)
+    }
+
+    /// Applies the redirect rules of API.md §2, then lets the delegate's redirect block decide.
+    func redirectDecision() -> RedirectDecision {
+        guard let response, let currentURL = currentRequest.url,
+              let location = headerParser.value(for: "Location"),
+              let target = URL(string: location, relativeTo: currentURL)?.absoluteURL else {
+            return .deliver   // a Location nobody can follow: the 3xx is the answer
+        }
+        guard redirectCount < Transfer.maxRedirects else {
+            return .fail(TransportError.make(.httpTooManyRedirects,
+                                             "More than \(Transfer.maxRedirects) redirects.", url: currentURL))
+        }
+        guard let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            return .fail(TransportError.make(.unsupportedURL, "Redirect to an unsupported URL: \(location)",
+                                             url: currentURL))
+        }
+        guard let proposed = Transfer.redirectedRequest(from: currentRequest, to: target,
+                                                       status: response.statusCode,
+                                                       bodyIsReplayable: upload?.isReplayable ?? true) else {
+            return .fail(TransportError.make(.requestBodyStreamExhausted,
+                                             "A \(response.statusCode) redirect needs the request body again, "
+                                             + "but it was a stream.", url: currentURL))
+        }
+        guard let delegate else { return .follow(proposed) }
+        guard let chosen = delegate.transfer(self, willRedirectTo: proposed, response: response) else {
+            return .deliver
+        }
+        return .follow(chosen)
+    }
+
+    /// The request for the next hop: method and body by status code, credentials kept to their origin.
+    /// `nil` when a 307/308 would have to resend a body stream that cannot be replayed.
+    static func redirectedRequest(from request: URLRequest, to target: URL, status: Int,
+                                  bodyIsReplayable: Bool) -> URLRequest? {
+        var next = request
+        next.url = target
+        let method = (request.httpMethod ?? "GET").uppercased()
+        let becomesGET = (status == 303 && method != "HEAD" && method != "GET")
+            || ((status == 301 || status == 302) && method == "POST")
+        if becomesGET {
+            next.httpMethod = "GET"
+            next.httpBody = nil
+            next.httpBodyStream = nil
+            next.setValue(nil, forHTTPHeaderField: "Content-Type")
+            next.setValue(nil, forHTTPHeaderField: "Content-Length")
+        } else if request.httpBodyStream != nil && !bodyIsReplayable {
+            return nil
+        }
+        if !sameOrigin(request.url, target) {
+            next.setValue(nil, forHTTPHeaderField: "Authorization")
+            next.setValue(nil, forHTTPHeaderField: "Cookie")
+        }
+        return next
+    }
+
+    /// Scheme, host and port equal (default ports filled in).
+    static func sameOrigin(_ a: URL?, _ b: URL?) -> Bool {
+        guard let a, let b else { return false }
+        func port(_ url: URL) -> Int { url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80) }
+        return a.scheme?.lowercased() == b.scheme?.lowercased()
+            && a.host?.lowercased() == b.host?.lowercased() && port(a) == port(b)
+    }
+
+    /// The redirect is not followed: its head and body become the transfer's response.
+    func deliverRedirectResponse() -> Bool {
+        guard let response else { return true }
+        isRedirectCandidate = false
+        if let outputStream {
+            if !redirectBody.isEmpty {
+                let ok = redirectBody.withUnsafeBytes { bytes -> Bool in
+                    guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return true }
+                    return outputStream.write(base, maxLength: bytes.count) == bytes.count
+                }
+                if !ok {
+                    abortError = outputStream.streamError ?? TransportError.make(
+                        .cannotWriteToFile, "The output stream did not accept the response body.", url: response.url)
+                    return false
+                }
+            }
+        } else {
+            body = redirectBody
+        }
+        bytesReceived = Int64(redirectBody.count)
+        expectedBodyLength = response.expectedContentLength
+        redirectBody = Data()
+        delegate?.transfer(self, didReceive: response)
+        return true
+    }
+}

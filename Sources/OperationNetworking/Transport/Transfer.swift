@@ -1,0 +1,154 @@
+import CCurl
+import CCurlShim
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Where a transfer left off when it was paused, so a later transfer can continue with a Range request.
+struct ResumePoint: Sendable {
+    /// Body bytes already delivered to the sink.
+    var offset: Int64
+    /// The `ETag` (preferred) or `Last-Modified` of the response those bytes came from, sent as `If-Range`.
+    var validator: String?
+    /// Whether the server advertised `Accept-Ranges: bytes`; without it the download restarts from zero.
+    var rangesSupported: Bool
+}
+
+/// How one transfer ended; handed to the delegate once, on the network thread.
+enum TransferOutcome {
+    /// A response was received completely (any status code).
+    case completed
+    /// The transport failed; the error is a `URLError` per API.md §9.
+    case failed(Error)
+    /// `cancel` reached the network thread before the transfer ended.
+    case cancelled
+    /// `pause` reached the network thread; the bytes so far stay in the sink.
+    case paused(ResumePoint)
+}
+
+/// Receives a transfer's events. Every method is called on the network thread and must be cheap:
+/// store, or hand work to a queue.
+protocol TransferDelegate: AnyObject, Sendable {
+    /// A redirect response arrived; return the request to follow or `nil` to deliver the 3xx.
+    func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest?
+    /// The final (non-1xx, non-followed) response head arrived.
+    func transfer(_ transfer: Transfer, didReceive response: HTTPURLResponse)
+    /// Body bytes arrived (after any restart of a resumed download).
+    func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64)
+    /// Request body bytes were handed to curl.
+    func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64)
+    /// The transfer ended; called exactly once.
+    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome)
+}
+
+/// One HTTP exchange (with its redirect hops) driven by the network thread through one easy handle.
+///
+/// - Threading: created on any thread, then handed to `NetworkThread` once; from then on every
+///   stored property is touched only on the network thread, until `didFinishWith` hands the results
+///   back (the delegate reads `body`, `response` and `metrics` only after that call).
+///   That single hand-over is why the class may be `@unchecked Sendable`.
+final class Transfer: @unchecked Sendable {
+    /// The largest response header block accepted; more fails with `URLError(.cannotParseResponse)`.
+    static let maxHeaderBytes = 64 * 1024
+    /// At most this many redirects are followed (API.md §2).
+    static let maxRedirects = 16
+
+    // MARK: Fixed at creation
+    /// The delegate (the operation); strongly held while the transfer runs, released at the end.
+    private(set) var delegate: TransferDelegate?
+    /// Where response bytes go: `nil` means `body` in memory.
+    let outputStream: OutputStream?
+    /// Where a resumed download continues from, if it is one.
+    let resumeFrom: ResumePoint?
+
+    // MARK: Network thread only
+    /// The request of the current hop (changes on redirects).
+    var currentRequest: URLRequest
+    /// The easy handle, created when the network thread admits the transfer.
+    var easy: CurlEasyHandle?
+    /// The last complete response head.
+    var response: HTTPURLResponse?
+    /// Response body received in memory (when `outputStream` is nil).
+    var body = Data()
+    /// Body bytes delivered to the sink, counted across a resume.
+    var bytesReceived: Int64 = 0
+    /// Redirects followed so far.
+    var redirectCount = 0
+    /// Monotonic time of the last byte moved or header received; drives the no-progress timeout.
+    var lastActivity: UInt64 = 0
+    /// Monotonic start of the first hop and of the current hop, for `metrics`.
+    var startTime: UInt64 = 0
+    var hopStartTime: UInt64 = 0
+    /// Filled when the transfer completed.
+    var metrics: TransferMetrics?
+    /// Set by a callback that aborted the transfer, so the outcome says why rather than curl's generic code.
+    var abortError: Error?
+    /// Where the transfer is in its life on the network thread.
+    var phase: Phase = .created
+
+    /// Parsing state of the header block currently arriving.
+    var headerParser = ResponseHeaderParser()
+    /// Whether the current response is a redirect the transfer may follow (its body is set aside).
+    var isRedirectCandidate = false
+    /// Body of a redirect candidate, kept in case the redirect is not followed.
+    var redirectBody = Data()
+    /// Bytes of a restarted (200 instead of 206) resumed body to drop because the sink already has them.
+    var bytesToSkip: Int64 = 0
+    /// Request body source for the current hop.
+    var upload: UploadSource?
+    /// Upload bytes handed to curl so far.
+    var bytesSent: Int64 = 0
+    /// Whether the current hop asked for a byte range (a resumed download).
+    var sentRange = false
+    /// Full length of the body being received, counting a resumed prefix; -1 when unknown.
+    var expectedBodyLength: Int64 = -1
+
+    /// Life of a transfer on the network thread.
+    enum Phase { case created, waiting, active, finished }
+
+    /// - Parameters:
+    ///   - initialBody: bytes a paused in-memory download already holds; appended to on a 206.
+    init(request: URLRequest, outputStream: OutputStream?, resumeFrom: ResumePoint?, initialBody: Data,
+         delegate: TransferDelegate) {
+        self.currentRequest = request
+        self.outputStream = outputStream
+        self.resumeFrom = resumeFrom
+        self.body = initialBody
+        self.bytesReceived = resumeFrom?.offset ?? 0
+        self.delegate = delegate
+    }
+
+    /// The request's no-progress and connect timeout in nanoseconds (`timeoutInterval`, 60 s by default).
+    var timeoutNanoseconds: UInt64 {
+        let seconds = currentRequest.timeoutInterval > 0 ? currentRequest.timeoutInterval : 60
+        return UInt64(min(seconds, 1e9) * 1e9)
+    }
+
+    /// Ends the transfer: reports the outcome once and drops the delegate reference.
+    func finish(_ outcome: TransferOutcome) {
+        guard phase != .finished else { return }
+        phase = .finished
+        upload?.close()
+        let delegate = self.delegate
+        self.delegate = nil
+        delegate?.transfer(self, didFinishWith: outcome)
+    }
+
+    /// Where the bytes of a paused transfer leave off.
+    func resumePoint() -> ResumePoint {
+        let headers = response?.allHeaderFields as? [String: String] ?? [:]
+        let etag = headers.first { $0.key.caseInsensitiveCompare("ETag") == .orderedSame }?.value
+        let modified = headers.first { $0.key.caseInsensitiveCompare("Last-Modified") == .orderedSame }?.value
+        let ranges = headers.first { $0.key.caseInsensitiveCompare("Accept-Ranges") == .orderedSame }?.value
+        let supported = ranges?.lowercased().contains("bytes") ?? false
+        // A partial response already proves ranges work for this resource.
+        return ResumePoint(offset: bytesReceived, validator: etag ?? modified,
+                           rangesSupported: supported || response?.statusCode == 206)
+    }
+}
+
+/// Monotonic clock in nanoseconds, cheap enough for every callback.
+@inline(__always) func monotonicNow() -> UInt64 {
+    DispatchTime.now().uptimeNanoseconds
+}

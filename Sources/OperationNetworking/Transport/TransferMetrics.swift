@@ -1,0 +1,43 @@
+import Foundation
+
+/// Timing and connection facts of one finished transfer, read from libcurl's `CURLINFO_*` values.
+///
+/// Times are seconds from the start of the transfer (the moment the network thread first handed the
+/// request to curl). After redirects, the phase times are those of the last hop, shifted by the time
+/// the earlier hops took, so every value stays measured from the same start.
+/// - Threading: an immutable value.
+public struct TransferMetrics: Sendable, Equatable {
+    /// Until the host name was resolved.
+    public let nameLookup: TimeInterval
+    /// Until the TCP connection was established.
+    public let connect: TimeInterval
+    /// Until the TLS handshake completed (equal to `connect`-era zero for plain HTTP, as curl reports it).
+    public let tlsHandshake: TimeInterval
+    /// Until the first response byte arrived.
+    public let firstByte: TimeInterval
+    /// Until the transfer ended.
+    public let total: TimeInterval
+    /// The IP address of the server the last hop talked to.
+    public let remoteAddress: String?
+    /// `"1.0"`, `"1.1"`, `"2"` or `"3"`: the HTTP version of the last response.
+    public let httpVersion: String?
+    /// `true` when the last hop reused a connection that was already open.
+    public let connectionReused: Bool
+    /// How many redirects were followed.
+    public let redirectCount: Int
+
+    /// Creates metrics; the library fills them in, tests may build their own.
+    public init(nameLookup: TimeInterval, connect: TimeInterval, tlsHandshake: TimeInterval,
+                firstByte: TimeInterval, total: TimeInterval, remoteAddress: String?,
+                httpVersion: String?, connectionReused: Bool, redirectCount: Int) {
+        self.nameLookup = nameLookup
+        self.connect = connect
+        self.tlsHandshake = tlsHandshake
+        self.firstByte = firstByte
+        self.total = total
+        self.remoteAddress = remoteAddress
+        self.httpVersion = httpVersion
+        self.connectionReused = connectionReused
+        self.redirectCount = redirectCount
+    }
+}

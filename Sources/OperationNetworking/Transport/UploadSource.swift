@@ -1,0 +1,75 @@
+import Foundation
+
+/// The request body of one hop, read by curl's read callback piece by piece (never copied whole).
+///
+/// - Threading: network thread only (owned by a `Transfer`).
+final class UploadSource {
+    private enum Storage {
+        case data(Data)
+        case stream(InputStream)
+    }
+
+    private let storage: Storage
+    /// Read position in `data`.
+    private var offset = 0
+    /// Whether the stream was opened by us (so we close it).
+    private var opened = false
+    /// Total length when known; `nil` sends the body chunked.
+    let length: Int64?
+    /// The stream's error after a failed read.
+    private(set) var streamError: Error?
+
+    init(data: Data) {
+        storage = .data(data)
+        length = Int64(data.count)
+    }
+
+    init(stream: InputStream, length: Int64?) {
+        storage = .stream(stream)
+        self.length = length
+    }
+
+    /// Whether the body can be sent again from the start (for a 307/308 redirect).
+    var isReplayable: Bool {
+        if case .data = storage { return true }
+        return false
+    }
+
+    /// Copies up to `capacity` bytes into `buffer`; 0 at the end, -1 on a stream error.
+    func read(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
+        switch storage {
+        case .data(let data):
+            let count = min(capacity, data.count - offset)
+            guard count > 0 else { return 0 }
+            let start = data.startIndex + offset
+            data.copyBytes(to: buffer, from: start..<(start + count))
+            offset += count
+            return count
+        case .stream(let stream):
+            if !opened {
+                opened = true
+                if stream.streamStatus == .notOpen { stream.open() }
+            }
+            let count = stream.read(buffer, maxLength: capacity)
+            if count < 0 {
+                streamError = stream.streamError
+                return -1
+            }
+            return count
+        }
+    }
+
+    /// Starts over from the first byte; false when the body cannot be replayed.
+    func rewind() -> Bool {
+        guard isReplayable else { return offset == 0 && !opened }
+        offset = 0
+        return true
+    }
+
+    /// Closes a stream this source opened.
+    func close() {
+        if case .stream(let stream) = storage, opened {
+            stream.close()
+        }
+    }
+}

@@ -1,0 +1,294 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOHTTPCompression
+
+/// A request whose `.end` has arrived, with everything the routes need to answer it.
+struct IncomingRequest {
+    /// The decoded request line and headers.
+    let head: HTTPRequestHead
+    /// The request target split into path and query.
+    let uri: ParsedURI
+    /// The logged form (headers, body, connection ID).
+    let record: RecordedRequest
+
+    /// HEAD responses advertise the body's framing but must not carry it.
+    var isHead: Bool { head.method == .HEAD }
+}
+
+/// Marks the one response that may be gzip-compressed.
+///
+/// `HTTPResponseCompressor` would otherwise compress every response whose request accepted gzip,
+/// which would change what the other routes put on the wire. The `/gzip` route adds this header;
+/// the compressor's predicate removes it again and compresses only marked responses.
+enum CompressionMarker {
+    /// The private header name the predicate looks for.
+    static let header = "x-testserver-compress"
+
+    /// The `responseCompressionPredicate` given to `HTTPResponseCompressor`.
+    static func predicate(
+        _ head: inout HTTPResponseHead,
+        _ isCompressionSupported: Bool
+    ) -> HTTPResponseCompressor.CompressionIntent {
+        // Always called, so the marker never leaks even when the client did not accept gzip.
+        guard head.headers.contains(name: header) else { return .doNotCompress }
+        head.headers.remove(name: header)
+        return .compressIfPossible
+    }
+}
+
+/// Hands the request head, exactly as received, past `HTTPResponseCompressor` to
+/// `TestServerHandler`, because `RequestPreprocessor` forwards a rewritten copy.
+/// Confined to the connection's event loop, like the handlers sharing it.
+final class ReceivedHeadBox {
+    /// The head of the request currently being received.
+    var head: HTTPRequestHead?
+}
+
+/// Sits between NIO's HTTP server handlers and `HTTPResponseCompressor`; does two jobs that
+/// must happen before the compressor sees a request.
+///
+/// 1. Answers `Expect: 100-continue` at once. libcurl sends it with larger uploads and then
+///    waits up to a second for the interim response. It is written from here, below the
+///    compressor, because the compressor pairs every response head it sees with a request, and
+///    an interim head passing through it would desynchronise that queue.
+/// 2. Drops `deflate` from the `Accept-Encoding` the compressor sees. On equal preference
+///    (curl sends `deflate, gzip`) the compressor picks deflate, but `/gzip` promises gzip. The
+///    untouched head goes to `TestServerHandler` via `ReceivedHeadBox`, so the log stays exact.
+final class RequestPreprocessor: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let box: ReceivedHeadBox
+
+    init(box: ReceivedHeadBox) {
+        self.box = box
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head(var head) = unwrapInboundIn(data) else {
+            context.fireChannelRead(data)
+            return
+        }
+        box.head = head
+        if head.version.major == 1, head.version.minor >= 1,
+            head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" })
+        {
+            let interim = HTTPResponseHead(version: head.version, status: .continue)
+            context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
+        }
+        let offered = head.headers[canonicalForm: "accept-encoding"]
+        if !offered.isEmpty {
+            let kept = offered.filter { coding in
+                let name = coding.split(separator: ";").first ?? ""
+                return name.trimmingCharacters(in: .whitespaces).lowercased() != "deflate"
+            }
+            head.headers.remove(name: "accept-encoding")
+            if !kept.isEmpty {
+                head.headers.add(name: "Accept-Encoding", value: kept.joined(separator: ", "))
+            }
+        }
+        context.fireChannelRead(wrapInboundOut(.head(head)))
+    }
+}
+
+/// Per-connection handler: accumulates each request, logs it, then routes it.
+///
+/// `HTTPServerPipelineHandler` (from `configureHTTPServerPipeline`) holds back the next
+/// request until the current response's `.end` was written, so this handler only ever deals with
+/// one request at a time, even when it answers late (delays, throttled bodies).
+final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// Larger bodies are refused with 413 rather than buffered without bound.
+    static let maxBodyBytes = 256 * 1024 * 1024
+
+    /// Which accepted connection this handler serves (1-based).
+    let connectionID: Int
+    /// Shared log and counters.
+    let state: ServerState
+    /// Source of the unmodified request head (see `RequestPreprocessor`).
+    private let receivedHead: ReceivedHeadBox
+
+    private var requestHead: HTTPRequestHead?
+    private var body = ByteBuffer()
+    private var bodyTooLarge = false
+    /// The single scheduled step (a delay or the next throttled chunk) still to run; cancelled
+    /// when the channel goes away so nothing touches a dead pipeline.
+    private var pendingTask: Scheduled<Void>?
+
+    init(connectionID: Int, state: ServerState, receivedHead: ReceivedHeadBox) {
+        self.connectionID = connectionID
+        self.state = state
+        self.receivedHead = receivedHead
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            // Prefer the head as received; the one that arrives here has a rewritten Accept-Encoding.
+            requestHead = receivedHead.head ?? head
+            receivedHead.head = nil
+            body = context.channel.allocator.buffer(capacity: 0)
+            bodyTooLarge = false
+        case .body(var part):
+            guard !bodyTooLarge else { return }
+            if body.readableBytes + part.readableBytes > Self.maxBodyBytes {
+                // Keep reading (and discarding) so the 413 can still be sent after `.end`.
+                bodyTooLarge = true
+                body = context.channel.allocator.buffer(capacity: 0)
+            } else if body.readableBytes == 0 {
+                body = part  // no copy for the common single-part body
+            } else {
+                body.writeBuffer(&part)
+            }
+        case .end:
+            guard let head = requestHead else { return }
+            requestHead = nil
+            let received = body
+            body = ByteBuffer()
+            handle(context: context, head: head, body: received)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        cancelPendingTask()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        cancelPendingTask()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // Protocol errors already got their 400 from HTTPServerProtocolErrorHandler; I/O errors
+        // mean the peer is gone. Either way the connection is of no further use.
+        context.close(promise: nil)
+    }
+
+    /// Logs the complete request, then answers it.
+    private func handle(context: ChannelHandlerContext, head: HTTPRequestHead, body: ByteBuffer) {
+        let uri = ParsedURI(head.uri)
+        let record = RecordedRequest(
+            method: head.method.rawValue,
+            uri: head.uri,
+            path: uri.path,
+            query: uri.query,
+            headers: head.headers.map { (name: $0.name, value: $0.value) },
+            body: body.withUnsafeReadableBytes { Data($0) },
+            connectionID: connectionID
+        )
+        // Logged before responding, so a test that has seen the response always sees the request.
+        state.record(record)
+        let request = IncomingRequest(head: head, uri: uri, record: record)
+        if bodyTooLarge {
+            respondText(context, request, .payloadTooLarge, "request body over 256 MiB\n", close: true)
+            return
+        }
+        route(context: context, request: request)
+    }
+
+    // MARK: - Response helpers
+
+    /// Builds a response head, deciding whether the connection closes after this response.
+    func makeHead(
+        _ request: IncomingRequest,
+        _ status: HTTPResponseStatus,
+        _ headers: HTTPHeaders,
+        close: Bool
+    ) -> (head: HTTPResponseHead, close: Bool) {
+        var headers = headers
+        let closing = close || !request.head.isKeepAlive
+        if closing {
+            headers.replaceOrAdd(name: "Connection", value: "close")
+        } else if request.head.version.minor == 0 {
+            // HTTP/1.0 is only persistent when the response says so explicitly.
+            headers.replaceOrAdd(name: "Connection", value: "keep-alive")
+        }
+        return (HTTPResponseHead(version: request.head.version, status: status, headers: headers), closing)
+    }
+
+    /// Sends a complete response with a `Content-Length`-framed body (omitted for HEAD/204/304).
+    func respond(
+        _ context: ChannelHandlerContext,
+        _ request: IncomingRequest,
+        _ status: HTTPResponseStatus,
+        headers: HTTPHeaders = [:],
+        body: ByteBuffer? = nil,
+        close: Bool = false
+    ) {
+        var headers = headers
+        let body = body ?? context.channel.allocator.buffer(capacity: 0)
+        if status.mayHaveResponseBody, !headers.contains(name: "content-length") {
+            headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
+        }
+        let (head, closing) = makeHead(request, status, headers, close: close)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        // NIO's encoder rejects body parts for HEAD, so only the framing headers go out.
+        if status.mayHaveResponseBody, !request.isHead, body.readableBytes > 0 {
+            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        }
+        finish(context, close: closing)
+    }
+
+    /// Sends a complete text response.
+    func respondText(
+        _ context: ChannelHandlerContext,
+        _ request: IncomingRequest,
+        _ status: HTTPResponseStatus,
+        _ text: String,
+        contentType: String = "text/plain; charset=utf-8",
+        headers: HTTPHeaders = [:],
+        close: Bool = false
+    ) {
+        var headers = headers
+        headers.replaceOrAdd(name: "Content-Type", value: contentType)
+        let buffer = context.channel.allocator.buffer(string: text)
+        respond(context, request, status, headers: headers, body: buffer, close: close)
+    }
+
+    /// Sends a complete `application/json` response encoding `value`.
+    func respondJSON<Value: Encodable>(
+        _ context: ChannelHandlerContext,
+        _ request: IncomingRequest,
+        _ value: Value
+    ) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            let data = try encoder.encode(value)
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: "application/json")
+            let buffer = context.channel.allocator.buffer(bytes: data)
+            respond(context, request, .ok, headers: headers, body: buffer)
+        } catch {
+            respondText(context, request, .internalServerError, "JSON encoding failed: \(error)\n")
+        }
+    }
+
+    /// Writes `.end`, flushes, and closes the connection afterwards if asked to.
+    func finish(_ context: ChannelHandlerContext, close: Bool) {
+        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if close {
+            let channel = context.channel
+            done.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    /// Runs `work` on the event loop after `milliseconds`, unless the channel closes first.
+    /// Scheduling (never sleeping) keeps the single event-loop thread free for other connections.
+    func schedule(_ context: ChannelHandlerContext, after milliseconds: Int, _ work: @escaping () -> Void) {
+        pendingTask = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(milliseconds))) {
+            self.pendingTask = nil
+            guard context.channel.isActive else { return }
+            work()
+        }
+    }
+
+    private func cancelPendingTask() {
+        pendingTask?.cancel()
+        pendingTask = nil
+    }
+}
