@@ -1,0 +1,118 @@
+import Foundation
+import OperationNetworking
+import OperationNetworkingTestServer
+import XCTest
+
+/// A test case with a fresh loopback server per test, and helpers to run operations to completion.
+class ServerTestCase: XCTestCase {
+    /// The server of the running test.
+    var server: TestServer!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        server = try TestServer()
+    }
+
+    override func tearDown() {
+        server?.shutdown()
+        server = nil
+        super.tearDown()
+    }
+
+    /// A request for a path on the test server.
+    func request(_ path: String, method: String = "GET", timeout: TimeInterval = 10) -> URLRequest {
+        var request = URLRequest(url: server.url(path))
+        request.httpMethod = method
+        request.timeoutInterval = timeout
+        return request
+    }
+
+    /// Runs `operation` (by hand, no queue) and waits until its success or failure block ran.
+    @discardableResult
+    func run(_ operation: HTTPRequestOperation, timeout: TimeInterval = 10) -> Outcome {
+        let done = expectation(description: "operation handlers")
+        let box = OutcomeBox()
+        operation.setCompletionBlockWithSuccess({ _, object in
+            box.set(.success(SendableAny(object)))
+            done.fulfill()
+        }, failure: { _, error in
+            box.set(.failure(error))
+            done.fulfill()
+        })
+        operation.start()
+        wait(for: [done], timeout: timeout)
+        return box.value ?? .failure(URLError(.unknown))
+    }
+
+    /// Runs a request and returns its outcome.
+    func run(_ request: URLRequest, timeout: TimeInterval = 10) -> (HTTPRequestOperation, Outcome) {
+        let operation = HTTPRequestOperation(request: request)
+        return (operation, run(operation, timeout: timeout))
+    }
+
+    /// The JSON the server's /echo route answered with.
+    func echo(_ operation: HTTPRequestOperation) -> [String: Any] {
+        guard let data = operation.responseData,
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+        return object
+    }
+
+    /// Waits (polling, bounded) until `condition` holds; for effects that have no callback.
+    func eventually(timeout: TimeInterval = 5, _ condition: @escaping @Sendable () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            let tick = expectation(description: "tick")
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) { tick.fulfill() }
+            wait(for: [tick], timeout: 1)
+        }
+        return condition()
+    }
+}
+
+/// How an operation ended.
+enum Outcome {
+    case success(SendableAny)
+    case failure(Error)
+
+    var error: Error? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+
+    var urlErrorCode: URLError.Code? { (error as? URLError)?.code }
+    var isSuccess: Bool { error == nil }
+}
+
+/// A response object carried across threads in tests.
+struct SendableAny: @unchecked Sendable {   // immutable; only read after the handler's expectation fulfilled
+    let value: Any?
+    init(_ value: Any?) { self.value = value }
+}
+
+/// Written once by a handler, read after the expectation; guarded by `lock`.
+final class OutcomeBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Outcome?   // guarded by lock
+    func set(_ outcome: Outcome) { lock.withLock { stored = outcome } }
+    var value: Outcome? { lock.withLock { stored } }
+}
+
+/// A lock-protected list for recording events from several threads in order.
+final class Recorder<T>: @unchecked Sendable {   // every access goes through `lock`
+    private let lock = NSLock()
+    private var items: [T] = []   // guarded by lock
+    func append(_ item: T) { lock.withLock { items.append(item) } }
+    var all: [T] { lock.withLock { items } }
+    var count: Int { lock.withLock { items.count } }
+}
+
+/// Expected body of the server's /bytes/<n> route.
+func deterministicBytes(_ count: Int, from start: Int = 0) -> Data {
+    Data((start..<(start + count)).map { UInt8($0 % 251) })
+}
+
+/// Open file descriptors of this process.
+func openFileDescriptorCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
