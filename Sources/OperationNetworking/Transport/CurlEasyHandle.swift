@@ -15,14 +15,21 @@ final class CurlEasyHandle {
     /// curl writes its detailed message for a failure here (`CURLOPT_ERRORBUFFER`).
     private let errorBuffer: UnsafeMutablePointer<CChar>
 
+    /// Easy handles alive in the process (tests check that none leak); guarded by `countLock`.
+    nonisolated(unsafe) private static var live = 0
+    private static let countLock = NSLock()
+    static var liveCount: Int { countLock.withLock { live } }
+
     init?() {
         guard let handle = curl_easy_init() else { return nil }
+        CurlEasyHandle.countLock.withLock { CurlEasyHandle.live += 1 }
         raw = handle
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
     }
 
     deinit {
+        CurlEasyHandle.countLock.withLock { CurlEasyHandle.live -= 1 }
         curl_easy_cleanup(raw)
         if let headerList { curl_slist_free_all(headerList) }
         errorBuffer.deallocate()

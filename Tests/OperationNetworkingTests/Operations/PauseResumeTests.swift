@@ -1,0 +1,191 @@
+import Foundation
+@testable import OperationNetworking
+import OperationNetworkingTestServer
+import XCTest
+
+/// Pause keeps the bytes; resume continues with a Range request, or restarts cleanly (API.md §2).
+final class PauseResumeTests: ServerTestCase {
+    private let size = 400_000
+
+    /// Starts a slow download and pauses it once some bytes arrived; returns the operation and the
+    /// expectation its handlers fulfil.
+    private func startAndPause(_ path: String) -> (HTTPRequestOperation, XCTestExpectation, OutcomeBox) {
+        let operation = HTTPRequestOperation(request: request(path))
+        let someBytes = expectation(description: "some bytes")
+        someBytes.assertForOverFulfill = false
+        operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
+        let done = expectation(description: "handlers")
+        let box = OutcomeBox()
+        operation.setCompletionBlockWithSuccess({ _, object in
+            box.set(.success(SendableAny(object)))
+            done.fulfill()
+        }, failure: { _, error in
+            box.set(.failure(error))
+            done.fulfill()
+        })
+        let pausedNotice = expectation(forNotification: .operationDidFinish, object: operation)
+        operation.start()
+        wait(for: [someBytes], timeout: 5)
+        operation.pause()
+        XCTAssertTrue(operation.isPaused)
+        XCTAssertFalse(operation.isExecuting)
+        XCTAssertFalse(operation.isFinished)
+        wait(for: [pausedNotice], timeout: 5)
+        return (operation, done, box)
+    }
+
+    func testResumeContinuesWithRangeAndIfRange() throws {
+        let (operation, done, box) = startAndPause("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5")
+        XCTAssertTrue(eventually { operation.resumePointForTesting != nil })
+        let offset = try XCTUnwrap(operation.resumePointForTesting?.offset)
+        XCTAssertGreaterThan(offset, 0)
+        operation.resume()
+        wait(for: [done], timeout: 20)
+        XCTAssertTrue(box.value?.isSuccess ?? false)
+        XCTAssertEqual(operation.responseData, deterministicBytes(size))
+        let resumed = try XCTUnwrap(server.requests.last)
+        XCTAssertEqual(server.requests.count, 2)
+        XCTAssertEqual(resumed.header("Range"), "bytes=\(offset)-")
+        XCTAssertEqual(resumed.header("If-Range"), "\"bytes-\(size)\"")
+        XCTAssertEqual(operation.httpResponse?.statusCode, 206)
+        XCTAssertTrue(eventually { operation.isFinished })
+    }
+
+    func testServerIgnoringRangesRestartsFromZero() throws {
+        let (operation, done, box) = startAndPause("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5&ignoreRange=1")
+        XCTAssertTrue(eventually { operation.resumePointForTesting != nil })
+        operation.resume()
+        wait(for: [done], timeout: 20)
+        XCTAssertTrue(box.value?.isSuccess ?? false)
+        XCTAssertNil(server.requests.last?.header("Range"), "no Range without Accept-Ranges")
+        XCTAssertEqual(operation.responseData, deterministicBytes(size), "no duplicated prefix")
+    }
+
+    func testA200AnswerToARangeRequestRestartsFromZero() throws {
+        // The validator changes between the two requests, so the server answers If-Range with a full 200.
+        let (operation, done, box) = startAndPause("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5")
+        XCTAssertTrue(eventually { operation.resumePointForTesting != nil })
+        operation.resumePointForTesting?.validator = "\"stale\""
+        operation.resume()
+        wait(for: [done], timeout: 20)
+        XCTAssertTrue(box.value?.isSuccess ?? false)
+        XCTAssertEqual(server.requests.last?.header("If-Range"), "\"stale\"")
+        XCTAssertEqual(operation.httpResponse?.statusCode, 200)
+        XCTAssertEqual(operation.responseData, deterministicBytes(size))
+    }
+
+    func testResumeToAFileContinuesTheFile() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("onet-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let operation = HTTPRequestOperation(request: request("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5"))
+        operation.outputStream = OutputStream(toFileAtPath: path, append: false)
+        let someBytes = expectation(description: "some bytes")
+        someBytes.assertForOverFulfill = false
+        operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
+        let done = expectation(description: "done")
+        operation.setCompletionBlockWithSuccess({ _, _ in done.fulfill() }, failure: { _, error in
+            XCTFail("\(error)")
+            done.fulfill()
+        })
+        operation.start()
+        wait(for: [someBytes], timeout: 5)
+        operation.pause()
+        XCTAssertTrue(eventually { operation.resumePointForTesting != nil })
+        operation.resume()
+        wait(for: [done], timeout: 20)
+        XCTAssertNotNil(server.requests.last?.header("Range"))
+        XCTAssertEqual(FileManager.default.contents(atPath: path), deterministicBytes(size))
+    }
+
+    func testCancellingAPausedOperationFinishesIt() {
+        let (operation, done, box) = startAndPause("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5")
+        operation.cancel()
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(box.value?.urlErrorCode, .cancelled)
+        XCTAssertTrue(eventually { operation.isFinished })
+    }
+
+    func testPausedOperationKeepsItsQueueSlot() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let first = HTTPRequestOperation(request: request("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5"))
+        let someBytes = expectation(description: "some bytes")
+        someBytes.assertForOverFulfill = false
+        first.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
+        let firstDone = expectation(description: "first")
+        first.setCompletionBlockWithSuccess({ _, _ in firstDone.fulfill() }, failure: nil)
+        let second = HTTPRequestOperation(request: request("/echo"))
+        let secondDone = expectation(description: "second")
+        second.setCompletionBlockWithSuccess({ _, _ in secondDone.fulfill() }, failure: nil)
+        queue.addOperations([first, second], waitUntilFinished: false)
+        wait(for: [someBytes], timeout: 5)
+        first.pause()
+        let hold = expectation(description: "hold")
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { hold.fulfill() }
+        wait(for: [hold], timeout: 2)
+        XCTAssertEqual(server.requests(path: "/echo").count, 0, "the paused operation still holds the only slot")
+        first.resume()
+        wait(for: [firstDone, secondDone], timeout: 20, enforceOrder: true)
+    }
+
+    func testPauseBeforeStartParksTheOperation() {
+        let queue = OperationQueue()
+        let operation = HTTPRequestOperation(request: request("/echo"))
+        operation.pause()
+        XCTAssertTrue(operation.isPaused)
+        XCTAssertFalse(operation.isReady)
+        let done = expectation(description: "done")
+        operation.setCompletionBlockWithSuccess({ _, _ in done.fulfill() }, failure: nil)
+        queue.addOperation(operation)
+        let hold = expectation(description: "hold")
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { hold.fulfill() }
+        wait(for: [hold], timeout: 2)
+        XCTAssertTrue(server.requests.isEmpty)
+        operation.resume()
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(server.requests.count, 1)
+    }
+
+    func testPausingAFinishedOperationDoesNothing() {
+        let (operation, outcome) = run(request("/echo"))
+        XCTAssertTrue(outcome.isSuccess)
+        XCTAssertTrue(eventually { operation.isFinished })
+        operation.pause()
+        XCTAssertFalse(operation.isPaused)
+        XCTAssertTrue(operation.isFinished)
+    }
+
+    func testStateMachineTransitions() {
+        var state = OperationState()
+        XCTAssertEqual(state.pause(), .readinessChanged)
+        XCTAssertEqual(state.resume(), .readinessChanged)
+        XCTAssertEqual(state.start(cancelled: false), .startTransfer)
+        XCTAssertEqual(state.start(cancelled: false), .none, "a second start does nothing")
+        XCTAssertEqual(state.pause(), .pauseTransfer)
+        XCTAssertEqual(state.resume(), .none, "resume waits for the pause to reach the network thread")
+        XCTAssertEqual(state.transferPaused(), .startTransfer)
+        XCTAssertEqual(state.cancel(), .cancelTransfer)
+        XCTAssertTrue(state.transferEnded())
+        XCTAssertFalse(state.transferEnded())
+        XCTAssertTrue(state.finish())
+        XCTAssertEqual(state.pause(), .none)
+        XCTAssertEqual(state.cancel(), .none)
+
+        var cancelledEarly = OperationState()
+        XCTAssertEqual(cancelledEarly.start(cancelled: true), .completeCancelled)
+
+        var paused = OperationState()
+        _ = paused.start(cancelled: false)
+        _ = paused.pause()
+        XCTAssertEqual(paused.transferPaused(), .none)
+        XCTAssertEqual(paused.cancel(), .completeCancelled, "a paused operation can be cancelled")
+    }
+}
+
+extension URLConnectionOperation {
+    /// The resume point, for tests.
+    var resumePointForTesting: ResumePoint? {
+        get { lock.withLock { resumePoint } }
+        set { lock.withLock { resumePoint = newValue } }
+    }
+}
