@@ -140,6 +140,8 @@ open class HTTPRequestSerializer: NSObject, @unchecked Sendable {
     open func request(bySerializing request: URLRequest, withParameters parameters: Any?) throws -> URLRequest {
         var result = request
         let (headers, custom, methods, encoding) = lock.withLock { (self.headers, customQuery, storedMethodsInURI, storedEncoding) }
+        // Checked here, before Foundation's URLRequest silently drops such a value.
+        try HTTPRequestSerializer.validate(headers)
         for (field, value) in headers where result.value(forHTTPHeaderField: field) == nil {
             result.setValue(value, forHTTPHeaderField: field)
         }
@@ -164,7 +166,11 @@ open class HTTPRequestSerializer: NSObject, @unchecked Sendable {
 
     /// Throws when a header name or value contains CR, LF or NUL (no header injection).
     static func validateHeaders(of request: URLRequest) throws {
-        for (name, value) in request.allHTTPHeaderFields ?? [:] where !Transfer.isValidHeader(name: name, value: value) {
+        try validate(request.allHTTPHeaderFields ?? [:])
+    }
+
+    private static func validate(_ headers: [String: String]) throws {
+        for (name, value) in headers where !Transfer.isValidHeader(name: name, value: value) {
             throw NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL, userInfo: [
                 NSLocalizedDescriptionKey: "The header \"\(name)\" contains a character not allowed in a header."])
         }
