@@ -219,7 +219,7 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     /// never end; otherwise waits as `Operation` does.
     open override func waitUntilFinished() {
         if CallbackQueues.isOnCallbackQueue && completionQueue == nil && !isFinished {
-            FileHandle.standardError.write(Data(
+            try? FileHandle.standardError.write(contentsOf: Data(
                 "OperationNetworking: waitUntilFinished() on the callback queue would deadlock; not waiting.\n".utf8))
             return
         }

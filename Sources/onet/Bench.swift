@@ -1,0 +1,91 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import OperationNetworking
+
+/// `onet bench`: the client side of the shared benchmark harness (shared/bench/README.md).
+///
+/// N requests go through one `OperationQueue` whose `maxConcurrentOperationCount` is C: exactly how
+/// an AFNetworking 2.x user bounds requests in flight. Every response body is read into memory.
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run N requests with at most C in flight and print the harness's RESULT line.")
+
+    @Option(help: "URL to request.") var url: String
+    @Option(help: "Number of requests.") var requests: Int = 1000
+    @Option(help: "Requests in flight at most (the queue's maxConcurrentOperationCount).") var concurrency: Int = 1
+    @Option(help: "GET or POST.") var method: String = "GET"
+    @Option(name: .customLong("body-size"), help: "Request body bytes for POST.") var bodySize: Int = 0
+    @Option(name: .customLong("max-host-conns"), help: "Accepted for harness compatibility; the queue bounds connections.")
+    var maxHostConnections: Int = 0
+
+    func run() throws {
+        guard let target = URL(string: url), requests > 0, concurrency > 0 else {
+            print("UNSUPPORTED bad arguments")
+            throw ExitCode(3)
+        }
+        let body = method == "POST" ? Data(repeating: 0x61, count: bodySize) : nil
+        print("# client=onet requests=\(requests) concurrency=\(concurrency) method=\(method) body=\(bodySize)")
+        let tally = Tally()
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = concurrency
+        let serializer = HTTPResponseSerializer()
+        serializer.acceptableStatusCodes = IndexSet(integersIn: 200..<400)
+        let done = DispatchSemaphore(value: 0)
+        let total = requests
+        let sent = Int64(body?.count ?? 0)
+
+        let start = DispatchTime.now()
+        var batch: [Operation] = []
+        batch.reserveCapacity(min(requests, 1024))
+        for index in 0..<requests {
+            var request = URLRequest(url: target)
+            request.httpMethod = method
+            if let body {
+                request.httpBody = body
+                request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+            }
+            let operation = HTTPRequestOperation(request: request)
+            operation.responseSerializer = serializer
+            operation.setCompletionBlockWithSuccess({ operation, _ in
+                if tally.record(bytes: Int64(operation.responseData?.count ?? 0) + sent, failed: false) == total {
+                    done.signal()
+                }
+            }, failure: { _, _ in
+                if tally.record(bytes: 0, failed: true) == total { done.signal() }
+            })
+            batch.append(operation)
+            if batch.count == 1024 || index == requests - 1 {
+                queue.addOperations(batch, waitUntilFinished: false)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        done.wait()
+        let wall = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+        let (finished, errors, bytes) = tally.snapshot
+        let rps = Double(finished - errors) / wall
+        let mbps = Double(bytes) / 1e6 / wall
+        print(String(format: "RESULT requests=%d errors=%d wall_s=%.6f rps=%.2f mbps=%.3f bytes=%lld",
+                     finished, errors, wall, rps, mbps, bytes))
+        if errors > 0 { throw ExitCode(1) }
+    }
+}
+
+/// Counts finished requests; guarded by `lock`, hence `@unchecked Sendable`.
+private final class Tally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var finished = 0      // guarded by lock
+    private var errors = 0        // guarded by lock
+    private var bytes: Int64 = 0  // guarded by lock
+
+    /// Records one request; returns how many have finished.
+    func record(bytes: Int64, failed: Bool) -> Int {
+        lock.withLock {
+            finished += 1
+            if failed { errors += 1 } else { self.bytes += bytes }
+            return finished
+        }
+    }
+
+    var snapshot: (Int, Int, Int64) { lock.withLock { (finished, errors, bytes) } }
+}
