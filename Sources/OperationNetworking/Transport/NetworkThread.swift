@@ -112,6 +112,8 @@ final class NetworkThread: @unchecked Sendable {
         for command in drained {
             switch command {
             case .add(let transfer):
+                // A cancel or pause from another thread may have overtaken the add.
+                guard transfer.phase == .created else { continue }
                 transfer.phase = .waiting
                 transfer.startTime = monotonicNow()
                 waiting.append(transfer)
