@@ -39,6 +39,8 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     private var state = OperationState()                       // guarded by lock
     private var storedRequest: URLRequest                       // guarded by lock
     private var storedCurrentRequest: URLRequest                // guarded by lock
+    /// The last response head; `storedResponse` is built from it on first use (off the network thread).
+    private var storedHead: ResponseHead?                       // guarded by lock
     private var storedResponse: URLResponse?                    // guarded by lock
     private var storedError: Error?                             // guarded by lock
     private var storedResponseData: Data?                       // guarded by lock
@@ -78,7 +80,12 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     /// The request of the transfer under way: after a redirect, the redirected one.
     public var currentRequest: URLRequest { lock.withLock { storedCurrentRequest } }
     /// The last response received (an `HTTPURLResponse` for http and https); `nil` before the first.
-    public var response: URLResponse? { lock.withLock { storedResponse } }
+    public var response: URLResponse? {
+        lock.withLock {
+            if storedResponse == nil, let head = storedHead { storedResponse = head.makeResponse() }
+            return storedResponse
+        }
+    }
     /// The transport error, or `URLError(.cancelled)` after `cancel()`; `nil` while none occurred.
     open var error: Error? { transportError }
     /// The transport (or cancel) error alone, whatever a subclass adds to `error`.
@@ -359,8 +366,11 @@ extension URLConnectionOperation: TransferDelegate {
         return chosen
     }
 
-    func transfer(_ transfer: Transfer, didReceive response: HTTPURLResponse) {
-        lock.withLock { storedResponse = response }
+    func transfer(_ transfer: Transfer, didReceive head: ResponseHead) {
+        lock.withLock {
+            storedHead = head
+            storedResponse = nil
+        }
     }
 
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
@@ -376,7 +386,7 @@ extension URLConnectionOperation: TransferDelegate {
         let ended: Bool = lock.withLock {
             guard transfer === self.transfer else { return false }
             if let metrics = transfer.metrics { storedMetrics = metrics }
-            if let response = transfer.response { storedResponse = response }
+            if storedHead == nil, let head = transfer.head { storedHead = head }
             switch outcome {
             case .paused(let point):
                 resumePoint = point

@@ -97,14 +97,15 @@ extension Transfer {
 
     /// A final response head is complete: store it, decide about redirects and resumption.
     private func responseHeadCompleted() -> Bool {
-        guard let url = currentRequest.url, let head = headerParser.makeResponse(url: url) else {
+        guard let url = currentRequest.url, headerParser.statusCode > 0 else {
             abortError = TransportError.make(.badServerResponse, "The response head could not be read.",
                                              url: currentRequest.url)
             return false
         }
-        response = head
+        let head = headerParser.head(url: url)
+        self.head = head
         if currentRequest.httpShouldHandleCookies {
-            storeCookies(from: headerParser.values(for: "Set-Cookie"), url: url)
+            storeCookies(from: head.values(for: "Set-Cookie"), url: url)
         }
         let status = head.statusCode
         isRedirectCandidate = (300..<400).contains(status) && status != 304
@@ -112,15 +113,16 @@ extension Transfer {
         redirectBody.removeAll()
         if isRedirectCandidate { return true }
         guard prepareSinkForResponse(status: status, head: head) else { return false }
-        if outputStream == nil, head.expectedContentLength > 0, head.expectedContentLength < 64 << 20 {
-            body.reserveCapacity(body.count + Int(head.expectedContentLength))
+        let length = head.expectedContentLength
+        if outputStream == nil, length > 0, length < 64 << 20 {
+            body.reserveCapacity(body.count + Int(length))
         }
         delegate?.transfer(self, didReceive: head)
         return true
     }
 
     /// Keeps or discards what a paused download already had, by the 206/200 rule of API.md §2.
-    private func prepareSinkForResponse(status: Int, head: HTTPURLResponse) -> Bool {
+    private func prepareSinkForResponse(status: Int, head: ResponseHead) -> Bool {
         let length = head.expectedContentLength
         guard let resume = resumeFrom, resume.offset > 0 else {
             expectedBodyLength = length

@@ -18,7 +18,7 @@ extension Transfer {
 
     /// Applies the redirect rules of API.md §2, then lets the delegate's redirect block decide.
     func redirectDecision() -> RedirectDecision {
-        guard let response, let currentURL = currentRequest.url,
+        guard let head, let currentURL = currentRequest.url,
               let location = headerParser.value(for: "Location"),
               let target = URL(string: location, relativeTo: currentURL)?.absoluteURL else {
             return .deliver   // a Location nobody can follow: the 3xx is the answer
@@ -32,13 +32,13 @@ extension Transfer {
                                              url: currentURL))
         }
         guard let proposed = Transfer.redirectedRequest(from: currentRequest, to: target,
-                                                       status: response.statusCode,
+                                                       status: head.statusCode,
                                                        bodyIsReplayable: upload?.isReplayable ?? true) else {
             return .fail(TransportError.make(.requestBodyStreamExhausted,
-                                             "A \(response.statusCode) redirect needs the request body again, "
+                                             "A \(head.statusCode) redirect needs the request body again, "
                                              + "but it was a stream.", url: currentURL))
         }
-        guard let delegate else { return .follow(proposed) }
+        guard let delegate, let response = head.makeResponse() else { return .follow(proposed) }
         guard let chosen = delegate.transfer(self, willRedirectTo: proposed, response: response) else {
             return .deliver
         }
@@ -80,7 +80,7 @@ extension Transfer {
 
     /// The redirect is not followed: its head and body become the transfer's response.
     func deliverRedirectResponse() -> Bool {
-        guard let response else { return true }
+        guard let head else { return true }
         isRedirectCandidate = false
         if let outputStream {
             if !redirectBody.isEmpty {
@@ -90,7 +90,7 @@ extension Transfer {
                 }
                 if !ok {
                     abortError = outputStream.streamError ?? TransportError.make(
-                        .cannotWriteToFile, "The output stream did not accept the response body.", url: response.url)
+                        .cannotWriteToFile, "The output stream did not accept the response body.", url: head.url)
                     return false
                 }
             }
@@ -98,9 +98,9 @@ extension Transfer {
             body = redirectBody
         }
         bytesReceived = Int64(redirectBody.count)
-        expectedBodyLength = response.expectedContentLength
+        expectedBodyLength = head.expectedContentLength
         redirectBody = Data()
-        delegate?.transfer(self, didReceive: response)
+        delegate?.transfer(self, didReceive: head)
         return true
     }
 }

@@ -33,7 +33,7 @@ protocol TransferDelegate: AnyObject, Sendable {
     /// A redirect response arrived; return the request to follow or `nil` to deliver the 3xx.
     func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest?
     /// The final (non-1xx, non-followed) response head arrived.
-    func transfer(_ transfer: Transfer, didReceive response: HTTPURLResponse)
+    func transfer(_ transfer: Transfer, didReceive head: ResponseHead)
     /// Body bytes arrived (after any restart of a resumed download).
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64)
     /// Request body bytes were handed to curl.
@@ -68,7 +68,7 @@ final class Transfer: @unchecked Sendable {
     /// The easy handle, created when the network thread admits the transfer.
     var easy: CurlEasyHandle?
     /// The last complete response head.
-    var response: HTTPURLResponse?
+    var head: ResponseHead?
     /// Response body received in memory (when `outputStream` is nil).
     var body = Data()
     /// Body bytes delivered to the sink, counted across a resume.
@@ -137,14 +137,12 @@ final class Transfer: @unchecked Sendable {
 
     /// Where the bytes of a paused transfer leave off.
     func resumePoint() -> ResumePoint {
-        let headers = response?.allHeaderFields as? [String: String] ?? [:]
-        let etag = headers.first { $0.key.caseInsensitiveCompare("ETag") == .orderedSame }?.value
-        let modified = headers.first { $0.key.caseInsensitiveCompare("Last-Modified") == .orderedSame }?.value
-        let ranges = headers.first { $0.key.caseInsensitiveCompare("Accept-Ranges") == .orderedSame }?.value
-        let supported = ranges?.lowercased().contains("bytes") ?? false
+        let etag = head?.value(for: "ETag")
+        let modified = head?.value(for: "Last-Modified")
+        let supported = head?.value(for: "Accept-Ranges")?.lowercased().contains("bytes") ?? false
         // A partial response already proves ranges work for this resource.
         return ResumePoint(offset: bytesReceived, validator: etag ?? modified,
-                           rangesSupported: supported || response?.statusCode == 206)
+                           rangesSupported: supported || head?.statusCode == 206)
     }
 }
 

@@ -1,0 +1,55 @@
+import CCurl
+import Foundation
+@testable import OperationNetworking
+import XCTest
+
+/// The pure parts of the transport: header parsing and the curl → URLError table.
+final class TransportUnitTests: XCTestCase {
+    private func feed(_ parser: inout ResponseHeaderParser, _ line: String) -> ResponseHeaderParser.Event {
+        Array(line.utf8).withUnsafeBytes { parser.consume($0) }
+    }
+
+    func testHeaderBlockIsParsedAndInformationalBlocksDropped() throws {
+        var parser = ResponseHeaderParser()
+        XCTAssertEqual(feed(&parser, "HTTP/1.1 100 Continue\r\n"), ResponseHeaderParser.Event.none)
+        XCTAssertEqual(feed(&parser, "\r\n"), .informational)
+        XCTAssertEqual(feed(&parser, "HTTP/1.1 404 Not Found\r\n"), ResponseHeaderParser.Event.none)
+        _ = feed(&parser, "Content-Type: text/plain\r\n")
+        _ = feed(&parser, "Set-Cookie: a=1\r\n")
+        _ = feed(&parser, "set-cookie: b=2\r\n")
+        _ = feed(&parser, "X-Folded: one\r\n")
+        _ = feed(&parser, "  two\r\n")
+        XCTAssertEqual(feed(&parser, "\r\n"), .headComplete)
+        XCTAssertEqual(parser.statusCode, 404)
+        XCTAssertEqual(parser.head(url: try XCTUnwrap(URL(string: "http://h/"))).values(for: "Set-Cookie"), ["a=1", "b=2"])
+        XCTAssertEqual(parser.value(for: "x-folded"), "one two")
+        let response = try XCTUnwrap(parser.head(url: try XCTUnwrap(URL(string: "http://h/"))).makeResponse())
+        XCTAssertEqual(response.statusCode, 404)
+        XCTAssertEqual(response.value(forHTTPHeaderField: "Set-Cookie"), "a=1, b=2")
+        XCTAssertEqual(response.mimeType, "text/plain")
+    }
+
+    func testOversizedHeaderBlockIsReported() {
+        var parser = ResponseHeaderParser(limit: 100)
+        _ = feed(&parser, "HTTP/1.1 200 OK\r\n")
+        XCTAssertEqual(feed(&parser, "X-Filler: \(String(repeating: "a", count: 120))\r\n"), .tooLarge)
+    }
+
+    func testCurlCodesMapToFoundationCodes() {
+        let table: [(CURLcode, URLError.Code)] = [
+            (CURLE_COULDNT_RESOLVE_HOST, .cannotFindHost), (CURLE_COULDNT_CONNECT, .cannotConnectToHost),
+            (CURLE_OPERATION_TIMEDOUT, .timedOut), (CURLE_PARTIAL_FILE, .networkConnectionLost),
+            (CURLE_RECV_ERROR, .networkConnectionLost), (CURLE_TOO_MANY_REDIRECTS, .httpTooManyRedirects),
+            (CURLE_URL_MALFORMAT, .badURL), (CURLE_UNSUPPORTED_PROTOCOL, .unsupportedURL),
+            (CURLE_PEER_FAILED_VERIFICATION, .serverCertificateUntrusted),
+            (CURLE_SSL_CONNECT_ERROR, .secureConnectionFailed), (CURLE_ABORTED_BY_CALLBACK, .cancelled),
+        ]
+        for (code, expected) in table {
+            XCTAssertEqual(TransportError.urlErrorCode(for: code), expected, "CURLcode \(code.rawValue)")
+        }
+        let error = TransportError.fromCurl(CURLE_COULDNT_CONNECT, message: "Connection refused", url: URL(string: "http://h/"))
+        XCTAssertEqual(error.userInfo[CurlErrorCodeKey] as? Int, 7)
+        XCTAssertEqual(error.userInfo[CurlErrorMessageKey] as? String, "Connection refused")
+        XCTAssertEqual(error.userInfo[NSURLErrorFailingURLErrorKey] as? URL, URL(string: "http://h/"))
+    }
+}
