@@ -57,12 +57,17 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         }
         guard ended && !transportFailed else { return nil }
         if done { return object }
-        let response = self.response
         let data = responseData
         var result: Any?
         var failure: Error?
         do {
-            result = try serializer.responseObject(for: response, data: data)
+            // The library's own serializers validate from the raw head when it passes, so a response
+            // nobody reads never pays for building Foundation's HTTPURLResponse.
+            if let head = responseHead, serializer.acceptsWithoutResponseObject(head, data: data) {
+                result = try serializer.decodedObject(from: data)
+            } else {
+                result = try serializer.responseObject(for: response, data: data)
+            }
         } catch {
             failure = error
             result = (error as NSError).userInfo[ResponseObjectErrorKey]

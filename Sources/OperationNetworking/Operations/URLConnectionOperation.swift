@@ -88,6 +88,8 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     }
     /// The transport error, or `URLError(.cancelled)` after `cancel()`; `nil` while none occurred.
     open var error: Error? { transportError }
+    /// The last response head, as received (no `HTTPURLResponse` built).
+    final var responseHead: ResponseHead? { lock.withLock { storedHead } }
     /// The transport (or cancel) error alone, whatever a subclass adds to `error`.
     final var transportError: Error? { lock.withLock { storedError } }
     /// The body received, when no custom `outputStream` was set; `nil` after a transport failure
@@ -349,7 +351,12 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
         return nil
     }
 
+    /// Posts from the library's callback queue: at once when already on it, else asynchronously.
     private func post(_ name: Notification.Name) {
+        if CallbackQueues.isOnCallbackQueue {
+            NotificationCenter.default.post(name: name, object: self)
+            return
+        }
         CallbackQueues.callback.async { [self] in
             NotificationCenter.default.post(name: name, object: self)
         }

@@ -71,7 +71,26 @@ open class HTTPResponseSerializer: NSObject, NSCopying, @unchecked Sendable {
     /// Validates, then returns the body itself.
     open func responseObject(for response: URLResponse?, data: Data?) throws -> Any? {
         try validate(response as? HTTPURLResponse, data: data)
-        return data
+        return try decodedObject(from: data)
+    }
+
+    /// The object for a body that passed validation (here: the data itself).
+    func decodedObject(from data: Data?) throws -> Any? {
+        data
+    }
+
+    /// True when `head` passes `validate` and the class is one of the library's own, whose
+    /// `responseObject(for:data:)` is then exactly `decodedObject(from:)`. Subclasses outside the
+    /// library always take the documented path.
+    func acceptsWithoutResponseObject(_ head: ResponseHead, data: Data?) -> Bool {
+        let type = Swift.type(of: self)
+        guard type == HTTPResponseSerializer.self || type == JSONResponseSerializer.self else { return false }
+        let (codes, types) = lock.withLock { (storedStatusCodes, storedContentTypes) }
+        if let codes, !codes.contains(head.statusCode) { return false }
+        if let types, let data, !data.isEmpty {
+            guard let mime = head.mimeType, types.contains(mime) else { return false }
+        }
+        return true
     }
 
     /// A copy sharing no mutable state with the original.
@@ -134,25 +153,27 @@ open class JSONResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
             }
             validationError = error
         }
-        guard let data, !data.isEmpty, data != Data(" ".utf8) else {
-            if let validationError { throw validationError }
-            return nil
-        }
-        let (options, removeNulls) = lock.withLock { (storedOptions, storedRemovesNulls) }
-        var object: Any
+        let object: Any?
         do {
-            object = try JSONSerialization.jsonObject(with: data, options: options)
-        } catch let parseError as NSError {
-            if let validationError { throw validationError }
-            throw parseError
+            object = try decodedObject(from: data)
+        } catch {
+            throw validationError ?? error
         }
-        if removeNulls { object = JSONResponseSerializer.removingNulls(object) }
-        if let validationError {
+        if let validationError, let object {
             var info = validationError.userInfo
             info[ResponseObjectErrorKey] = object
             throw NSError(domain: validationError.domain, code: validationError.code, userInfo: info)
         }
+        if let validationError { throw validationError }
         return object
+    }
+
+    /// Decodes JSON; an empty or single-space body is `nil`.
+    override func decodedObject(from data: Data?) throws -> Any? {
+        guard let data, !data.isEmpty, data != Data(" ".utf8) else { return nil }
+        let (options, removeNulls) = lock.withLock { (storedOptions, storedRemovesNulls) }
+        let object = try JSONSerialization.jsonObject(with: data, options: options)
+        return removeNulls ? JSONResponseSerializer.removingNulls(object) : object
     }
 
     /// A copy with the JSON settings.

@@ -32,6 +32,14 @@ struct ResponseHead: Sendable {
         value(for: "Content-Length").flatMap { Int64($0) } ?? -1
     }
 
+    /// The media type of `Content-Type`, lowercased, without parameters (as `URLResponse.mimeType`).
+    var mimeType: String? {
+        guard let contentType = value(for: "Content-Type") else { return nil }
+        let type = contentType.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
+        let trimmed = type.trimmingCharacters(in: .whitespaces)
+        return trimmed.isEmpty ? nil : asciiLowercased(trimmed)
+    }
+
     /// Fields as Foundation wants them: repeated names joined with `", "`, the first spelling kept.
     var headerDictionary: [String: String] {
         var result: [String: String] = [:]
