@@ -23,9 +23,11 @@ let package = Package(
         ),
         // Typed, non-variadic wrappers for curl_easy_setopt / getinfo / curl_multi_setopt.
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
+        // X.509 verification for SecurityPolicy through the OpenSSL libcurl already uses (libssl-dev).
+        .target(name: "CTrust", linkerSettings: [.linkedLibrary("crypto")]),
         .target(
             name: "OperationNetworking",
-            dependencies: ["CCurl", "CCurlShim"]
+            dependencies: ["CCurl", "CCurlShim", "CTrust"]
         ),
         // In-process HTTP/1.1 loopback server for the tests and `onet demo` (never used by the library).
         .target(

@@ -19,6 +19,9 @@ CURLcode ccurl_easy_setopt_xferinfo_function(CURL *handle, curl_xferinfo_callbac
 CURLcode ccurl_easy_setopt_prereq_function(CURL *handle, curl_prereq_callback callback);
 CURLcode ccurl_easy_setopt_ssl_ctx_function(CURL *handle, curl_ssl_ctx_callback callback);
 
+/// Blob options (CURLOPT_CAINFO_BLOB, CURLOPT_SSLCERT_BLOB, …); libcurl copies the bytes.
+CURLcode ccurl_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length);
+
 // MARK: - curl_easy_getinfo
 CURLcode ccurl_easy_getinfo_long(CURL *handle, CURLINFO info, long *out);
 CURLcode ccurl_easy_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *out);

@@ -26,6 +26,7 @@ open class HTTPRequestOperationManager: NSObject, @unchecked Sendable {
     private var storedQueue = OperationQueue()                                    // guarded by lock
     private var storedShouldUseCredentialStorage = true                           // guarded by lock
     private var storedCredential: URLCredential?                                  // guarded by lock
+    private var storedSecurityPolicy = SecurityPolicy.default()                   // guarded by lock
     private var storedCompletionQueue: DispatchQueue?                             // guarded by lock
     private var storedCompletionGroup: DispatchGroup?                             // guarded by lock
 
@@ -75,6 +76,11 @@ open class HTTPRequestOperationManager: NSObject, @unchecked Sendable {
         get { lock.withLock { storedCredential } }
         set { lock.withLock { storedCredential = newValue } }
     }
+    /// Given to each operation (the same instance, as AFN). Default `SecurityPolicy.default()`.
+    public var securityPolicy: SecurityPolicy {
+        get { lock.withLock { storedSecurityPolicy } }
+        set { lock.withLock { storedSecurityPolicy = newValue } }
+    }
     /// Copied onto each operation; also where request-building failures are reported. Default `nil`:
     /// the library's serial callback queue.
     public var completionQueue: DispatchQueue? {
@@ -93,8 +99,9 @@ open class HTTPRequestOperationManager: NSObject, @unchecked Sendable {
         let operation = HTTPRequestOperation(request: request)
         let settings = lock.withLock {
             (storedResponseSerializer, storedShouldUseCredentialStorage, storedCredential,
-             storedCompletionQueue, storedCompletionGroup)
+             storedCompletionQueue, storedCompletionGroup, storedSecurityPolicy)
         }
+        operation.securityPolicy = settings.5
         operation.responseSerializer = settings.0
         operation.shouldUseCredentialStorage = settings.1
         operation.credential = settings.2

@@ -53,6 +53,7 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     var resumePoint: ResumePoint?                               // guarded by lock
     private var storedShouldUseCredentialStorage = true         // guarded by lock
     private var storedCredential: URLCredential?                // guarded by lock
+    private var storedSecurityPolicy = SecurityPolicy.default() // guarded by lock
     private var storedOutputStream: OutputStream?               // guarded by lock
     private var outputStreamOpened = false                      // guarded by lock
     private var storedCompletionQueue: DispatchQueue?           // guarded by lock
@@ -121,6 +122,12 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     public var credential: URLCredential? {
         get { lock.withLock { storedCredential } }
         set { lock.withLock { storedCredential = newValue } }
+    }
+    /// Decides whether the server's certificate chain is trusted, before any request byte is sent.
+    /// Default `SecurityPolicy.default()`: system trust, host name validated, no pinning.
+    public var securityPolicy: SecurityPolicy {
+        get { lock.withLock { storedSecurityPolicy } }
+        set { lock.withLock { storedSecurityPolicy = newValue } }
     }
     /// The request body stream: reads and sets `request.httpBodyStream` (clearing `httpBody`).
     public var inputStream: InputStream? {
@@ -244,6 +251,7 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
         lock.withLock {
             copy.storedShouldUseCredentialStorage = storedShouldUseCredentialStorage
             copy.storedCredential = storedCredential
+            copy.storedSecurityPolicy = (storedSecurityPolicy.copy() as? SecurityPolicy) ?? storedSecurityPolicy
             copy.storedCompletionQueue = storedCompletionQueue
             copy.storedCompletionGroup = storedCompletionGroup
             copy.uploadProgressBlock = uploadProgressBlock
@@ -299,7 +307,7 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
         partialData = Data()
         storedCurrentRequest = storedRequest
         let transfer = Transfer(request: storedRequest, outputStream: storedOutputStream, resumeFrom: resumePoint,
-                                initialBody: initialBody, delegate: self)
+                                initialBody: initialBody, security: storedSecurityPolicy.snapshot, delegate: self)
         self.transfer = transfer
         return transfer
     }

@@ -48,6 +48,8 @@ final class NetworkThread: @unchecked Sendable {
     private var publishedStatistics = Statistics()
 
     // MARK: Network thread only
+    /// Connections a pinning policy accepted (see `Transfer.serverIsTrusted`).
+    let trustedConnections = TrustedConnections()
     /// Transfers on curl, by easy handle.
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     /// Transfers waiting for a slot, oldest first (`waitingHead` is the next to admit).

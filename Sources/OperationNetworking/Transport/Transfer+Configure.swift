@@ -29,6 +29,7 @@ extension Transfer {
         try easy.set(CURLOPT_NOSIGNAL, true)
         try easy.set(CURLOPT_FOLLOWLOCATION, false)   // redirects are decided by the library, hop by hop
         try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        try configureTLS(easy, url: url)
         let timeoutMilliseconds = Int(min(timeoutNanoseconds / 1_000_000, UInt64(Int32.max)))
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(timeoutMilliseconds, 1))
 

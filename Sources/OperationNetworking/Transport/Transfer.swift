@@ -61,6 +61,8 @@ final class Transfer: @unchecked Sendable {
     let outputStream: OutputStream?
     /// Where a resumed download continues from, if it is one.
     let resumeFrom: ResumePoint?
+    /// The operation's security policy when the transfer was created.
+    let security: SecurityPolicy.Snapshot?
 
     // MARK: Network thread only
     /// The request of the current hop (changes on redirects).
@@ -110,10 +112,11 @@ final class Transfer: @unchecked Sendable {
     /// - Parameters:
     ///   - initialBody: bytes a paused in-memory download already holds; appended to on a 206.
     init(request: URLRequest, outputStream: OutputStream?, resumeFrom: ResumePoint?, initialBody: Data,
-         delegate: TransferDelegate) {
+         security: SecurityPolicy.Snapshot? = nil, delegate: TransferDelegate) {
         self.currentRequest = request
         self.outputStream = outputStream
         self.resumeFrom = resumeFrom
+        self.security = security
         self.body = initialBody
         self.bytesReceived = resumeFrom?.offset ?? 0
         self.delegate = delegate

@@ -1,0 +1,163 @@
+import CTrust
+import Foundation
+
+/// How a `SecurityPolicy` pins the server.
+public enum SSLPinningMode: UInt, Sendable {
+    /// No pinning: the chain must verify against the system's trust store (and any added anchors).
+    case none = 0
+    /// One certificate of the presented chain must carry the public key of a pinned certificate.
+    case publicKey = 1
+    /// The chain must verify with the pinned certificates as its only anchors.
+    case certificate = 2
+}
+
+/// Decides whether a server's TLS certificate chain is trusted (AFNetworking's `AFSecurityPolicy`,
+/// API.md §7). The decision is enforced before the first request byte is written: a refused server
+/// never receives the request, and the operation fails with `URLError(.serverCertificateUntrusted)`.
+///
+/// Certificates are DER `Data`. Verification runs in the same OpenSSL that libcurl uses for TLS.
+/// - Threading: settings are guarded by an internal lock; one policy may serve many operations.
+open class SecurityPolicy: NSObject, NSCopying, @unchecked Sendable {
+    /// Guards every stored `var` below.
+    let lock = NSLock()
+    private var storedMode: SSLPinningMode                     // guarded by lock
+    private var storedPinned: Set<Data> = []                   // guarded by lock
+    private var storedAnchors: Set<Data> = []                  // guarded by lock
+    private var storedAllowInvalid = false                     // guarded by lock
+    private var storedValidatesDomainName = true               // guarded by lock
+
+    /// A policy with `pinningMode` and no pinned certificates (pinning then refuses everything).
+    public required init(pinningMode: SSLPinningMode) {
+        storedMode = pinningMode
+        super.init()
+    }
+
+    /// A policy with `pinningMode` and `pinnedCertificates` (DER).
+    public convenience init(pinningMode: SSLPinningMode, withPinnedCertificates pinnedCertificates: Set<Data>) {
+        self.init(pinningMode: pinningMode)
+        self.pinnedCertificates = pinnedCertificates
+    }
+
+    /// No pinning, system trust, host name validated: a new instance each call.
+    public static func `default`() -> SecurityPolicy {
+        SecurityPolicy(pinningMode: .none)
+    }
+
+    /// The pinning mode, fixed at creation.
+    public var sslPinningMode: SSLPinningMode { lock.withLock { storedMode } }
+
+    /// Pinned certificates as DER data. Default empty.
+    public var pinnedCertificates: Set<Data> {
+        get { lock.withLock { storedPinned } }
+        set { lock.withLock { storedPinned = newValue } }
+    }
+
+    /// Extra trust anchors (DER) added to the system store, e.g. a private CA, without turning
+    /// verification off. Default empty. (Not in AFNetworking: see Migration.md.)
+    public var additionalTrustAnchors: Set<Data> {
+        get { lock.withLock { storedAnchors } }
+        set { lock.withLock { storedAnchors = newValue } }
+    }
+
+    /// Accept expired, not-yet-valid or untrusted chains. Default `false`. Never disables the pin match.
+    public var allowInvalidCertificates: Bool {
+        get { lock.withLock { storedAllowInvalid } }
+        set { lock.withLock { storedAllowInvalid = newValue } }
+    }
+
+    /// Require the leaf to match the host. Default `true`.
+    public var validatesDomainName: Bool {
+        get { lock.withLock { storedValidatesDomainName } }
+        set { lock.withLock { storedValidatesDomainName = newValue } }
+    }
+
+    /// Every certificate (DER) in the `.cer`, `.der`, `.crt` and `.pem` files of `directory`
+    /// (PEM files may hold several). Unreadable files are skipped.
+    public static func certificates(in directory: URL) -> Set<Data> {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        var result = Set<Data>()
+        for name in names.sorted() {
+            let ext = (name as NSString).pathExtension.lowercased()
+            guard ["cer", "der", "crt", "pem"].contains(ext),
+                  let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path) else {
+                continue
+            }
+            let pem = CertificateData.fromPEM(data)
+            if !pem.isEmpty {
+                result.formUnion(pem)
+            } else if CertificateData.isCertificate(data) {
+                result.insert(data)
+            }
+        }
+        return result
+    }
+
+    /// Whether `chain` (DER, leaf first) is trusted for `domain` under this policy (API.md §7).
+    public func evaluateServerTrust(_ chain: [Data], forDomain domain: String?) -> Bool {
+        SecurityPolicy.evaluate(snapshot, chain: chain, domain: domain)
+    }
+
+    /// The decision of API.md §7 for a snapshot of settings (the transport calls this too).
+    static func evaluate(_ policy: Snapshot, chain: [Data], domain: String?) -> Bool {
+        let (mode, pinned, anchors, allowInvalid, validatesDomain) =
+            (policy.mode, policy.pinned, policy.anchors, policy.allowInvalid, policy.validatesDomainName)
+        guard let leaf = chain.first else { return false }
+        // AFN's guard: a host name cannot be validated on a certificate nobody vouches for.
+        if domain != nil && allowInvalid && validatesDomain && (mode == .none || pinned.isEmpty) { return false }
+        let host = validatesDomain ? domain : nil
+        switch mode {
+        case .none:
+            if allowInvalid { return true }
+            return CertificateData.verify(chain, anchors: Array(anchors), useSystemStore: true, host: host) == 0
+        case .certificate:
+            guard !pinned.isEmpty else { return false }
+            if allowInvalid {
+                return chain.contains(where: pinned.contains) && CertificateData.matches(leaf, host: host)
+            }
+            return CertificateData.verify(chain, anchors: Array(pinned), useSystemStore: false, host: host) == 0
+        case .publicKey:
+            guard !pinned.isEmpty else { return false }
+            let pinnedKeys = Set(pinned.compactMap(CertificateData.publicKey))
+            guard chain.contains(where: { CertificateData.publicKey($0).map(pinnedKeys.contains) ?? false }) else {
+                return false
+            }
+            if allowInvalid { return CertificateData.matches(leaf, host: host) }
+            return CertificateData.verify(chain, anchors: Array(pinned.union(anchors)), useSystemStore: true,
+                                          host: host) == 0
+        }
+    }
+
+    /// A copy sharing no mutable state with the original.
+    open func copy(with zone: NSZone? = nil) -> Any {
+        let copy = type(of: self).init(pinningMode: sslPinningMode)
+        lock.withLock {
+            copy.storedPinned = storedPinned
+            copy.storedAnchors = storedAnchors
+            copy.storedAllowInvalid = storedAllowInvalid
+            copy.storedValidatesDomainName = storedValidatesDomainName
+        }
+        return copy
+    }
+
+    /// A value snapshot for the transport (taken when a transfer starts).
+    var snapshot: Snapshot {
+        lock.withLock {
+            Snapshot(mode: storedMode, pinned: storedPinned, anchors: storedAnchors,
+                     allowInvalid: storedAllowInvalid, validatesDomainName: storedValidatesDomainName)
+        }
+    }
+
+    /// The settings of a policy at one moment; the transport decides from this.
+    struct Snapshot: Sendable, Hashable {
+        var mode: SSLPinningMode
+        var pinned: Set<Data>
+        var anchors: Set<Data>
+        var allowInvalid: Bool
+        var validatesDomainName: Bool
+
+        /// True for the plain default: system trust, host checked, nothing added.
+        var isSystemDefault: Bool {
+            mode == .none && anchors.isEmpty && !allowInvalid && validatesDomainName
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import CCurl
+import CCurlShim
+import Foundation
+
+// MARK: - Network thread: enforcing the SecurityPolicy before the first request byte
+
+/// `CURLOPT_PREREQFUNCTION`: runs once the connection is up (new or reused), before the request is sent.
+let curlPrerequestCallback: curl_prereq_callback = { userdata, primaryIP, localIP, primaryPort, localPort in
+    guard let userdata else { return Int32(CURL_PREREQFUNC_ABORT) }
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+    let connection = "\(primaryIP.map { String(cString: $0) } ?? "?"):\(primaryPort)<-"
+        + "\(localIP.map { String(cString: $0) } ?? "?"):\(localPort)"
+    return transfer.serverIsTrusted(connection: connection) ? Int32(CURL_PREREQFUNC_OK) : Int32(CURL_PREREQFUNC_ABORT)
+}
+
+/// Connections whose server a pinning policy accepted, so a reused connection (which presents no
+/// certificates again) is accepted for the same policy only.
+/// - Threading: network thread only (owned by `NetworkThread`).
+final class TrustedConnections {
+    private var accepted: Set<String> = []
+    private var order: [String] = []
+    private static let capacity = 4096
+
+    func contains(_ key: String) -> Bool { accepted.contains(key) }
+
+    func insert(_ key: String) {
+        guard accepted.insert(key).inserted else { return }
+        order.append(key)
+        if order.count > TrustedConnections.capacity {
+            accepted.remove(order.removeFirst())
+        }
+    }
+}
+
+extension Transfer {
+    /// The system CA bundle libcurl was built to use, read once (for policies that add anchors).
+    private static let systemBundle: String = {
+        guard let easy = CurlEasyHandle(), let path = easy.info(string: CURLINFO_CAINFO),
+              let text = try? String(contentsOfFile: path, encoding: .utf8) else { return "" }
+        return text
+    }()
+
+    /// TLS options for the current hop from the operation's policy.
+    func configureTLS(_ easy: CurlEasyHandle, url: URL) throws {
+        guard url.scheme?.lowercased() == "https", let policy = security, !policy.isSystemDefault else { return }
+        if policy.allowInvalid && policy.validatesDomainName && (policy.mode == .none || policy.pinned.isEmpty) {
+            throw TransportError.make(.serverCertificateUntrusted,
+                                      "allowInvalidCertificates with validatesDomainName needs pinned certificates.",
+                                      url: url)
+        }
+        switch policy.mode {
+        case .none:
+            if policy.allowInvalid {
+                try easy.set(CURLOPT_SSL_VERIFYPEER, false)
+                try easy.set(CURLOPT_SSL_VERIFYHOST, 0)
+                return
+            }
+            try easy.set(CURLOPT_SSL_VERIFYHOST, policy.validatesDomainName ? 2 : 0)
+            if !policy.anchors.isEmpty {
+                try setBlob(easy, CURLOPT_CAINFO_BLOB, Transfer.systemBundle + CertificateData.pem(policy.anchors.sorted(by: Transfer.byBytes)))
+            }
+        case .publicKey, .certificate:
+            // The policy decides in the pre-request callback from the presented chain.
+            try easy.set(CURLOPT_SSL_VERIFYPEER, false)
+            try easy.set(CURLOPT_SSL_VERIFYHOST, 0)
+            try easy.set(CURLOPT_CERTINFO, true)
+            // A resumed TLS session presents no certificates; every new connection must show its chain.
+            try easy.set(CURLOPT_SSL_SESSIONID_CACHE, false)
+            // Distinct per policy, so curl never reuses a connection another policy accepted.
+            try setBlob(easy, CURLOPT_CAINFO_BLOB, policyMarker(policy))
+            try checkCode(ccurl_easy_setopt_prereq_function(easy.raw, curlPrerequestCallback))
+            try easy.set(CURLOPT_PREREQDATA, pointer: Unmanaged.passUnretained(self).toOpaque())
+        }
+    }
+
+    /// The pinning decision for the connection just made or reused; records why on refusal.
+    func serverIsTrusted(connection: String) -> Bool {
+        guard let policy = security, let easy, let url = currentRequest.url else { return true }
+        let key = "\(policy.hashValue)|\(connection)"
+        let chain = presentedChain(easy)
+        if chain.isEmpty {
+            if NetworkThread.shared.trustedConnections.contains(key) { return true }
+            refuse("The server presented no certificate to check.", url: url)
+            return false
+        }
+        guard SecurityPolicy.evaluate(policy, chain: chain, domain: url.host) else {
+            refuse("The server's certificate chain does not satisfy the pinning policy.", url: url)
+            return false
+        }
+        NetworkThread.shared.trustedConnections.insert(key)
+        return true
+    }
+
+    private func refuse(_ message: String, url: URL) {
+        abortError = TransportError.make(.serverCertificateUntrusted, message, url: url)
+    }
+
+    /// The certificates the server sent (leaf first), from `CURLINFO_CERTINFO`.
+    private func presentedChain(_ easy: CurlEasyHandle) -> [Data] {
+        var pointer: UnsafeMutableRawPointer?
+        guard ccurl_easy_getinfo_ptr(easy.raw, CURLINFO_CERTINFO, &pointer) == CURLE_OK, let pointer else { return [] }
+        let info = pointer.assumingMemoryBound(to: curl_certinfo.self).pointee
+        guard info.num_of_certs > 0, let lists = info.certinfo else { return [] }
+        var chain: [Data] = []
+        for index in 0..<Int(info.num_of_certs) {
+            var item = lists[index]
+            while let node = item {
+                if let text = node.pointee.data.map({ String(cString: $0) }), text.hasPrefix("Cert:") {
+                    chain.append(contentsOf: CertificateData.fromPEM(Data(text.dropFirst(5).utf8)))
+                }
+                item = node.pointee.next
+            }
+        }
+        return chain
+    }
+
+    private func policyMarker(_ policy: SecurityPolicy.Snapshot) -> String {
+        "# OperationNetworking policy mode=\(policy.mode.rawValue) invalid=\(policy.allowInvalid) "
+            + "host=\(policy.validatesDomainName)\n"
+            + CertificateData.pem(policy.pinned.sorted(by: Transfer.byBytes))
+            + CertificateData.pem(policy.anchors.sorted(by: Transfer.byBytes))
+    }
+
+    private static func byBytes(_ a: Data, _ b: Data) -> Bool {
+        a.lexicographicallyPrecedes(b)
+    }
+
+    private func setBlob(_ easy: CurlEasyHandle, _ option: CURLoption, _ text: String) throws {
+        let bytes = Array(text.utf8)
+        try checkCode(bytes.withUnsafeBytes { ccurl_easy_setopt_blob(easy.raw, option, $0.baseAddress, $0.count) })
+    }
+
+    private func checkCode(_ code: CURLcode) throws {
+        guard code != CURLE_OK else { return }
+        throw TransportError.fromCurl(code, message: nil, url: currentRequest.url)
+    }
+}
