@@ -12,6 +12,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
@@ -29,7 +32,8 @@ let package = Package(
             name: "OperationNetworking",
             dependencies: ["CCurl", "CCurlShim", "CTrust"]
         ),
-        // In-process HTTP/1.1 loopback server for the tests and `onet demo` (never used by the library).
+        // In-process HTTP/1.1 and HTTPS loopback server, and certificates made for each test run, for the
+        // tests and `onet demo` (never used by the library).
         .target(
             name: "OperationNetworkingTestServer",
             dependencies: [
@@ -37,6 +41,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(

@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPCompression
 import NIOPosix
+import NIOSSL
 
 /// An in-process HTTP/1.1 server on an ephemeral loopback port, for tests and demos.
 ///
@@ -28,9 +29,13 @@ public final class TestServer: @unchecked Sendable {
 
     /// Starts a server bound to `host` on an ephemeral port and begins serving immediately.
     ///
-    /// - Parameter host: The address to bind; loopback by default.
-    /// - Throws: If the socket cannot be bound.
-    public init(host: String = "127.0.0.1") throws {
+    /// - Parameters:
+    ///   - host: The address to bind; loopback by default.
+    ///   - tls: Serve HTTPS with this identity (its chain is presented); `nil` serves plain HTTP.
+    ///   - clientCertificateAuthority: With `tls`, require a client certificate issued by this CA (DER).
+    /// - Throws: If the socket cannot be bound or the TLS identity is unusable.
+    public init(host: String = "127.0.0.1", tls: TestIdentity? = nil, clientCertificateAuthority: Data? = nil) throws {
+        let sslContext = try tls.map { try TestServer.makeTLSContext($0, clientCA: clientCertificateAuthority) }
         // One thread is plenty for tests and keeps every handler on a single, predictable loop.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let state = ServerState()
@@ -45,6 +50,7 @@ public final class TestServer: @unchecked Sendable {
                     let id = state.connectionOpened(channel)
                     channel.closeFuture.whenComplete { _ in state.connectionClosed(id) }
                     let pipeline = channel.pipeline.syncOperations
+                    if let sslContext { try pipeline.addHandler(NIOSSLServerHandler(context: sslContext)) }
                     try pipeline.configureHTTPServerPipeline()
                     let receivedHead = ReceivedHeadBox()
                     try pipeline.addHandler(RequestPreprocessor(box: receivedHead))
@@ -63,7 +69,7 @@ public final class TestServer: @unchecked Sendable {
             }
             // An IPv6 literal needs brackets inside a URL.
             let urlHost = host.contains(":") ? "[\(host)]" : host
-            guard let base = URL(string: "http://\(urlHost):\(port)") else {
+            guard let base = URL(string: "\(tls == nil ? "http" : "https")://\(urlHost):\(port)") else {
                 throw TestServerError.invalidBaseURL(host)
             }
             self.serverChannel = channel
@@ -81,7 +87,22 @@ public final class TestServer: @unchecked Sendable {
         shutdown()
     }
 
-    /// `http://<host>:<port>`, without a trailing slash.
+    private static func makeTLSContext(_ identity: TestIdentity, clientCA: Data?) throws -> NIOSSLContext {
+        let chain = try identity.chain.map { try NIOSSLCertificate(bytes: Array($0), format: .der) }
+        let key = try NIOSSLPrivateKey(bytes: Array(identity.privateKeyPEM.utf8), format: .pem)
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        configuration.applicationProtocols = ["http/1.1"]
+        // An idle client never answers close_notify; don't hold shutdown() for the default 5 s.
+        configuration.shutdownTimeout = .milliseconds(50)
+        if let clientCA {
+            configuration.certificateVerification = .noHostnameVerification
+            configuration.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(clientCA), format: .der)])
+        }
+        return try NIOSSLContext(configuration: configuration)
+    }
+
+    /// `http://<host>:<port>` (or `https://`), without a trailing slash.
     public var baseURL: URL { base }
 
     /// ``baseURL`` followed by `pathAndQuery`, e.g. `url("/echo?x=1")`.
