@@ -43,6 +43,7 @@ extension TestServerHandler {
         case ("cookies", 2) where argument == "set": setCookies(context, request)
         case ("upload", 1): respondJSON(context, request, UploadPayload(bodyLength: request.record.body.count))
         case ("close", 1): respondText(context, request, .ok, "bye", close: true)
+        case ("auth", _): authRoute(context, request, segments)
         default: respondText(context, request, .notFound, "not found\n")
         }
     }

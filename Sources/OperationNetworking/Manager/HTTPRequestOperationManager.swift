@@ -27,6 +27,7 @@ open class HTTPRequestOperationManager: NSObject, @unchecked Sendable {
     private var storedShouldUseCredentialStorage = true                           // guarded by lock
     private var storedCredential: URLCredential?                                  // guarded by lock
     private var storedSecurityPolicy = SecurityPolicy.default()                   // guarded by lock
+    private var storedClientCertificate: ClientCertificate?                       // guarded by lock
     private var storedCompletionQueue: DispatchQueue?                             // guarded by lock
     private var storedCompletionGroup: DispatchGroup?                             // guarded by lock
 
@@ -81,6 +82,11 @@ open class HTTPRequestOperationManager: NSObject, @unchecked Sendable {
         get { lock.withLock { storedSecurityPolicy } }
         set { lock.withLock { storedSecurityPolicy = newValue } }
     }
+    /// Copied onto each operation: offered to servers that ask for a client certificate. Default `nil`.
+    public var clientCertificate: ClientCertificate? {
+        get { lock.withLock { storedClientCertificate } }
+        set { lock.withLock { storedClientCertificate = newValue } }
+    }
     /// Copied onto each operation; also where request-building failures are reported. Default `nil`:
     /// the library's serial callback queue.
     public var completionQueue: DispatchQueue? {
@@ -99,9 +105,10 @@ open class HTTPRequestOperationManager: NSObject, @unchecked Sendable {
         let operation = HTTPRequestOperation(request: request)
         let settings = lock.withLock {
             (storedResponseSerializer, storedShouldUseCredentialStorage, storedCredential,
-             storedCompletionQueue, storedCompletionGroup, storedSecurityPolicy)
+             storedCompletionQueue, storedCompletionGroup, storedSecurityPolicy, storedClientCertificate)
         }
         operation.securityPolicy = settings.5
+        operation.clientCertificate = settings.6
         operation.responseSerializer = settings.0
         operation.shouldUseCredentialStorage = settings.1
         operation.credential = settings.2

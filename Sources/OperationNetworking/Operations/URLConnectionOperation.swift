@@ -33,6 +33,11 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     public typealias UploadProgressBlock = @Sendable (Int, Int64, Int64) -> Void
     /// Download progress: `(bytesRead, totalBytesRead, totalBytesExpectedToRead)`, -1 when unknown.
     public typealias DownloadProgressBlock = @Sendable (Int, Int64, Int64) -> Void
+    /// How to answer an authentication challenge (Foundation's dispositions).
+    public typealias AuthChallengeDisposition = URLSession.AuthChallengeDisposition
+    /// Answers a 401/407 challenge: a disposition and, for `.useCredential`, the credential.
+    public typealias AuthenticationChallengeBlock =
+        @Sendable (URLConnectionOperation, URLAuthenticationChallenge) -> (AuthChallengeDisposition, URLCredential?)
 
     /// Guards every stored `var` of this class (leaf lock: nothing is called while it is held).
     let lock = NSLock()
@@ -64,6 +69,8 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     private var uploadReporter: ProgressReporter?               // guarded by lock
     private var downloadReporter: ProgressReporter?             // guarded by lock
     private var redirectBlock: RedirectResponseBlock?           // guarded by lock
+    private var challengeBlock: AuthenticationChallengeBlock?   // guarded by lock
+    private var storedClientCertificate: ClientCertificate?     // guarded by lock
     /// Run once, on the completion queue, just before the operation turns finished (batches use it).
     private var finishHooks: [@Sendable () -> Void] = []        // guarded by lock
 
@@ -173,6 +180,22 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     public func setDownloadProgressBlock(_ block: DownloadProgressBlock?) {
         lock.withLock { downloadProgressBlock = block }
     }
+    /// Sets the block that answers each 401/407 challenge round (on the network thread: keep it short).
+    /// `previousFailureCount` counts the rounds already answered. `.performDefaultHandling` uses
+    /// `credential` on the first round, then `URLCredentialStorage.shared` when
+    /// `shouldUseCredentialStorage`; `.cancelAuthenticationChallenge` delivers the 401/407 and fails
+    /// with `URLError(.userCancelledAuthentication)`, the credential never sent;
+    /// `.rejectProtectionSpace` delivers the 401/407. Without a block, default handling applies.
+    public func setWillSendRequestForAuthenticationChallengeBlock(_ block: AuthenticationChallengeBlock?) {
+        lock.withLock { challengeBlock = block }
+    }
+
+    /// A client certificate for servers that ask for one (mutual TLS). Default `nil`.
+    public var clientCertificate: ClientCertificate? {
+        get { lock.withLock { storedClientCertificate } }
+        set { lock.withLock { storedClientCertificate = newValue } }
+    }
+
     /// Sets the block that decides each redirect (on the network thread: keep it short). Without one,
     /// redirects are followed per API.md §2 (16 hops at most).
     public func setRedirectResponseBlock(_ block: RedirectResponseBlock?) {
@@ -257,6 +280,8 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
             copy.uploadProgressBlock = uploadProgressBlock
             copy.downloadProgressBlock = downloadProgressBlock
             copy.redirectBlock = redirectBlock
+            copy.challengeBlock = challengeBlock
+            copy.storedClientCertificate = storedClientCertificate
         }
         return copy
     }
@@ -307,7 +332,8 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
         partialData = Data()
         storedCurrentRequest = storedRequest
         let transfer = Transfer(request: storedRequest, outputStream: storedOutputStream, resumeFrom: resumePoint,
-                                initialBody: initialBody, security: storedSecurityPolicy.snapshot, delegate: self)
+                                initialBody: initialBody, security: storedSecurityPolicy.snapshot,
+                                clientCertificate: storedClientCertificate, delegate: self)
         self.transfer = transfer
         return transfer
     }
@@ -381,6 +407,63 @@ extension URLConnectionOperation: TransferDelegate {
         return chosen
     }
 
+    func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
+        let (block, credential, useStorage, original) = lock.withLock {
+            (challengeBlock, storedCredential, storedShouldUseCredentialStorage, storedRequest.url)
+        }
+        let url = challenge.head.url
+        let space: URLProtectionSpace
+        if challenge.isProxy {
+            space = URLProtectionSpace(proxyHost: url.host ?? "", port: url.port ?? 0, type: url.scheme, realm: challenge.realm,
+                                       authenticationMethod: challenge.method)
+        } else {
+            space = URLProtectionSpace(host: url.host ?? "", port: url.port ?? (url.scheme == "https" ? 443 : 80),
+                                       protocol: url.scheme, realm: challenge.realm, authenticationMethod: challenge.method)
+        }
+        // The operation's own credential belongs to the origin of its request, never to another one.
+        let sameOrigin = challenge.isProxy || Transfer.sameOrigin(original, url)
+        let sources = [sameOrigin ? credential : nil,
+                       useStorage ? URLConnectionOperation.storedCredential(for: space) : nil].compactMap { $0 }
+        func defaultHandling() -> ChallengeResolution {
+            guard challenge.previousFailureCount < sources.count,
+                  let user = sources[challenge.previousFailureCount].user else { return .deliver }
+            return .answer(user: user, password: sources[challenge.previousFailureCount].password ?? "")
+        }
+        guard let block else { return defaultHandling() }
+        let response = challenge.head.makeResponse()
+        let question = URLAuthenticationChallenge(protectionSpace: space, proposedCredential: sources.first,
+                                                  previousFailureCount: challenge.previousFailureCount,
+                                                  failureResponse: response, error: nil, sender: ChallengeSender.shared)
+        let (disposition, answer) = block(self, question)
+        switch disposition {
+        case .useCredential:
+            guard let user = answer?.user else { return .deliver }
+            return .answer(user: user, password: answer?.password ?? "")
+        case .performDefaultHandling:
+            return defaultHandling()
+        case .cancelAuthenticationChallenge:
+            return .cancel
+        case .rejectProtectionSpace:
+            return .deliver
+        @unknown default:
+            return .deliver
+        }
+    }
+
+    /// The default credential `URLCredentialStorage.shared` holds for a protection space equal to
+    /// `space`. Found by comparing fields: corelibs' `URLProtectionSpace` compares by identity, so
+    /// `defaultCredential(for:)` never matches a newly built space.
+    static func storedCredential(for space: URLProtectionSpace) -> URLCredential? {
+        let storage = URLCredentialStorage.shared
+        for (stored, credentials) in storage.allCredentials
+        where stored.host.lowercased() == space.host.lowercased() && stored.port == space.port
+            && stored.protocol?.lowercased() == space.protocol?.lowercased() && stored.realm == space.realm
+            && stored.authenticationMethod == space.authenticationMethod && stored.isProxy() == space.isProxy() {
+            return storage.defaultCredential(for: stored) ?? (credentials.count == 1 ? credentials.values.first : nil)
+        }
+        return nil
+    }
+
     func transfer(_ transfer: Transfer, didReceive head: ResponseHead) {
         lock.withLock {
             storedHead = head
@@ -410,6 +493,9 @@ extension URLConnectionOperation: TransferDelegate {
                 return false
             case .completed:
                 if storedOutputStream == nil { storedResponseData = transfer.body }
+            case .completedWithError(let error):
+                if storedOutputStream == nil { storedResponseData = transfer.body }
+                storedError = error
             case .failed(let error):
                 storedError = error
             case .cancelled:
@@ -423,4 +509,14 @@ extension URLConnectionOperation: TransferDelegate {
         }
         if ended { transferDidEnd() }
     }
+}
+
+/// The sender a `URLAuthenticationChallenge` needs; answers come back through the block's return value.
+private final class ChallengeSender: NSObject, URLAuthenticationChallengeSender, @unchecked Sendable {   // stateless
+    static let shared = ChallengeSender()
+    func use(_ credential: URLCredential, for challenge: URLAuthenticationChallenge) {}
+    func continueWithoutCredential(for challenge: URLAuthenticationChallenge) {}
+    func cancel(_ challenge: URLAuthenticationChallenge) {}
+    func performDefaultHandling(for challenge: URLAuthenticationChallenge) {}
+    func rejectProtectionSpaceAndContinue(with challenge: URLAuthenticationChallenge) {}
 }

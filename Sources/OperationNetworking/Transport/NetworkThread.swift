@@ -210,6 +210,7 @@ final class NetworkThread: @unchecked Sendable {
         } else if transfer.isRedirectCandidate {
             switch transfer.redirectDecision() {
             case .follow(let request):
+                if !Transfer.sameOrigin(transfer.currentRequest.url, request.url) { transfer.serverCredential = nil }
                 transfer.currentRequest = request
                 transfer.redirectCount += 1
                 easy.reset()
@@ -230,12 +231,53 @@ final class NetworkThread: @unchecked Sendable {
             case .fail(let error):
                 outcome = .failed(error)
             }
+        } else if transfer.isChallengeCandidate {
+            switch answerChallenge(transfer, easy: easy, multi: multi) {
+            case .none:
+                return
+            case .some(let result):
+                outcome = result
+            }
         } else {
             outcome = .completed
         }
         transfer.easy = nil
         recycle(easy)
         transfer.finish(outcome)
+    }
+
+    /// Asks the delegate about a 401/407 and either restarts the hop with a credential (`nil`) or
+    /// returns how the transfer ends.
+    private func answerChallenge(_ transfer: Transfer, easy: CurlEasyHandle,
+                                 multi: UnsafeMutableRawPointer) -> TransferOutcome? {
+        guard let head = transfer.head else { return .completed }
+        let info = transfer.challengeInfo(head)
+        let resolution: ChallengeResolution = transfer.challengeRounds >= Transfer.maxChallengeRounds || info.schemes == 0
+            ? .deliver : (transfer.delegate?.transfer(transfer, didReceiveChallenge: info) ?? .deliver)
+        switch resolution {
+        case .answer(let user, let password):
+            let credential = TransferCredential(user: user, password: password, schemes: info.schemes)
+            if info.isProxy { transfer.proxyCredential = credential } else { transfer.serverCredential = credential }
+            transfer.challengeRounds += 1
+            easy.reset()
+            do {
+                try transfer.configure(easy)
+                if curl_multi_add_handle(multi, easy.raw) == CURLM_OK {
+                    active[easy.raw] = transfer
+                    return nil
+                }
+                return .failed(TransportError.make(.unknown, "libcurl refused the retry.", url: transfer.currentRequest.url))
+            } catch {
+                return .failed(error)
+            }
+        case .deliver:
+            return transfer.deliverRedirectResponse() ? .completed
+                : .failed(transfer.abortError ?? URLError(.cannotWriteToFile))
+        case .cancel:
+            _ = transfer.deliverRedirectResponse()
+            return .completedWithError(TransportError.make(
+                .userCancelledAuthentication, "The authentication challenge was cancelled.", url: transfer.currentRequest.url))
+        }
     }
 
     /// Fails transfers with no bytes moving for longer than their request's `timeoutInterval`.

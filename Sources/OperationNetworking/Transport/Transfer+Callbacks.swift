@@ -26,7 +26,7 @@ extension Transfer {
     /// A piece of the response body arrived; false aborts the transfer.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         lastActivity = monotonicNow()
-        if isRedirectCandidate {
+        if isRedirectCandidate || isChallengeCandidate {
             redirectBody.append(contentsOf: bytes)
             return true
         }
@@ -110,8 +110,9 @@ extension Transfer {
         let status = head.statusCode
         isRedirectCandidate = (300..<400).contains(status) && status != 304
             && headerParser.value(for: "Location") != nil
+        isChallengeCandidate = isAnswerableChallenge(head)
         redirectBody.removeAll()
-        if isRedirectCandidate { return true }
+        if isRedirectCandidate || isChallengeCandidate { return true }
         guard prepareSinkForResponse(status: status, head: head) else { return false }
         let length = head.expectedContentLength
         if outputStream == nil, length > 0, length < 64 << 20 {

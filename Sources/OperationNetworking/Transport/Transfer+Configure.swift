@@ -30,6 +30,7 @@ extension Transfer {
         try easy.set(CURLOPT_FOLLOWLOCATION, false)   // redirects are decided by the library, hop by hop
         try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         try configureTLS(easy, url: url)
+        try configureCredentials(easy)
         let timeoutMilliseconds = Int(min(timeoutNanoseconds / 1_000_000, UInt64(Int32.max)))
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(timeoutMilliseconds, 1))
 
@@ -47,6 +48,7 @@ extension Transfer {
         }
         headerParser = ResponseHeaderParser()
         isRedirectCandidate = false
+        isChallengeCandidate = false
         hopStartTime = monotonicNow()
         lastActivity = hopStartTime
     }

@@ -78,10 +78,11 @@ extension Transfer {
             && a.host?.lowercased() == b.host?.lowercased() && port(a) == port(b)
     }
 
-    /// The redirect is not followed: its head and body become the transfer's response.
+    /// The redirect is not followed (or the challenge not answered): its head and body become the response.
     func deliverRedirectResponse() -> Bool {
         guard let head else { return true }
         isRedirectCandidate = false
+        isChallengeCandidate = false
         if let outputStream {
             if !redirectBody.isEmpty {
                 let ok = redirectBody.withUnsafeBytes { bytes -> Bool in

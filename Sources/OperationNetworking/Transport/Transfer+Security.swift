@@ -40,9 +40,17 @@ extension Transfer {
         return text
     }()
 
-    /// TLS options for the current hop from the operation's policy.
+    /// TLS options for the current hop from the operation's policy and client certificate.
     func configureTLS(_ easy: CurlEasyHandle, url: URL) throws {
-        guard url.scheme?.lowercased() == "https", let policy = security, !policy.isSystemDefault else { return }
+        guard url.scheme?.lowercased() == "https" else { return }
+        if let certificate = clientCertificate {
+            try setBlob(easy, CURLOPT_SSLCERT_BLOB, certificate.certificate)
+            try easy.set(CURLOPT_SSLCERTTYPE, certificate.certificateFormat.rawValue)
+            try setBlob(easy, CURLOPT_SSLKEY_BLOB, certificate.privateKey)
+            try easy.set(CURLOPT_SSLKEYTYPE, certificate.privateKeyFormat.rawValue)
+            if let passphrase = certificate.passphrase { try easy.set(CURLOPT_KEYPASSWD, passphrase) }
+        }
+        guard let policy = security, !policy.isSystemDefault else { return }
         if policy.allowInvalid && policy.validatesDomainName && (policy.mode == .none || policy.pinned.isEmpty) {
             throw TransportError.make(.serverCertificateUntrusted,
                                       "allowInvalidCertificates with validatesDomainName needs pinned certificates.",
@@ -126,7 +134,10 @@ extension Transfer {
     }
 
     private func setBlob(_ easy: CurlEasyHandle, _ option: CURLoption, _ text: String) throws {
-        let bytes = Array(text.utf8)
+        try setBlob(easy, option, Data(text.utf8))
+    }
+
+    private func setBlob(_ easy: CurlEasyHandle, _ option: CURLoption, _ bytes: Data) throws {
         try checkCode(bytes.withUnsafeBytes { ccurl_easy_setopt_blob(easy.raw, option, $0.baseAddress, $0.count) })
     }
 

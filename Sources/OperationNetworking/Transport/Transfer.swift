@@ -25,6 +25,8 @@ enum TransferOutcome {
     case cancelled
     /// `pause` reached the network thread; the bytes so far stay in the sink.
     case paused(ResumePoint)
+    /// A response was received completely, but the transfer still failed (a cancelled challenge).
+    case completedWithError(Error)
 }
 
 /// Receives a transfer's events. Every method is called on the network thread and must be cheap:
@@ -34,6 +36,8 @@ protocol TransferDelegate: AnyObject, Sendable {
     func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest?
     /// The final (non-1xx, non-followed) response head arrived.
     func transfer(_ transfer: Transfer, didReceive head: ResponseHead)
+    /// A 401/407 arrived that the library may answer; decide how (called once per round).
+    func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution
     /// Body bytes arrived (after any restart of a resumed download).
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64)
     /// Request body bytes were handed to curl.
@@ -63,6 +67,8 @@ final class Transfer: @unchecked Sendable {
     let resumeFrom: ResumePoint?
     /// The operation's security policy when the transfer was created.
     let security: SecurityPolicy.Snapshot?
+    /// The client certificate offered to servers that ask for one.
+    let clientCertificate: ClientCertificate?
 
     // MARK: Network thread only
     /// The request of the current hop (changes on redirects).
@@ -93,8 +99,16 @@ final class Transfer: @unchecked Sendable {
     var headerParser = ResponseHeaderParser()
     /// Whether the current response is a redirect the transfer may follow (its body is set aside).
     var isRedirectCandidate = false
-    /// Body of a redirect candidate, kept in case the redirect is not followed.
+    /// Whether the current response is a 401/407 the transfer may answer (its body is set aside).
+    var isChallengeCandidate = false
+    /// Body of a redirect or challenge candidate, kept in case it becomes the response.
     var redirectBody = Data()
+    /// Challenge rounds answered so far.
+    var challengeRounds = 0
+    /// Credentials chosen in earlier rounds for the server (dropped when a redirect leaves its origin)
+    /// and for the proxy.
+    var serverCredential: TransferCredential?
+    var proxyCredential: TransferCredential?
     /// Bytes of a restarted (200 instead of 206) resumed body to drop because the sink already has them.
     var bytesToSkip: Int64 = 0
     /// Request body source for the current hop.
@@ -112,7 +126,9 @@ final class Transfer: @unchecked Sendable {
     /// - Parameters:
     ///   - initialBody: bytes a paused in-memory download already holds; appended to on a 206.
     init(request: URLRequest, outputStream: OutputStream?, resumeFrom: ResumePoint?, initialBody: Data,
-         security: SecurityPolicy.Snapshot? = nil, delegate: TransferDelegate) {
+         security: SecurityPolicy.Snapshot? = nil, clientCertificate: ClientCertificate? = nil,
+         delegate: TransferDelegate) {
+        self.clientCertificate = clientCertificate
         self.currentRequest = request
         self.outputStream = outputStream
         self.resumeFrom = resumeFrom
