@@ -122,6 +122,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         let group = effectiveCompletionGroup
         group.enter()
         CallbackQueues.processing.async { [self] in
+            storeInCacheIfAllowed()
             if transportError == nil { _ = responseObject }   // serialized here, once, off the completion queue
             queue.async(group: group) { [self] in
                 if let problem = error {

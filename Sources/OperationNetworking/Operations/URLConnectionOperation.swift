@@ -35,44 +35,47 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     public typealias DownloadProgressBlock = @Sendable (Int, Int64, Int64) -> Void
     /// How to answer an authentication challenge (Foundation's dispositions).
     public typealias AuthChallengeDisposition = URLSession.AuthChallengeDisposition
+    /// Decides what goes into `URLCache.shared`: return the response to store (possibly changed) or `nil`.
+    public typealias CacheResponseBlock = @Sendable (URLConnectionOperation, CachedURLResponse) -> CachedURLResponse?
     /// Answers a 401/407 challenge: a disposition and, for `.useCredential`, the credential.
     public typealias AuthenticationChallengeBlock =
         @Sendable (URLConnectionOperation, URLAuthenticationChallenge) -> (AuthChallengeDisposition, URLCredential?)
 
     /// Guards every stored `var` of this class (leaf lock: nothing is called while it is held).
     let lock = NSLock()
-    private var state = OperationState()                       // guarded by lock
-    private var storedRequest: URLRequest                       // guarded by lock
-    private var storedCurrentRequest: URLRequest                // guarded by lock
+    var state = OperationState()                       // guarded by lock
+    var storedRequest: URLRequest                       // guarded by lock
+    var storedCurrentRequest: URLRequest                // guarded by lock
     /// The last response head; `storedResponse` is built from it on first use (off the network thread).
-    private var storedHead: ResponseHead?                       // guarded by lock
-    private var storedResponse: URLResponse?                    // guarded by lock
-    private var storedError: Error?                             // guarded by lock
-    private var storedResponseData: Data?                       // guarded by lock
-    private var storedMetrics: TransferMetrics?                 // guarded by lock
+    var storedHead: ResponseHead?                       // guarded by lock
+    var storedResponse: URLResponse?                    // guarded by lock
+    var storedError: Error?                             // guarded by lock
+    var storedResponseData: Data?                       // guarded by lock
+    var storedMetrics: TransferMetrics?                 // guarded by lock
     /// The transfer on (or last on) the network thread.
-    private var transfer: Transfer?                             // guarded by lock
+    var transfer: Transfer?                             // guarded by lock
     /// Bytes of a paused in-memory download, handed to the resuming transfer.
-    private var partialData = Data()                            // guarded by lock
+    var partialData = Data()                            // guarded by lock
     /// Where a paused download continues from.
     var resumePoint: ResumePoint?                               // guarded by lock
-    private var storedShouldUseCredentialStorage = true         // guarded by lock
-    private var storedCredential: URLCredential?                // guarded by lock
-    private var storedSecurityPolicy = SecurityPolicy.default() // guarded by lock
-    private var storedOutputStream: OutputStream?               // guarded by lock
-    private var outputStreamOpened = false                      // guarded by lock
-    private var storedCompletionQueue: DispatchQueue?           // guarded by lock
-    private var storedCompletionGroup: DispatchGroup?           // guarded by lock
-    private var storedUserInfo: [String: Any] = [:]             // guarded by lock
-    private var uploadProgressBlock: UploadProgressBlock?       // guarded by lock
-    private var downloadProgressBlock: DownloadProgressBlock?   // guarded by lock
-    private var uploadReporter: ProgressReporter?               // guarded by lock
-    private var downloadReporter: ProgressReporter?             // guarded by lock
-    private var redirectBlock: RedirectResponseBlock?           // guarded by lock
-    private var challengeBlock: AuthenticationChallengeBlock?   // guarded by lock
-    private var storedClientCertificate: ClientCertificate?     // guarded by lock
+    var storedShouldUseCredentialStorage = true         // guarded by lock
+    var storedCredential: URLCredential?                // guarded by lock
+    var storedSecurityPolicy = SecurityPolicy.default() // guarded by lock
+    var storedOutputStream: OutputStream?               // guarded by lock
+    var outputStreamOpened = false                      // guarded by lock
+    var storedCompletionQueue: DispatchQueue?           // guarded by lock
+    var storedCompletionGroup: DispatchGroup?           // guarded by lock
+    var storedUserInfo: [String: Any] = [:]             // guarded by lock
+    var uploadProgressBlock: UploadProgressBlock?       // guarded by lock
+    var downloadProgressBlock: DownloadProgressBlock?   // guarded by lock
+    var uploadReporter: ProgressReporter?               // guarded by lock
+    var downloadReporter: ProgressReporter?             // guarded by lock
+    var redirectBlock: RedirectResponseBlock?           // guarded by lock
+    var challengeBlock: AuthenticationChallengeBlock?   // guarded by lock
+    var cacheBlock: CacheResponseBlock?                 // guarded by lock
+    var storedClientCertificate: ClientCertificate?     // guarded by lock
     /// Run once, on the completion queue, just before the operation turns finished (batches use it).
-    private var finishHooks: [@Sendable () -> Void] = []        // guarded by lock
+    var finishHooks: [@Sendable () -> Void] = []        // guarded by lock
 
     /// Creates an operation for `request` (designated initializer). Nothing is sent until `start()`.
     public required init(request: URLRequest) {
@@ -190,6 +193,13 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
         lock.withLock { challengeBlock = block }
     }
 
+    /// Sets the block that decides whether (and what) a successful GET response goes into
+    /// `URLCache.shared`; it runs on the completion queue before the handlers. Setting a block opts the
+    /// operation into caching (see `URLRequest.cachePolicy` in Migration.md); `nil` removes it.
+    public func setCacheResponseBlock(_ block: CacheResponseBlock?) {
+        lock.withLock { cacheBlock = block }
+    }
+
     /// A client certificate for servers that ask for one (mutual TLS). Default `nil`.
     public var clientCertificate: ClientCertificate? {
         get { lock.withLock { storedClientCertificate } }
@@ -281,6 +291,7 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
             copy.downloadProgressBlock = downloadProgressBlock
             copy.redirectBlock = redirectBlock
             copy.challengeBlock = challengeBlock
+            copy.cacheBlock = cacheBlock
             copy.storedClientCertificate = storedClientCertificate
         }
         return copy
@@ -292,6 +303,7 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     func transferDidEnd() {
         let (queue, group) = lock.withLock { (storedCompletionQueue, storedCompletionGroup) }
         (queue ?? CallbackQueues.callback).async(group: group ?? CallbackQueues.group) { [self] in
+            storeInCacheIfAllowed()
             finishOperation()
         }
     }
@@ -324,7 +336,7 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     // MARK: - Private
 
     /// Builds the transfer for a start or resume; called with `lock` held.
-    private func makeTransfer() -> Transfer {
+    func makeTransfer() -> Transfer {
         let queue = storedCompletionQueue ?? CallbackQueues.callback
         uploadReporter = uploadProgressBlock.map { ProgressReporter(block: $0, queue: queue) }
         downloadReporter = downloadProgressBlock.map { ProgressReporter(block: $0, queue: queue) }
@@ -345,6 +357,7 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
             return
         case .startTransfer:
             guard let transfer else { return }
+            if answerFromCache() { return }
             if let failure = openOutputStream() {
                 lock.withLock { storedError = failure; _ = state.transferEnded() }
                 transferDidEnd()
@@ -386,7 +399,7 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     }
 
     /// Posts from the library's callback queue: at once when already on it, else asynchronously.
-    private func post(_ name: Notification.Name) {
+    func post(_ name: Notification.Name) {
         if CallbackQueues.isOnCallbackQueue {
             NotificationCenter.default.post(name: name, object: self)
             return
@@ -397,126 +410,4 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
     }
 }
 
-// MARK: - TransferDelegate (network thread)
 
-extension URLConnectionOperation: TransferDelegate {
-    func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
-        let block = lock.withLock { redirectBlock }
-        let chosen = block.map { $0(self, request, response) } ?? request
-        if let chosen { lock.withLock { storedCurrentRequest = chosen } }
-        return chosen
-    }
-
-    func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
-        let (block, credential, useStorage, original) = lock.withLock {
-            (challengeBlock, storedCredential, storedShouldUseCredentialStorage, storedRequest.url)
-        }
-        let url = challenge.head.url
-        let space: URLProtectionSpace
-        if challenge.isProxy {
-            space = URLProtectionSpace(proxyHost: url.host ?? "", port: url.port ?? 0, type: url.scheme, realm: challenge.realm,
-                                       authenticationMethod: challenge.method)
-        } else {
-            space = URLProtectionSpace(host: url.host ?? "", port: url.port ?? (url.scheme == "https" ? 443 : 80),
-                                       protocol: url.scheme, realm: challenge.realm, authenticationMethod: challenge.method)
-        }
-        // The operation's own credential belongs to the origin of its request, never to another one.
-        let sameOrigin = challenge.isProxy || Transfer.sameOrigin(original, url)
-        let sources = [sameOrigin ? credential : nil,
-                       useStorage ? URLConnectionOperation.storedCredential(for: space) : nil].compactMap { $0 }
-        func defaultHandling() -> ChallengeResolution {
-            guard challenge.previousFailureCount < sources.count,
-                  let user = sources[challenge.previousFailureCount].user else { return .deliver }
-            return .answer(user: user, password: sources[challenge.previousFailureCount].password ?? "")
-        }
-        guard let block else { return defaultHandling() }
-        let response = challenge.head.makeResponse()
-        let question = URLAuthenticationChallenge(protectionSpace: space, proposedCredential: sources.first,
-                                                  previousFailureCount: challenge.previousFailureCount,
-                                                  failureResponse: response, error: nil, sender: ChallengeSender.shared)
-        let (disposition, answer) = block(self, question)
-        switch disposition {
-        case .useCredential:
-            guard let user = answer?.user else { return .deliver }
-            return .answer(user: user, password: answer?.password ?? "")
-        case .performDefaultHandling:
-            return defaultHandling()
-        case .cancelAuthenticationChallenge:
-            return .cancel
-        case .rejectProtectionSpace:
-            return .deliver
-        @unknown default:
-            return .deliver
-        }
-    }
-
-    /// The default credential `URLCredentialStorage.shared` holds for a protection space equal to
-    /// `space`. Found by comparing fields: corelibs' `URLProtectionSpace` compares by identity, so
-    /// `defaultCredential(for:)` never matches a newly built space.
-    static func storedCredential(for space: URLProtectionSpace) -> URLCredential? {
-        let storage = URLCredentialStorage.shared
-        for (stored, credentials) in storage.allCredentials
-        where stored.host.lowercased() == space.host.lowercased() && stored.port == space.port
-            && stored.protocol?.lowercased() == space.protocol?.lowercased() && stored.realm == space.realm
-            && stored.authenticationMethod == space.authenticationMethod && stored.isProxy() == space.isProxy() {
-            return storage.defaultCredential(for: stored) ?? (credentials.count == 1 ? credentials.values.first : nil)
-        }
-        return nil
-    }
-
-    func transfer(_ transfer: Transfer, didReceive head: ResponseHead) {
-        lock.withLock {
-            storedHead = head
-            storedResponse = nil
-        }
-    }
-
-    func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
-        lock.withLock { downloadReporter }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
-    }
-
-    func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
-        lock.withLock { uploadReporter }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
-    }
-
-    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome) {
-        var next: Transfer?
-        let ended: Bool = lock.withLock {
-            guard transfer === self.transfer else { return false }
-            if let metrics = transfer.metrics { storedMetrics = metrics }
-            if storedHead == nil, let head = transfer.head { storedHead = head }
-            switch outcome {
-            case .paused(let point):
-                resumePoint = point
-                if storedOutputStream == nil { partialData = transfer.body }
-                if state.transferPaused() == .startTransfer { next = makeTransfer() }
-                return false
-            case .completed:
-                if storedOutputStream == nil { storedResponseData = transfer.body }
-            case .completedWithError(let error):
-                if storedOutputStream == nil { storedResponseData = transfer.body }
-                storedError = error
-            case .failed(let error):
-                storedError = error
-            case .cancelled:
-                storedError = TransportError.cancelled(url: storedRequest.url)
-            }
-            return state.transferEnded()
-        }
-        if let next {
-            NetworkThread.shared.submit(.add(next))
-            post(.operationDidStart)
-        }
-        if ended { transferDidEnd() }
-    }
-}
-
-/// The sender a `URLAuthenticationChallenge` needs; answers come back through the block's return value.
-private final class ChallengeSender: NSObject, URLAuthenticationChallengeSender, @unchecked Sendable {   // stateless
-    static let shared = ChallengeSender()
-    func use(_ credential: URLCredential, for challenge: URLAuthenticationChallenge) {}
-    func continueWithoutCredential(for challenge: URLAuthenticationChallenge) {}
-    func cancel(_ challenge: URLAuthenticationChallenge) {}
-    func performDefaultHandling(for challenge: URLAuthenticationChallenge) {}
-    func rejectProtectionSpaceAndContinue(with challenge: URLAuthenticationChallenge) {}
-}

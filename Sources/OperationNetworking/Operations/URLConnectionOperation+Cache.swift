@@ -1,0 +1,54 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `URLCache.shared`, opt-in: an operation reads the cache when its request's `cachePolicy` is
+/// `.returnCacheDataElseLoad` or `.returnCacheDataDontLoad`, and stores a successful GET response when
+/// it has a cache response block or one of those policies. There is no implicit disk cache and no
+/// HTTP freshness revalidation (`.useProtocolCachePolicy` loads from the network).
+extension URLConnectionOperation {
+    /// Whether the request reads from the cache.
+    private var readsCache: Bool {
+        let request = self.request
+        return (request.httpMethod ?? "GET").uppercased() == "GET"
+            && (request.cachePolicy == .returnCacheDataElseLoad || request.cachePolicy == .returnCacheDataDontLoad)
+    }
+
+    /// Ends the operation from the cache when the request asks for it; true when it did.
+    func answerFromCache() -> Bool {
+        guard readsCache else { return false }
+        let request = self.request
+        let cached = URLCache.shared.cachedResponse(for: request)
+        guard cached != nil || request.cachePolicy == .returnCacheDataDontLoad else { return false }
+        lock.withLock {
+            if let cached {
+                storedResponse = cached.response
+                storedResponseData = cached.data
+            } else {
+                storedError = TransportError.make(.resourceUnavailable, "No cached response, and loading is not allowed.",
+                                                  url: request.url)
+            }
+            _ = state.transferEnded()
+        }
+        willChangeValue(forKey: "isExecuting")
+        didChangeValue(forKey: "isExecuting")
+        post(.operationDidStart)
+        transferDidEnd()
+        return true
+    }
+
+    /// Stores a successful GET response when the operation opted into caching.
+    func storeInCacheIfAllowed() {
+        let (block, data, error) = lock.withLock { (cacheBlock, storedResponseData, storedError) }
+        guard error == nil, !isCancelled, block != nil || readsCache, let data,
+              let response = response as? HTTPURLResponse, response.statusCode == 200,
+              (request.httpMethod ?? "GET").uppercased() == "GET",
+              !(response.value(forHTTPHeaderField: "Cache-Control")?.lowercased().contains("no-store") ?? false) else {
+            return
+        }
+        var cached: CachedURLResponse? = CachedURLResponse(response: response, data: data, storagePolicy: .allowed)
+        if let block, let proposed = cached { cached = block(self, proposed) }
+        if let cached { URLCache.shared.storeCachedResponse(cached, for: request) }
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// MARK: - TransferDelegate (network thread)
+
+extension URLConnectionOperation: TransferDelegate {
+    func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
+        let block = lock.withLock { redirectBlock }
+        let chosen = block.map { $0(self, request, response) } ?? request
+        if let chosen { lock.withLock { storedCurrentRequest = chosen } }
+        return chosen
+    }
+
+    func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
+        let (block, credential, useStorage, original) = lock.withLock {
+            (challengeBlock, storedCredential, storedShouldUseCredentialStorage, storedRequest.url)
+        }
+        let url = challenge.head.url
+        let space: URLProtectionSpace
+        if challenge.isProxy {
+            space = URLProtectionSpace(proxyHost: url.host ?? "", port: url.port ?? 0, type: url.scheme, realm: challenge.realm,
+                                       authenticationMethod: challenge.method)
+        } else {
+            space = URLProtectionSpace(host: url.host ?? "", port: url.port ?? (url.scheme == "https" ? 443 : 80),
+                                       protocol: url.scheme, realm: challenge.realm, authenticationMethod: challenge.method)
+        }
+        // The operation's own credential belongs to the origin of its request, never to another one.
+        let sameOrigin = challenge.isProxy || Transfer.sameOrigin(original, url)
+        let sources = [sameOrigin ? credential : nil,
+                       useStorage ? URLConnectionOperation.storedCredential(for: space) : nil].compactMap { $0 }
+        func defaultHandling() -> ChallengeResolution {
+            guard challenge.previousFailureCount < sources.count,
+                  let user = sources[challenge.previousFailureCount].user else { return .deliver }
+            return .answer(user: user, password: sources[challenge.previousFailureCount].password ?? "")
+        }
+        guard let block else { return defaultHandling() }
+        let response = challenge.head.makeResponse()
+        let question = URLAuthenticationChallenge(protectionSpace: space, proposedCredential: sources.first,
+                                                  previousFailureCount: challenge.previousFailureCount,
+                                                  failureResponse: response, error: nil, sender: ChallengeSender.shared)
+        let (disposition, answer) = block(self, question)
+        switch disposition {
+        case .useCredential:
+            guard let user = answer?.user else { return .deliver }
+            return .answer(user: user, password: answer?.password ?? "")
+        case .performDefaultHandling:
+            return defaultHandling()
+        case .cancelAuthenticationChallenge:
+            return .cancel
+        case .rejectProtectionSpace:
+            return .deliver
+        @unknown default:
+            return .deliver
+        }
+    }
+
+    /// The default credential `URLCredentialStorage.shared` holds for a protection space equal to
+    /// `space`. Found by comparing fields: corelibs' `URLProtectionSpace` compares by identity, so
+    /// `defaultCredential(for:)` never matches a newly built space.
+    static func storedCredential(for space: URLProtectionSpace) -> URLCredential? {
+        let storage = URLCredentialStorage.shared
+        for (stored, credentials) in storage.allCredentials
+        where stored.host.lowercased() == space.host.lowercased() && stored.port == space.port
+            && stored.protocol?.lowercased() == space.protocol?.lowercased() && stored.realm == space.realm
+            && stored.authenticationMethod == space.authenticationMethod && stored.isProxy() == space.isProxy() {
+            return storage.defaultCredential(for: stored) ?? (credentials.count == 1 ? credentials.values.first : nil)
+        }
+        return nil
+    }
+
+    func transfer(_ transfer: Transfer, didReceive head: ResponseHead) {
+        lock.withLock {
+            storedHead = head
+            storedResponse = nil
+        }
+    }
+
+    func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
+        lock.withLock { downloadReporter }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
+    }
+
+    func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
+        lock.withLock { uploadReporter }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
+    }
+
+    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome) {
+        var next: Transfer?
+        let ended: Bool = lock.withLock {
+            guard transfer === self.transfer else { return false }
+            if let metrics = transfer.metrics { storedMetrics = metrics }
+            if storedHead == nil, let head = transfer.head { storedHead = head }
+            switch outcome {
+            case .paused(let point):
+                resumePoint = point
+                if storedOutputStream == nil { partialData = transfer.body }
+                if state.transferPaused() == .startTransfer { next = makeTransfer() }
+                return false
+            case .completed:
+                if storedOutputStream == nil { storedResponseData = transfer.body }
+            case .completedWithError(let error):
+                if storedOutputStream == nil { storedResponseData = transfer.body }
+                storedError = error
+            case .failed(let error):
+                storedError = error
+            case .cancelled:
+                storedError = TransportError.cancelled(url: storedRequest.url)
+            }
+            return state.transferEnded()
+        }
+        if let next {
+            NetworkThread.shared.submit(.add(next))
+            post(.operationDidStart)
+        }
+        if ended { transferDidEnd() }
+    }
+}
+
+/// The sender a `URLAuthenticationChallenge` needs; answers come back through the block's return value.
+private final class ChallengeSender: NSObject, URLAuthenticationChallengeSender, @unchecked Sendable {   // stateless
+    static let shared = ChallengeSender()
+    func use(_ credential: URLCredential, for challenge: URLAuthenticationChallenge) {}
+    func continueWithoutCredential(for challenge: URLAuthenticationChallenge) {}
+    func cancel(_ challenge: URLAuthenticationChallenge) {}
+    func performDefaultHandling(for challenge: URLAuthenticationChallenge) {}
+    func rejectProtectionSpaceAndContinue(with challenge: URLAuthenticationChallenge) {}
+}
