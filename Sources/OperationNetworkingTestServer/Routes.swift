@@ -42,6 +42,7 @@ extension TestServerHandler {
         case ("huge-headers", 2): hugeHeaders(context, request, argument)
         case ("cookies", 2) where argument == "set": setCookies(context, request)
         case ("upload", 1): respondJSON(context, request, UploadPayload(bodyLength: request.record.body.count))
+        case ("sink", 1): respondJSON(context, request, UploadPayload(bodyLength: discardedBytes))
         case ("close", 1): respondText(context, request, .ok, "bye", close: true)
         case ("auth", _): authRoute(context, request, segments)
         default: respondText(context, request, .notFound, "not found\n")

@@ -118,6 +118,10 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// The single scheduled step (a delay or the next throttled chunk) still to run; cancelled
     /// when the channel goes away so nothing touches a dead pipeline.
     private var pendingTask: Scheduled<Void>?
+    /// `/sink` requests: the body is counted and dropped instead of kept (large-upload tests).
+    private var discardsBody = false
+    /// Bytes of the current `/sink` body.
+    var discardedBytes = 0
 
     init(connectionID: Int, state: ServerState, receivedHead: ReceivedHeadBox) {
         self.connectionID = connectionID
@@ -133,7 +137,13 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             receivedHead.head = nil
             body = context.channel.allocator.buffer(capacity: 0)
             bodyTooLarge = false
+            discardsBody = ParsedURI(head.uri).path == "/sink"
+            discardedBytes = 0
         case .body(var part):
+            if discardsBody {
+                discardedBytes += part.readableBytes
+                return
+            }
             guard !bodyTooLarge else { return }
             if body.readableBytes + part.readableBytes > Self.maxBodyBytes {
                 // Keep reading (and discarding) so the 413 can still be sent after `.end`.

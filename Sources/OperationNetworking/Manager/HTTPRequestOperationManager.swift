@@ -142,6 +142,19 @@ open class HTTPRequestOperationManager: NSObject, @unchecked Sendable {
         enqueue("POST", URLString, parameters, success, failure)
     }
 
+    /// A multipart form `POST`: `parameters` as fields, then the parts `block` appends; the body is
+    /// streamed. `nil` (and `failure(nil, error)`) when the request cannot be built, including an error
+    /// thrown by `block` (a file that cannot be appended).
+    @discardableResult
+    public func POST(_ URLString: String, parameters: [String: Any]?,
+                     constructingBodyWith block: ((MultipartFormData) throws -> Void)?,
+                     success: Success?, failure: Failure?) -> HTTPRequestOperation? {
+        enqueue(URLString, success, failure) { serializer, url in
+            try serializer.multipartFormRequest(method: "POST", urlString: url, parameters: parameters,
+                                                constructingBodyWith: block)
+        }
+    }
+
     /// `PUT` with `parameters` in the body.
     @discardableResult
     public func PUT(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
@@ -167,13 +180,20 @@ open class HTTPRequestOperationManager: NSObject, @unchecked Sendable {
 
     private func enqueue(_ method: String, _ URLString: String, _ parameters: Any?, _ success: Success?,
                          _ failure: Failure?) -> HTTPRequestOperation? {
+        enqueue(URLString, success, failure) { serializer, url in
+            try serializer.request(method: method, urlString: url, parameters: parameters)
+        }
+    }
+
+    private func enqueue(_ URLString: String, _ success: Success?, _ failure: Failure?,
+                         build: (HTTPRequestSerializer, String) throws -> URLRequest) -> HTTPRequestOperation? {
         let request: URLRequest
         do {
             guard let resolved = resolve(URLString) else {
                 throw NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL, userInfo: [
                     NSLocalizedDescriptionKey: "\"\(URLString)\" is not a valid URL."])
             }
-            request = try requestSerializer.request(method: method, urlString: resolved, parameters: parameters)
+            request = try build(requestSerializer, resolved)
         } catch {
             let queue = completionQueue ?? CallbackQueues.callback
             queue.async(group: completionGroup) { failure?(nil, error) }

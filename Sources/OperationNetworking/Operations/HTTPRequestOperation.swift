@@ -64,7 +64,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
             // The library's own serializers validate from the raw head when it passes, so a response
             // nobody reads never pays for building Foundation's HTTPURLResponse.
             if let head = responseHead, serializer.acceptsWithoutResponseObject(head, data: data) {
-                result = try serializer.decodedObject(from: data)
+                result = try serializer.decodedObject(from: data, textEncodingName: head.textEncodingName)
             } else {
                 result = try serializer.responseObject(for: response, data: data)
             }

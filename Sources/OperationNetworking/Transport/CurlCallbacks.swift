@@ -32,6 +32,7 @@ let curlReadCallback: curl_read_callback = { buffer, size, count, userdata in
     let produced = buffer.withMemoryRebound(to: UInt8.self, capacity: capacity) {
         transfer.sendBody(into: $0, capacity: capacity)
     }
+    if produced == UploadSource.mustWait { return ccurl_readfunc_pause() }
     return produced < 0 ? ccurl_readfunc_abort() : produced
 }
 

@@ -57,6 +57,8 @@ final class NetworkThread: @unchecked Sendable {
     private var waitingHead = 0
     /// Reset easy handles ready for the next transfer.
     private var pool: [CurlEasyHandle] = []
+    /// Throttled uploads paused by their read callback, with the time to resume them.
+    private var pausedUploads: [(transfer: Transfer, at: UInt64)] = []
     /// Spare array swapped with `inbox`, so draining allocates nothing.
     private var drained: [Command] = []
     private var lastTimeoutScan: UInt64 = 0
@@ -102,8 +104,12 @@ final class NetworkThread: @unchecked Sendable {
                 lastTimeoutScan = now
                 failStalled(multi, now: now)
             }
+            resumeDueUploads(now: now)
             publishStatistics()
-            let timeout: Int32 = active.isEmpty ? 1000 : 50
+            var timeout: Int32 = active.isEmpty ? 1000 : 50
+            if let next = pausedUploads.map(\.at).min() {
+                timeout = min(timeout, Int32(clamping: (next &- min(next, monotonicNow())) / 1_000_000 + 1))
+            }
             curl_multi_poll(multi, nil, 0, timeout, nil)
         }
     }
@@ -246,6 +252,21 @@ final class NetworkThread: @unchecked Sendable {
         transfer.finish(outcome)
     }
 
+    /// Called from a read callback (network thread) when a throttled body must wait until `at`.
+    func resumeUpload(_ transfer: Transfer, at: UInt64) {
+        pausedUploads.append((transfer, at))
+    }
+
+    /// Unpauses throttled uploads whose delay is over (`curl_easy_pause` may call the read callback).
+    private func resumeDueUploads(now: UInt64) {
+        guard !pausedUploads.isEmpty else { return }
+        let due = pausedUploads.filter { $0.at <= now }
+        pausedUploads.removeAll { $0.at <= now }
+        for entry in due where entry.transfer.phase == .active {
+            if let easy = entry.transfer.easy { curl_easy_pause(easy.raw, CURLPAUSE_CONT) }
+        }
+    }
+
     /// Asks the delegate about a 401/407 and either restarts the hop with a credential (`nil`) or
     /// returns how the transfer ends.
     private func answerChallenge(_ transfer: Transfer, easy: CurlEasyHandle,
@@ -283,7 +304,8 @@ final class NetworkThread: @unchecked Sendable {
     /// Fails transfers with no bytes moving for longer than their request's `timeoutInterval`.
     private func failStalled(_ multi: UnsafeMutableRawPointer, now: UInt64) {
         var stalled: [Transfer] = []
-        for transfer in active.values where now &- transfer.lastActivity > transfer.timeoutNanoseconds {
+        // lastActivity may lie ahead: a throttled upload counts its planned pause as activity.
+        for transfer in active.values where now > transfer.lastActivity && now - transfer.lastActivity > transfer.timeoutNanoseconds {
             stalled.append(transfer)
         }
         for transfer in stalled {

@@ -40,6 +40,17 @@ struct ResponseHead: Sendable {
         return trimmed.isEmpty ? nil : asciiLowercased(trimmed)
     }
 
+    /// The `charset` parameter of `Content-Type` (as `URLResponse.textEncodingName`).
+    var textEncodingName: String? {
+        guard let contentType = value(for: "Content-Type") else { return nil }
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, asciiLowercased(pair[0].trimmingCharacters(in: .whitespaces)) == "charset" else { continue }
+            return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: " \""))
+        }
+        return nil
+    }
+
     /// Fields as Foundation wants them: repeated names joined with `", "`, the first spelling kept.
     var headerDictionary: [String: String] {
         var result: [String: String] = [:]

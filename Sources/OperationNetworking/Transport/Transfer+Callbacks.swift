@@ -40,10 +40,16 @@ extension Transfer {
         return deliver(bytes)
     }
 
-    /// Copies request body bytes for curl; the count, 0 at the end, or -1 to abort.
+    /// Copies request body bytes for curl; the count, 0 at the end, -1 to abort, or `mustWait` to pause.
     func sendBody(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
         guard let upload else { return 0 }
         let count = upload.read(into: buffer, capacity: capacity)
+        if count == UploadSource.mustWait {
+            // Throttled: curl pauses the upload; the network thread resumes it when the delay is over.
+            lastActivity = upload.nextReadAt
+            NetworkThread.shared.resumeUpload(self, at: upload.nextReadAt)
+            return UploadSource.mustWait
+        }
         if count < 0 {
             abortError = upload.streamError ?? TransportError.make(
                 .requestBodyStreamExhausted, "The request body stream failed.", url: currentRequest.url)

@@ -22,12 +22,30 @@ final class UploadSource {
     init(data: Data) {
         storage = .data(data)
         length = Int64(data.count)
+        packetSize = .max
+        delayNanoseconds = 0
     }
+
+    /// Throttling of a multipart body: at most this many bytes per read, and this long between reads.
+    private let packetSize: Int
+    private let delayNanoseconds: UInt64
+    /// No read before this monotonic time (throttled bodies only).
+    private(set) var nextReadAt: UInt64 = 0
 
     init(stream: InputStream, length: Int64?) {
         storage = .stream(stream)
         self.length = length
+        if let multipart = stream as? MultipartBodyStream {
+            packetSize = multipart.packetSize
+            delayNanoseconds = UInt64(max(0, multipart.delay) * 1e9)
+        } else {
+            packetSize = .max
+            delayNanoseconds = 0
+        }
     }
+
+    /// What `read` returns when a throttled body must wait until `nextReadAt`.
+    static let mustWait = -2
 
     /// Whether the body can be sent again from the start (for a 307/308 redirect).
     var isReplayable: Bool {
@@ -35,8 +53,18 @@ final class UploadSource {
         return false
     }
 
-    /// Copies up to `capacity` bytes into `buffer`; 0 at the end, -1 on a stream error.
+    /// Copies up to `capacity` bytes into `buffer`; 0 at the end, -1 on a stream error, `mustWait`
+    /// while a throttled body waits for its next packet.
     func read(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
+        guard delayNanoseconds > 0 else { return readNow(into: buffer, capacity: capacity) }
+        let now = monotonicNow()
+        if now < nextReadAt { return UploadSource.mustWait }
+        let count = readNow(into: buffer, capacity: min(capacity, packetSize))
+        if count > 0 { nextReadAt = now + delayNanoseconds }
+        return count
+    }
+
+    private func readNow(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
         switch storage {
         case .data(let data):
             let count = min(capacity, data.count - offset)

@@ -4,6 +4,12 @@ import Foundation
 import FoundationNetworking
 #endif
 
+/// Builds requests from a request and parameters (API.md §5).
+public protocol URLRequestSerialization: NSSecureCoding, NSCopying {
+    /// A copy of `request` with the serializer's headers and `parameters` applied.
+    func request(bySerializing request: URLRequest, withParameters parameters: Any?) throws -> URLRequest
+}
+
 /// The error domain of request serialization failures (codes reuse `NSURLError` numbers).
 public let RequestSerializationErrorDomain = "org.operationnetworking.error.serialization.request"
 
@@ -12,7 +18,7 @@ public let RequestSerializationErrorDomain = "org.operationnetworking.error.seri
 ///
 /// - Threading: settings are guarded by an internal lock, so a serializer shared by a manager may be
 ///   read while requests are built on several threads.
-open class HTTPRequestSerializer: NSObject, @unchecked Sendable {
+open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked Sendable {
     /// Builds the query string from the request and the parameters; a thrown error fails the request.
     public typealias QueryStringSerialization = @Sendable (URLRequest, Any) throws -> String
 
@@ -22,20 +28,42 @@ open class HTTPRequestSerializer: NSObject, @unchecked Sendable {
         case `default` = 0
     }
 
-    /// Guards every stored `var` below.
+    /// Guards every stored `var` of this class and its subclasses.
     let lock = NSLock()
-    private var headers: [String: String] = [:]                       // guarded by lock
-    private var changed: [String: Any] = [:]                          // guarded by lock: factory settings set by the caller
-    private var customQuery: QueryStringSerialization?                // guarded by lock
-    private var storedStyle: QueryStringSerializationStyle = .default // guarded by lock
-    private var storedMethodsInURI: Set<String> = ["GET", "HEAD", "DELETE"]   // guarded by lock
-    private var storedEncoding: String.Encoding = .utf8              // guarded by lock
+    var headers: [String: String] = [:]                       // guarded by lock
+    var changed: [String: Any] = [:]                          // guarded by lock: factory settings set by the caller
+    var customQuery: QueryStringSerialization?                // guarded by lock
+    var storedStyle: QueryStringSerializationStyle = .default // guarded by lock
+    var storedMethodsInURI: Set<String> = ["GET", "HEAD", "DELETE"]   // guarded by lock
+    var storedEncoding: String.Encoding = .utf8              // guarded by lock
 
     /// A serializer with AFN's default headers: `Accept-Language` and `User-Agent`.
     public required override init() {
         super.init()
         headers["Accept-Language"] = HTTPRequestSerializer.defaultAcceptLanguage()
         headers["User-Agent"] = HTTPRequestSerializer.defaultUserAgent()
+    }
+
+    /// A copy with every setting, sharing no mutable state with the original.
+    open func copy(with zone: NSZone? = nil) -> Any {
+        let copy = type(of: self).init()
+        copySettings(into: copy)
+        return copy
+    }
+
+    /// `true`: decoding checks every class.
+    public class var supportsSecureCoding: Bool { true }
+
+    /// Archives headers, query style, encoding, methods in the URI and every request setting that was
+    /// set. A custom query-string block is not archived (a block cannot be).
+    open func encode(with coder: NSCoder) {
+        encodeSettings(with: coder)
+    }
+
+    /// Restores an archived serializer; missing keys keep their defaults.
+    public required init?(coder: NSCoder) {
+        super.init()
+        decodeSettings(from: coder)
     }
 
     // MARK: - Settings
@@ -136,16 +164,29 @@ open class HTTPRequestSerializer: NSObject, @unchecked Sendable {
         return try self.request(bySerializing: request, withParameters: parameters)
     }
 
-    /// A copy of `request` with the default headers and `parameters` applied.
-    open func request(bySerializing request: URLRequest, withParameters parameters: Any?) throws -> URLRequest {
+    /// `request` with the default headers merged in (the request's own values win). Throws when a
+    /// header would carry CR, LF or NUL.
+    func applyingDefaultHeaders(_ request: URLRequest) throws -> URLRequest {
         var result = request
-        let (headers, custom, methods, encoding) = lock.withLock { (self.headers, customQuery, storedMethodsInURI, storedEncoding) }
+        let headers = lock.withLock { self.headers }
         // Checked here, before Foundation's URLRequest silently drops such a value.
         try HTTPRequestSerializer.validate(headers)
         for (field, value) in headers where result.value(forHTTPHeaderField: field) == nil {
             result.setValue(value, forHTTPHeaderField: field)
         }
         try HTTPRequestSerializer.validateHeaders(of: result)
+        return result
+    }
+
+    /// Whether `request`'s method puts parameters in the query string.
+    func encodesParametersInURI(_ request: URLRequest) -> Bool {
+        lock.withLock { storedMethodsInURI }.contains((request.httpMethod ?? "GET").uppercased())
+    }
+
+    /// A copy of `request` with the default headers and `parameters` applied.
+    open func request(bySerializing request: URLRequest, withParameters parameters: Any?) throws -> URLRequest {
+        var result = try applyingDefaultHeaders(request)
+        let (custom, methods, encoding) = lock.withLock { (customQuery, storedMethodsInURI, storedEncoding) }
         var query: String?
         if let parameters {
             query = try custom.map { try $0(result, parameters) } ?? QueryString.encode(parameters)

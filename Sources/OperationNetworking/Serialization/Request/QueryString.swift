@@ -10,9 +10,15 @@ enum QueryString {
     /// The encoded string for `parameters` (usually a dictionary).
     static func encode(_ parameters: Any) -> String {
         pairs(key: nil, value: parameters).map { pair in
-            guard let value = pair.value else { return escape(pair.key ?? "") }
+            guard let value = pair.value.flatMap(render) else { return escape(pair.key ?? "") }
             return escape(pair.key ?? "") + "=" + escape(value)
         }.joined(separator: "&")
+    }
+
+    /// The flattened `(name, value)` pairs, names unescaped and values as given (`nil` for `NSNull`):
+    /// what multipart form fields are made of.
+    static func flatten(_ parameters: Any) -> [(name: String, value: Any?)] {
+        pairs(key: nil, value: parameters).map { ($0.key ?? "", $0.value) }
     }
 
     /// Percent-encodes with AFN's allowed set; a whole UTF-8 string at once, so no character is split.
@@ -42,7 +48,7 @@ enum QueryString {
 
     private struct Pair {
         var key: String?
-        var value: String?
+        var value: Any?
     }
 
     /// Flattens one value under `key` (AFN's `AFQueryStringPairsFromKeyAndValue`).
@@ -60,7 +66,7 @@ enum QueryString {
                 .flatMap { pairs(key: key, value: $0.0.base) }
         }
         if value is NSNull { return [Pair(key: key, value: nil)] }
-        return [Pair(key: key, value: render(value))]
+        return [Pair(key: key, value: value)]
     }
 
     private static func dictionaryEntries(_ value: Any) -> [(String, Any)]? {

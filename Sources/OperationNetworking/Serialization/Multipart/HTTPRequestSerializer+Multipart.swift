@@ -1,0 +1,99 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension HTTPRequestSerializer {
+    /// A `multipart/form-data` request: `parameters` become form fields (AFN's flattening, names
+    /// unescaped), then `block` appends parts. The body is a stream read during the upload, with an
+    /// exact `Content-Length` and a random boundary. `GET` and `HEAD` cannot carry a body: they throw.
+    /// Without any part the request keeps the empty url-encoded body (AFN).
+    public func multipartFormRequest(method: String, urlString: String, parameters: [String: Any]?,
+                                     constructingBodyWith block: ((MultipartFormData) throws -> Void)?) throws -> URLRequest {
+        guard method.uppercased() != "GET" && method.uppercased() != "HEAD" else {
+            throw NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL, userInfo: [
+                NSLocalizedDescriptionKey: "A \(method) request cannot carry a multipart body."])
+        }
+        var request = try self.request(method: method, urlString: urlString, parameters: nil)
+        let builder = MultipartFormDataBuilder()
+        let encoding = stringEncoding
+        for (name, value) in QueryString.flatten(parameters ?? [:]) {
+            let data: Data?
+            switch value {
+            case let bytes as Data: data = bytes
+            case nil, is NSNull: data = Data()
+            case let other?: data = QueryString.render(other).flatMap { $0.data(using: encoding) }
+            }
+            if let data { builder.appendPart(withFormData: data, name: name) }
+        }
+        try block?(builder)
+        guard !builder.parts.isEmpty else { return request }
+        let stream = MultipartBodyStream(builder: builder)
+        request.httpBody = nil
+        request.httpBodyStream = stream
+        request.setValue("multipart/form-data; boundary=\(builder.boundary)", forHTTPHeaderField: "Content-Type")
+        request.setValue(String(stream.contentLength), forHTTPHeaderField: "Content-Length")
+        return request
+    }
+
+    /// Writes `request`'s body stream to `fileURL` (on a background queue) and returns the request
+    /// without a body stream, headers kept — for servers or tools that need the body as a file.
+    /// `completion` runs on the library's callback queue with the first read or write error, if any.
+    public func request(withMultipartFormRequest request: URLRequest, writingStreamContentsTo fileURL: URL,
+                        completion: (@Sendable (Error?) -> Void)?) -> URLRequest {
+        var result = request
+        result.httpBodyStream = nil
+        let source = request.httpBodyStream
+        let job = StreamCopy(source: source, destination: fileURL, completion: completion)
+        DispatchQueue.global().async { job.run() }
+        return result
+    }
+}
+
+/// Copies an input stream to a file once; created on the caller's thread, then run on one queue.
+private final class StreamCopy: @unchecked Sendable {   // handed over once, then used by one thread
+    private let source: InputStream?
+    private let destination: URL
+    private let completion: (@Sendable (Error?) -> Void)?
+
+    init(source: InputStream?, destination: URL, completion: (@Sendable (Error?) -> Void)?) {
+        self.source = source
+        self.destination = destination
+        self.completion = completion
+    }
+
+    func run() {
+        let error = copy()
+        let completion = self.completion
+        CallbackQueues.callback.async { completion?(error) }
+    }
+
+    private func copy() -> Error? {
+        guard let source else {
+            return NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL,
+                           userInfo: [NSLocalizedDescriptionKey: "The request has no body stream."])
+        }
+        guard destination.isFileURL, FileManager.default.createFile(atPath: destination.path, contents: nil),
+              let output = try? FileHandle(forWritingTo: destination) else {
+            return NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorCannotCreateFile,
+                           userInfo: [NSLocalizedDescriptionKey: "Cannot write \(destination.path)."])
+        }
+        defer { try? output.close() }
+        source.open()
+        defer { source.close() }
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBufferPointer { chunk -> Int in
+                guard let base = chunk.baseAddress else { return -1 }
+                return source.read(base, maxLength: chunk.count)
+            }
+            if count < 0 { return source.streamError ?? URLError(.cannotOpenFile) }
+            if count == 0 { return nil }
+            do {
+                try output.write(contentsOf: buffer[0..<count])
+            } catch {
+                return error
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// MARK: - NSCopying, NSSecureCoding
+
+extension HTTPRequestSerializer {
+    /// Keys of the request serializers' archives.
+    enum CodingKeys {
+        static let version = "version"
+        static let headers = "httpRequestHeaders"
+        static let style = "queryStringSerializationStyle"
+        static let encoding = "stringEncoding"
+        static let methods = "httpMethodsEncodingParametersInURI"
+        static let timeout = "timeoutInterval"
+        static let cachePolicy = "cachePolicy"
+        static let cookies = "httpShouldHandleCookies"
+        static let pipelining = "httpShouldUsePipelining"
+        static let cellular = "allowsCellularAccess"
+        static let serviceType = "networkServiceType"
+    }
+
+    /// Copies every setting into `copy` (the custom query block too: blocks are immutable).
+    func copySettings(into copy: HTTPRequestSerializer) {
+        let state = lock.withLock { (headers, changed, customQuery, storedStyle, storedMethodsInURI, storedEncoding) }
+        copy.lock.withLock {
+            copy.headers = state.0
+            copy.changed = state.1
+            copy.customQuery = state.2
+            copy.storedStyle = state.3
+            copy.storedMethodsInURI = state.4
+            copy.storedEncoding = state.5
+        }
+    }
+
+    /// Writes every setting except the custom query block, which cannot be archived.
+    func encodeSettings(with coder: NSCoder) {
+        let (headers, changed, style, methods, encoding) = lock.withLock {
+            (self.headers, self.changed, storedStyle, storedMethodsInURI, storedEncoding)
+        }
+        coder.encode(SerializationCodingVersion, forKey: CodingKeys.version)
+        coder.encode(headers as NSDictionary, forKey: CodingKeys.headers)
+        coder.encode(Int(style.rawValue), forKey: CodingKeys.style)
+        coder.encode(Int(encoding.rawValue), forKey: CodingKeys.encoding)
+        coder.encode(NSSet(set: methods), forKey: CodingKeys.methods)
+        if let value = changed["timeoutInterval"] as? TimeInterval { coder.encode(value, forKey: CodingKeys.timeout) }
+        if let value = changed["cachePolicy"] as? URLRequest.CachePolicy {
+            coder.encode(Int(value.rawValue), forKey: CodingKeys.cachePolicy)
+        }
+        if let value = changed["httpShouldHandleCookies"] as? Bool { coder.encode(value, forKey: CodingKeys.cookies) }
+        if let value = changed["httpShouldUsePipelining"] as? Bool { coder.encode(value, forKey: CodingKeys.pipelining) }
+        if let value = changed["allowsCellularAccess"] as? Bool { coder.encode(value, forKey: CodingKeys.cellular) }
+        if let value = changed["networkServiceType"] as? URLRequest.NetworkServiceType {
+            coder.encode(Int(value.rawValue), forKey: CodingKeys.serviceType)
+        }
+    }
+
+    /// Reads what `encodeSettings` wrote; absent keys keep their defaults.
+    func decodeSettings(from coder: NSCoder) {
+        var headers = self.headers
+        if coder.containsValue(forKey: CodingKeys.headers),
+           let decoded = coder.decodeObject(of: [NSDictionary.self, NSString.self], forKey: CodingKeys.headers) as? [String: String] {
+            headers = decoded
+        }
+        var changed: [String: Any] = [:]
+        if coder.containsValue(forKey: CodingKeys.timeout) { changed["timeoutInterval"] = coder.decodeDouble(forKey: CodingKeys.timeout) }
+        if coder.containsValue(forKey: CodingKeys.cachePolicy),
+           let policy = URLRequest.CachePolicy(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.cachePolicy)))) {
+            changed["cachePolicy"] = policy
+        }
+        for (key, name) in [(CodingKeys.cookies, "httpShouldHandleCookies"), (CodingKeys.pipelining, "httpShouldUsePipelining"),
+                            (CodingKeys.cellular, "allowsCellularAccess")] where coder.containsValue(forKey: key) {
+            changed[name] = coder.decodeBool(forKey: key)
+        }
+        if coder.containsValue(forKey: CodingKeys.serviceType),
+           let type = URLRequest.NetworkServiceType(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.serviceType)))) {
+            changed["networkServiceType"] = type
+        }
+        let methods = coder.containsValue(forKey: CodingKeys.methods)
+            ? coder.decodeObject(of: [NSSet.self, NSString.self], forKey: CodingKeys.methods) as? Set<String> : nil
+        let style = QueryStringSerializationStyle(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.style)))) ?? .default
+        let encoding = coder.containsValue(forKey: CodingKeys.encoding)
+            ? String.Encoding(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.encoding)))) : .utf8
+        lock.withLock {
+            self.headers = headers
+            self.changed = changed
+            self.storedStyle = style
+            if let methods { self.storedMethodsInURI = methods }
+            self.storedEncoding = encoding
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Error code of a request whose parameters cannot be encoded (JSON or property list), in
+/// `RequestSerializationErrorDomain`; the encoder's error is the `NSUnderlyingErrorKey`.
+let unencodableParametersCode = NSURLErrorCannotDecodeRawData
+
+/// Sends parameters as a JSON body (`Content-Type: application/json`) for methods that carry a body;
+/// `GET`, `HEAD` and `DELETE` still put them in the query string (AFNetworking's `AFJSONRequestSerializer`).
+/// Parameters that are not valid JSON throw; nothing crashes.
+open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
+    private var storedWritingOptions: JSONSerialization.WritingOptions = []   // guarded by lock
+
+    /// A serializer with compact output.
+    public required init() {
+        super.init()
+    }
+
+    /// Restores the settings.
+    public required init?(coder: NSCoder) {
+        super.init(coder: coder)
+        storedWritingOptions = JSONSerialization.WritingOptions(rawValue: UInt(max(0, coder.decodeInteger(forKey: "writingOptions"))))
+    }
+
+    /// Archives the settings.
+    open override func encode(with coder: NSCoder) {
+        super.encode(with: coder)
+        coder.encode(Int(writingOptions.rawValue), forKey: "writingOptions")
+    }
+
+    /// A copy with every setting.
+    open override func copy(with zone: NSZone? = nil) -> Any {
+        let copy = super.copy(with: zone)
+        (copy as? JSONRequestSerializer)?.writingOptions = writingOptions
+        return copy
+    }
+
+    /// Options for `JSONSerialization`. Default none (compact).
+    public var writingOptions: JSONSerialization.WritingOptions {
+        get { lock.withLock { storedWritingOptions } }
+        set { lock.withLock { storedWritingOptions = newValue } }
+    }
+
+    /// The request with a JSON body, or the query string for methods in the URI.
+    open override func request(bySerializing request: URLRequest, withParameters parameters: Any?) throws -> URLRequest {
+        if encodesParametersInURI(request) { return try super.request(bySerializing: request, withParameters: parameters) }
+        var result = try applyingDefaultHeaders(request)
+        guard let parameters else { return result }
+        let options = writingOptions
+        guard JSONSerialization.isValidJSONObject(parameters) || (options.contains(.fragmentsAllowed) && isJSONScalar(parameters)) else {
+            throw NSError(domain: RequestSerializationErrorDomain, code: unencodableParametersCode, userInfo: [
+                NSLocalizedDescriptionKey: "The parameters cannot be encoded as JSON."])
+        }
+        do {
+            result.httpBody = try JSONSerialization.data(withJSONObject: parameters, options: options)
+        } catch {
+            throw NSError(domain: RequestSerializationErrorDomain, code: unencodableParametersCode, userInfo: [
+                NSLocalizedDescriptionKey: "The parameters cannot be encoded as JSON.", NSUnderlyingErrorKey: error])
+        }
+        if result.value(forHTTPHeaderField: "Content-Type") == nil {
+            result.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        return result
+    }
+
+    private func isJSONScalar(_ value: Any) -> Bool {
+        value is String || value is NSNumber || value is NSNull || value is Bool || value is Int || value is Double
+    }
+}
+
+/// Sends parameters as a property list body (`Content-Type: application/x-plist`) for methods that carry
+/// a body (AFNetworking's `AFPropertyListRequestSerializer`). Values a property list cannot hold throw.
+open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
+    private var storedFormat: PropertyListSerialization.PropertyListFormat = .xml     // guarded by lock
+    private var storedWriteOptions: PropertyListSerialization.WriteOptions = 0       // guarded by lock
+
+    /// A serializer writing XML property lists.
+    public required init() {
+        super.init()
+    }
+
+    /// Restores the settings.
+    public required init?(coder: NSCoder) {
+        super.init(coder: coder)
+        if coder.containsValue(forKey: "format"),
+           let format = PropertyListSerialization.PropertyListFormat(rawValue: UInt(max(0, coder.decodeInteger(forKey: "format")))) {
+            storedFormat = format
+        }
+        storedWriteOptions = PropertyListSerialization.WriteOptions(max(0, coder.decodeInteger(forKey: "writeOptions")))
+    }
+
+    /// Archives the settings.
+    open override func encode(with coder: NSCoder) {
+        super.encode(with: coder)
+        coder.encode(Int(format.rawValue), forKey: "format")
+        coder.encode(Int(writeOptions), forKey: "writeOptions")
+    }
+
+    /// A copy with every setting.
+    open override func copy(with zone: NSZone? = nil) -> Any {
+        let copy = super.copy(with: zone)
+        if let plist = copy as? PropertyListRequestSerializer {
+            plist.format = format
+            plist.writeOptions = writeOptions
+        }
+        return copy
+    }
+
+    /// The property list format. Default `.xml`.
+    public var format: PropertyListSerialization.PropertyListFormat {
+        get { lock.withLock { storedFormat } }
+        set { lock.withLock { storedFormat = newValue } }
+    }
+    /// Write options (unused by Foundation, kept for AFN parity). Default 0.
+    public var writeOptions: PropertyListSerialization.WriteOptions {
+        get { lock.withLock { storedWriteOptions } }
+        set { lock.withLock { storedWriteOptions = newValue } }
+    }
+
+    /// The request with a property-list body, or the query string for methods in the URI.
+    open override func request(bySerializing request: URLRequest, withParameters parameters: Any?) throws -> URLRequest {
+        if encodesParametersInURI(request) { return try super.request(bySerializing: request, withParameters: parameters) }
+        var result = try applyingDefaultHeaders(request)
+        guard let parameters else { return result }
+        do {
+            result.httpBody = try PropertyListSerialization.data(fromPropertyList: parameters, format: format,
+                                                                 options: writeOptions)
+        } catch {
+            throw NSError(domain: RequestSerializationErrorDomain, code: unencodableParametersCode, userInfo: [
+                NSLocalizedDescriptionKey: "The parameters cannot be encoded as a property list.", NSUnderlyingErrorKey: error])
+        }
+        if result.value(forHTTPHeaderField: "Content-Type") == nil {
+            result.setValue("application/x-plist", forHTTPHeaderField: "Content-Type")
+        }
+        return result
+    }
+}

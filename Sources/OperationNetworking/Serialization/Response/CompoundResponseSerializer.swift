@@ -1,0 +1,65 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Tries several serializers in order; the first that returns an object wins (its error, if it also
+/// reported one, comes with it). When none does, the compound validates and returns the body itself,
+/// as a plain `HTTPResponseSerializer` (AFNetworking's `AFCompoundResponseSerializer`).
+open class CompoundResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
+    private var storedSerializers: [HTTPResponseSerializer] = []   // guarded by lock
+
+    /// A compound of `responseSerializers`, tried in order.
+    public convenience init(responseSerializers: [HTTPResponseSerializer]) {
+        self.init()
+        storedSerializers = responseSerializers
+    }
+
+    /// An empty compound.
+    public required init() {
+        super.init()
+    }
+
+    /// The serializers tried in order.
+    public var responseSerializers: [HTTPResponseSerializer] { lock.withLock { storedSerializers } }
+
+    /// The first component's object, or the validated body.
+    open override func responseObject(for response: URLResponse?, data: Data?) throws -> Any? {
+        for serializer in responseSerializers {
+            do {
+                if let object = try serializer.responseObject(for: response, data: data) { return object }
+            } catch let error as NSError where error.userInfo[ResponseObjectErrorKey] != nil {
+                throw error   // an object came with an error: it wins, error included
+            } catch {
+                continue
+            }
+        }
+        return try super.responseObject(for: response, data: data)
+    }
+
+    /// A copy with copies of every component.
+    open override func copy(with zone: NSZone? = nil) -> Any {
+        let copy = super.copy(with: zone)
+        let parts = responseSerializers.compactMap { $0.copy() as? HTTPResponseSerializer }
+        if let compound = copy as? CompoundResponseSerializer {
+            compound.lock.withLock { compound.storedSerializers = parts }
+        }
+        return copy
+    }
+
+    /// Archives the components with the base settings.
+    open override func encode(with coder: NSCoder) {
+        super.encode(with: coder)
+        coder.encode(responseSerializers as NSArray, forKey: "responseSerializers")
+    }
+
+    /// Restores the components (each of a serializer class of this library).
+    public required init?(coder: NSCoder) {
+        super.init(coder: coder)
+        let classes: [AnyClass] = [NSArray.self, HTTPResponseSerializer.self, JSONResponseSerializer.self,
+                                   XMLParserResponseSerializer.self, XMLDocumentResponseSerializer.self,
+                                   PropertyListResponseSerializer.self, ImageResponseSerializer.self,
+                                   CompoundResponseSerializer.self]
+        storedSerializers = coder.decodeObject(of: classes, forKey: "responseSerializers") as? [HTTPResponseSerializer] ?? []
+    }
+}

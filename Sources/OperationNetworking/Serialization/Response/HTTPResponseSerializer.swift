@@ -1,0 +1,224 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The error domain of response validation and serialization failures.
+public let ResponseSerializationErrorDomain = "org.operationnetworking.error.serialization.response"
+/// `userInfo` key of a response serialization error: the `HTTPURLResponse`.
+public let FailingURLResponseErrorKey = "org.operationnetworking.serialization.response.error.response"
+/// `userInfo` key of a response serialization error: the body `Data` (users need the error body).
+public let FailingURLResponseDataErrorKey = "org.operationnetworking.serialization.response.error.data"
+/// `userInfo` key carrying an object decoded despite a validation failure (the JSON of a 404).
+let ResponseObjectErrorKey = "org.operationnetworking.serialization.response.error.object"
+
+/// Turns a response and its body into an object (API.md §6).
+public protocol URLResponseSerialization: NSSecureCoding, NSCopying {
+    /// The object for the response, or a thrown validation or decoding error.
+    func responseObject(for response: URLResponse?, data: Data?) throws -> Any?
+}
+
+/// Validates a response (status code, then content type) and returns its body as `Data`
+/// (AFNetworking's `AFHTTPResponseSerializer`, API.md §6). Subclasses decode the body.
+///
+/// Errors are `NSError`s in `ResponseSerializationErrorDomain` carrying the response and the body; a
+/// status error chains a content-type error, and a decoding error chains the status error, through
+/// `NSUnderlyingErrorKey`. When a body decodes despite a bad status (the JSON of a 404), the
+/// operation's `responseObject` still holds it.
+/// - Threading: settings are guarded by an internal lock; one serializer may serve many operations.
+open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecked Sendable {
+    /// Guards every stored `var` of this class and its subclasses.
+    let lock = NSLock()
+    private var storedStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)   // guarded by lock
+    private var storedContentTypes: Set<String>?                                 // guarded by lock
+    private var storedEncoding: String.Encoding = .utf8                          // guarded by lock
+
+    /// A serializer accepting 2xx and the class's content types (`nil`, any, for this base class).
+    public required override init() {
+        super.init()
+        storedContentTypes = Swift.type(of: self).defaultAcceptableContentTypes
+    }
+
+    /// The content types a new serializer of this class accepts.
+    class var defaultAcceptableContentTypes: Set<String>? { nil }
+
+    /// Status codes that pass validation. Default 200–299; `nil` accepts any.
+    public var acceptableStatusCodes: IndexSet? {
+        get { lock.withLock { storedStatusCodes } }
+        set { lock.withLock { storedStatusCodes = newValue } }
+    }
+    /// MIME types that pass validation (compared with the lower-cased media type). Default `nil` (any).
+    public var acceptableContentTypes: Set<String>? {
+        get { lock.withLock { storedContentTypes } }
+        set { lock.withLock { storedContentTypes = newValue } }
+    }
+    /// Encoding of text bodies without a charset. Default UTF-8.
+    public var stringEncoding: String.Encoding {
+        get { lock.withLock { storedEncoding } }
+        set { lock.withLock { storedEncoding = newValue } }
+    }
+
+    /// Throws when the content type (`NSURLErrorCannotDecodeContentData`, only for a non-empty body)
+    /// or the status code (`NSURLErrorBadServerResponse`) is not acceptable (AFN 2.7's exact rules).
+    open func validate(_ response: HTTPURLResponse?, data: Data?) throws {
+        guard let response, let url = response.url else { return }
+        let (codes, types) = lock.withLock { (storedStatusCodes, storedContentTypes) }
+        var failure: NSError?
+        if let types, let data, !data.isEmpty, response.mimeType.map({ !types.contains($0.lowercased()) }) ?? true {
+            failure = makeError(code: NSURLErrorCannotDecodeContentData,
+                                description: "Request failed: unacceptable content-type: \(response.mimeType ?? "none")",
+                                response: response, url: url, data: data, underlying: nil)
+        }
+        if let codes, !codes.contains(response.statusCode) {
+            let reason = HTTPURLResponse.localizedString(forStatusCode: response.statusCode)
+            failure = makeError(code: NSURLErrorBadServerResponse,
+                                description: "Request failed: \(reason) (\(response.statusCode))",
+                                response: response, url: url, data: data, underlying: failure)
+        }
+        if let failure { throw failure }
+    }
+
+    /// Validates, then decodes the body (here: the body itself).
+    open func responseObject(for response: URLResponse?, data: Data?) throws -> Any? {
+        var validationError: NSError?
+        do {
+            try validate(response as? HTTPURLResponse, data: data)
+        } catch let error as NSError {
+            validationError = error
+        }
+        // A decoding subclass never decodes a body of the wrong type (AFN's gate).
+        if gatesOnContentType, let validationError,
+           HTTPResponseSerializer.chain(validationError, contains: NSURLErrorCannotDecodeContentData) {
+            throw validationError
+        }
+        let object: Any?
+        do {
+            object = try decodedObject(from: data, textEncodingName: response?.textEncodingName)
+        } catch {
+            throw HTTPResponseSerializer.attach(error as NSError, underlying: validationError)
+        }
+        guard let validationError else { return object }
+        guard let object else { throw validationError }
+        var info = validationError.userInfo
+        info[ResponseObjectErrorKey] = object
+        throw NSError(domain: validationError.domain, code: validationError.code, userInfo: info)
+    }
+
+    // MARK: - For subclasses
+
+    /// Whether a content-type failure stops decoding (true for every decoding subclass).
+    var gatesOnContentType: Bool { false }
+
+    /// The object for a body (here: the body itself); `textEncodingName` is the response's charset.
+    func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
+        data
+    }
+
+    /// True when `head` passes `validate` and the class is one of the library's own, whose
+    /// `responseObject(for:data:)` is then exactly `decodedObject`, so the operation can skip building
+    /// Foundation's `HTTPURLResponse`. Subclasses outside the library always take the documented path.
+    func acceptsWithoutResponseObject(_ head: ResponseHead, data: Data?) -> Bool {
+        guard HTTPResponseSerializer.builtInTypes.contains(ObjectIdentifier(Swift.type(of: self))) else { return false }
+        let (codes, types) = lock.withLock { (storedStatusCodes, storedContentTypes) }
+        if let codes, !codes.contains(head.statusCode) { return false }
+        if let types, let data, !data.isEmpty {
+            guard let mime = head.mimeType, types.contains(mime) else { return false }
+        }
+        return true
+    }
+
+    private static let builtInTypes: Set<ObjectIdentifier> = [
+        ObjectIdentifier(HTTPResponseSerializer.self), ObjectIdentifier(JSONResponseSerializer.self),
+        ObjectIdentifier(XMLParserResponseSerializer.self), ObjectIdentifier(XMLDocumentResponseSerializer.self),
+        ObjectIdentifier(PropertyListResponseSerializer.self), ObjectIdentifier(ImageResponseSerializer.self),
+    ]
+
+    /// The error for a body that could not be decoded, with the response and body attached.
+    func decodingError(_ description: String, underlying: Error? = nil) -> NSError {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: description]
+        if let underlying { info[NSUnderlyingErrorKey] = underlying }
+        return NSError(domain: ResponseSerializationErrorDomain, code: NSURLErrorCannotDecodeContentData, userInfo: info)
+    }
+
+    // MARK: - NSCopying, NSSecureCoding
+
+    /// A copy with every setting, sharing no mutable state with the original.
+    open func copy(with zone: NSZone? = nil) -> Any {
+        let copy = Swift.type(of: self).init()
+        lock.withLock {
+            copy.storedStatusCodes = storedStatusCodes
+            copy.storedContentTypes = storedContentTypes
+            copy.storedEncoding = storedEncoding
+        }
+        return copy
+    }
+
+    /// `true`: decoding checks every class.
+    public class var supportsSecureCoding: Bool { true }
+
+    /// Archives every setting (status codes, content types, string encoding) under a version key.
+    open func encode(with coder: NSCoder) {
+        let (codes, types, encoding) = lock.withLock { (storedStatusCodes, storedContentTypes, storedEncoding) }
+        coder.encode(SerializationCodingVersion, forKey: CodingKeys.version)
+        coder.encode(codes.map { NSIndexSet(indexSet: $0) }, forKey: CodingKeys.statusCodes)
+        coder.encode(types.map { NSSet(set: $0) }, forKey: CodingKeys.contentTypes)
+        coder.encode(Int(encoding.rawValue), forKey: CodingKeys.stringEncoding)
+    }
+
+    /// Restores the settings; keys missing from an older archive keep their defaults.
+    public required init?(coder: NSCoder) {
+        super.init()
+        storedContentTypes = Swift.type(of: self).defaultAcceptableContentTypes
+        if coder.containsValue(forKey: CodingKeys.statusCodes) {
+            storedStatusCodes = coder.decodeObject(of: NSIndexSet.self, forKey: CodingKeys.statusCodes).map { IndexSet($0 as IndexSet) }
+        }
+        if coder.containsValue(forKey: CodingKeys.contentTypes) {
+            storedContentTypes = coder.decodeObject(of: [NSSet.self, NSString.self], forKey: CodingKeys.contentTypes) as? Set<String>
+        }
+        if coder.containsValue(forKey: CodingKeys.stringEncoding) {
+            storedEncoding = String.Encoding(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.stringEncoding))))
+        }
+    }
+
+    private enum CodingKeys {
+        static let version = "version"
+        static let statusCodes = "acceptableStatusCodes"
+        static let contentTypes = "acceptableContentTypes"
+        static let stringEncoding = "stringEncoding"
+    }
+
+    // MARK: - Errors
+
+    private func makeError(code: Int, description: String, response: HTTPURLResponse, url: URL, data: Data?,
+                           underlying: Error?) -> NSError {
+        var info: [String: Any] = [
+            NSLocalizedDescriptionKey: description,
+            NSURLErrorFailingURLErrorKey: url,
+            FailingURLResponseErrorKey: response,
+        ]
+        if let data { info[FailingURLResponseDataErrorKey] = data }
+        if let underlying { info[NSUnderlyingErrorKey] = underlying }
+        return NSError(domain: ResponseSerializationErrorDomain, code: code, userInfo: info)
+    }
+
+    /// `error` with `underlying` attached, unless `error` already has an underlying error (AFN).
+    static func attach(_ error: NSError, underlying: NSError?) -> NSError {
+        guard let underlying, error.userInfo[NSUnderlyingErrorKey] == nil else { return error }
+        var info = error.userInfo
+        info[NSUnderlyingErrorKey] = underlying
+        return NSError(domain: error.domain, code: error.code, userInfo: info)
+    }
+
+    /// Whether `error` or an error under it has `code` in the response serialization domain.
+    static func chain(_ error: NSError, contains code: Int) -> Bool {
+        var current: NSError? = error
+        while let candidate = current {
+            if candidate.domain == ResponseSerializationErrorDomain && candidate.code == code { return true }
+            current = candidate.userInfo[NSUnderlyingErrorKey] as? NSError
+        }
+        return false
+    }
+}
+
+/// Written into every serializer archive as `version`, so a later release can read older archives.
+let SerializationCodingVersion = 1

@@ -1,0 +1,66 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Parses `application/x-plist` bodies (AFNetworking's `AFPropertyListResponseSerializer`).
+/// An empty body is `nil`; a body that is not a property list is an error.
+open class PropertyListResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
+    private var storedFormat: PropertyListSerialization.PropertyListFormat = .xml        // guarded by lock
+    private var storedReadOptions: PropertyListSerialization.ReadOptions = []          // guarded by lock
+
+    /// A serializer for `application/x-plist`.
+    public required init() {
+        super.init()
+    }
+
+    override class var defaultAcceptableContentTypes: Set<String>? { ["application/x-plist"] }
+    override var gatesOnContentType: Bool { true }
+
+    /// The expected format (not used when reading, as in AFN). Default `.xml`.
+    public var format: PropertyListSerialization.PropertyListFormat {
+        get { lock.withLock { storedFormat } }
+        set { lock.withLock { storedFormat = newValue } }
+    }
+    /// Options for `PropertyListSerialization`. Default none.
+    public var readOptions: PropertyListSerialization.ReadOptions {
+        get { lock.withLock { storedReadOptions } }
+        set { lock.withLock { storedReadOptions = newValue } }
+    }
+
+    override func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
+        guard let data, !data.isEmpty else { return nil }
+        do {
+            return try PropertyListSerialization.propertyList(from: data, options: readOptions, format: nil)
+        } catch {
+            throw decodingError("The body is not a property list.", underlying: error)
+        }
+    }
+
+    /// A copy with every setting.
+    open override func copy(with zone: NSZone? = nil) -> Any {
+        let copy = super.copy(with: zone)
+        if let plist = copy as? PropertyListResponseSerializer {
+            plist.format = format
+            plist.readOptions = readOptions
+        }
+        return copy
+    }
+
+    /// Archives the settings.
+    open override func encode(with coder: NSCoder) {
+        super.encode(with: coder)
+        coder.encode(Int(format.rawValue), forKey: "format")
+        coder.encode(Int(readOptions.rawValue), forKey: "readOptions")
+    }
+
+    /// Restores the settings.
+    public required init?(coder: NSCoder) {
+        super.init(coder: coder)
+        if coder.containsValue(forKey: "format"),
+           let format = PropertyListSerialization.PropertyListFormat(rawValue: UInt(max(0, coder.decodeInteger(forKey: "format")))) {
+            storedFormat = format
+        }
+        storedReadOptions = PropertyListSerialization.ReadOptions(rawValue: UInt(max(0, coder.decodeInteger(forKey: "readOptions"))))
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import FoundationXML
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Returns an `XMLParser` for `application/xml` and `text/xml` bodies, not yet parsed
+/// (AFNetworking's `AFXMLParserResponseSerializer`). libxml2's limits on entity expansion apply when
+/// the caller parses.
+open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
+    /// A serializer for the XML content types.
+    public required init() {
+        super.init()
+    }
+
+    /// Restores the settings.
+    public required init?(coder: NSCoder) {
+        super.init(coder: coder)
+    }
+
+    override class var defaultAcceptableContentTypes: Set<String>? { ["application/xml", "text/xml"] }
+    override var gatesOnContentType: Bool { true }
+
+    override func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
+        guard let data else { return nil }
+        return XMLParser(data: data)
+    }
+}
+
+/// Parses `application/xml` and `text/xml` bodies into an `XMLDocument` (FoundationXML on Linux;
+/// AFNetworking's `AFXMLDocumentResponseSerializer`). A body that is not XML is an error; entity
+/// expansion is not enabled, so a "billion laughs" body is refused.
+open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
+    private var storedOptions: XMLNode.Options = []   // guarded by lock
+
+    /// A serializer for the XML content types.
+    public required init() {
+        super.init()
+    }
+
+    override class var defaultAcceptableContentTypes: Set<String>? { ["application/xml", "text/xml"] }
+    override var gatesOnContentType: Bool { true }
+
+    /// `XMLDocument` options. Default none.
+    public var options: XMLNode.Options {
+        get { lock.withLock { storedOptions } }
+        set { lock.withLock { storedOptions = newValue } }
+    }
+
+    override func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
+        guard let data, !data.isEmpty else { return nil }
+        // Refused before libxml2 sees it: an entity declaration is how expansion bombs start.
+        if data.range(of: Data("<!ENTITY".utf8)) != nil {
+            throw decodingError("XML with entity declarations is not accepted.")
+        }
+        let document: XMLDocument
+        do {
+            document = try XMLDocument(data: data, options: options)
+        } catch {
+            throw decodingError("The body is not a well-formed XML document.", underlying: error)
+        }
+        guard document.rootElement() != nil else {
+            throw decodingError("The body is not a well-formed XML document.")
+        }
+        return document
+    }
+
+    /// A copy with every setting.
+    open override func copy(with zone: NSZone? = nil) -> Any {
+        let copy = super.copy(with: zone)
+        (copy as? XMLDocumentResponseSerializer)?.options = options
+        return copy
+    }
+
+    /// Archives the options with the base settings.
+    open override func encode(with coder: NSCoder) {
+        super.encode(with: coder)
+        coder.encode(Int(truncatingIfNeeded: options.rawValue), forKey: "options")
+    }
+
+    /// Restores the settings.
+    public required init?(coder: NSCoder) {
+        super.init(coder: coder)
+        storedOptions = XMLNode.Options(rawValue: UInt(truncatingIfNeeded: coder.decodeInteger(forKey: "options")))
+    }
+}
