@@ -57,8 +57,9 @@ enum TransportError {
     }
 
     /// A `URLError` raised by the library itself (no curl code behind it).
-    static func make(_ code: URLError.Code, _ description: String, url: URL?) -> URLError {
+    static func make(_ code: URLError.Code, _ description: String, url: URL?, underlying: Error? = nil) -> URLError {
         var info: [String: Any] = [NSLocalizedDescriptionKey: description]
+        if let underlying { info[NSUnderlyingErrorKey] = underlying }
         addURL(url, to: &info)
         return URLError(code, userInfo: info)
     }

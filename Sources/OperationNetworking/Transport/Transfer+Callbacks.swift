@@ -51,8 +51,9 @@ extension Transfer {
             return UploadSource.mustWait
         }
         if count < 0 {
-            abortError = upload.streamError ?? TransportError.make(
-                .requestBodyStreamExhausted, "The request body stream failed.", url: currentRequest.url)
+            let reason = (upload.streamError as NSError?)?.localizedDescription ?? "The request body stream failed."
+            abortError = TransportError.make(.requestBodyStreamExhausted, reason, url: currentRequest.url,
+                                             underlying: upload.streamError)
             return -1
         }
         if count > 0 {
