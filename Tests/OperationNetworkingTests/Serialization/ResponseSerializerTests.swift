@@ -90,7 +90,23 @@ final class ResponseSerializerTests: XCTestCase {
         <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">]><lolz>&lol4;&lol4;&lol4;</lolz>
         """
         XCTAssertThrowsError(try XMLDocumentResponseSerializer().responseObject(for: response(200, "text/xml"), data: Data(bomb.utf8)))
+        XCTAssertThrowsError(try XMLParserResponseSerializer().responseObject(for: response(200, "text/xml"), data: Data(bomb.utf8)))
         XCTAssertThrowsError(try XMLParserResponseSerializer().responseObject(for: response(200, "application/json"), data: xml))
+    }
+
+    func testHostileBodiesFailWithoutCrashing() throws {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        XCTAssertThrowsError(try JSONResponseSerializer().responseObject(for: response(), data: Data(deep.utf8)))
+        // A binary property list whose trailer claims 2^31 objects (a 2 GB table) and one whose offset table lies.
+        var claimed = try PropertyListSerialization.data(fromPropertyList: ["a": 1], format: .binary, options: 0)
+        let end = claimed.count
+        for (index, byte) in [0, 0, 0, 0, 0x80, 0, 0, 0].enumerated() { claimed[end - 24 + index] = UInt8(byte) }
+        let before = residentBytes()
+        XCTAssertThrowsError(try PropertyListResponseSerializer().responseObject(for: response(200, "application/x-plist"), data: claimed))
+        for (index, byte) in [0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF].enumerated() { claimed[end - 8 + index] = UInt8(byte) }
+        XCTAssertThrowsError(try PropertyListResponseSerializer().responseObject(for: response(200, "application/x-plist"), data: claimed))
+        XCTAssertLessThan(residentBytes() - before, 64 << 20, "no allocation for the claimed size")
+        XCTAssertThrowsError(try JSONResponseSerializer().responseObject(for: response(), data: Data(repeating: 0xFF, count: 1000)))
     }
 
     func testPropertyListSerializer() throws {

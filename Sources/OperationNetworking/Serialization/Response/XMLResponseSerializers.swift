@@ -5,8 +5,8 @@ import FoundationNetworking
 #endif
 
 /// Returns an `XMLParser` for `application/xml` and `text/xml` bodies, not yet parsed
-/// (AFNetworking's `AFXMLParserResponseSerializer`). libxml2's limits on entity expansion apply when
-/// the caller parses.
+/// (AFNetworking's `AFXMLParserResponseSerializer`). A body declaring entities is refused, so an
+/// expansion bomb never reaches the parser.
 open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     /// A serializer for the XML content types.
     public required init() {
@@ -23,6 +23,7 @@ open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Senda
 
     override func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
         guard let data else { return nil }
+        try refuseEntityDeclarations(data)
         return XMLParser(data: data)
     }
 }
@@ -49,10 +50,7 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
 
     override func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
         guard let data, !data.isEmpty else { return nil }
-        // Refused before libxml2 sees it: an entity declaration is how expansion bombs start.
-        if data.range(of: Data("<!ENTITY".utf8)) != nil {
-            throw decodingError("XML with entity declarations is not accepted.")
-        }
+        try refuseEntityDeclarations(data)
         let document: XMLDocument
         do {
             document = try XMLDocument(data: data, options: options)
@@ -82,5 +80,15 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
         storedOptions = XMLNode.Options(rawValue: UInt(truncatingIfNeeded: coder.decodeInteger(forKey: "options")))
+    }
+}
+
+extension HTTPResponseSerializer {
+    /// Refuses XML that declares entities before libxml2 sees it: that is how expansion bombs
+    /// ("billion laughs") start, and responses of an HTTP API have no use for them.
+    func refuseEntityDeclarations(_ data: Data) throws {
+        if data.range(of: Data("<!ENTITY".utf8)) != nil {
+            throw decodingError("XML with entity declarations is not accepted.")
+        }
     }
 }
