@@ -18,6 +18,8 @@ struct Bench: ParsableCommand {
     @Option(name: .customLong("body-size"), help: "Request body bytes for POST.") var bodySize: Int = 0
     @Option(name: .customLong("max-host-conns"), help: "Accepted for harness compatibility; the queue bounds connections.")
     var maxHostConnections: Int = 0
+    @Option(name: .customLong("multipart-file"), help: "POST this file as a streamed multipart part in every request.")
+    var multipartFile: String?
 
     func run() throws {
         guard let target = URL(string: url), requests > 0, concurrency > 0 else {
@@ -29,11 +31,15 @@ struct Bench: ParsableCommand {
         let tally = Tally()
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = concurrency
-        let serializer = HTTPResponseSerializer()
-        serializer.acceptableStatusCodes = IndexSet(integersIn: 200..<400)
+        let responseSerializer = HTTPResponseSerializer()
+        responseSerializer.acceptableStatusCodes = IndexSet(integersIn: 200..<400)
         let done = DispatchSemaphore(value: 0)
         let total = requests
-        let sent = Int64(body?.count ?? 0)
+        let serializer = HTTPRequestSerializer()
+        let uploadURL = multipartFile.map { URL(fileURLWithPath: $0) }
+        let sent = uploadURL.map {
+            (try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? NSNumber)?.int64Value ?? 0
+        } ?? Int64(body?.count ?? 0)
 
         let start = DispatchTime.now()
         var batch: [Operation] = []
@@ -41,12 +47,21 @@ struct Bench: ParsableCommand {
         for index in 0..<requests {
             var request = URLRequest(url: target)
             request.httpMethod = method
-            if let body {
+            if let uploadURL {
+                do {
+                    request = try serializer.multipartFormRequest(method: "POST", urlString: url, parameters: nil) {
+                        try $0.appendPart(withFileURL: uploadURL, name: "file")
+                    }
+                } catch {
+                    print("UNSUPPORTED \(error.localizedDescription)")
+                    throw ExitCode(3)
+                }
+            } else if let body {
                 request.httpBody = body
                 request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
             }
             let operation = HTTPRequestOperation(request: request)
-            operation.responseSerializer = serializer
+            operation.responseSerializer = responseSerializer
             operation.setCompletionBlockWithSuccess({ operation, _ in
                 if tally.record(bytes: Int64(operation.responseData?.count ?? 0) + sent, failed: false) == total {
                     done.signal()

@@ -176,6 +176,36 @@ final class ResponseSerializerTests: XCTestCase {
             .acceptableContentTypes, ["application/xml", "text/xml"])
     }
 
+    func testEverySerializerClassRoundTripsItsSettings() throws {
+        let document = XMLDocumentResponseSerializer()
+        document.options = [.nodePreserveWhitespace]
+        let plist = PropertyListResponseSerializer()
+        plist.format = .binary
+        plist.readOptions = [.mutableContainers]
+        let image = ImageResponseSerializer()
+        image.acceptableStatusCodes = IndexSet([200])
+        let all: [HTTPResponseSerializer] = [document, plist, image, HTTPResponseSerializer(), XMLParserResponseSerializer()]
+        for serializer in all {
+            serializer.stringEncoding = .utf16
+            let archive = try NSKeyedArchiver.archivedData(withRootObject: serializer, requiringSecureCoding: true)
+            let restored = try XCTUnwrap(try NSKeyedUnarchiver.unarchivedObject(ofClass: HTTPResponseSerializer.self, from: archive))
+            XCTAssertTrue(type(of: restored) == type(of: serializer))
+            XCTAssertEqual(restored.acceptableContentTypes, serializer.acceptableContentTypes)
+            XCTAssertEqual(restored.acceptableStatusCodes, serializer.acceptableStatusCodes)
+            XCTAssertEqual(restored.stringEncoding, .utf16)
+            let copy = try XCTUnwrap(serializer.copy() as? HTTPResponseSerializer)
+            XCTAssertTrue(type(of: copy) == type(of: serializer))
+            XCTAssertEqual(copy.acceptableStatusCodes, serializer.acceptableStatusCodes)
+        }
+        let restoredDocument = try NSKeyedUnarchiver.unarchivedObject(ofClass: XMLDocumentResponseSerializer.self,
+            from: try NSKeyedArchiver.archivedData(withRootObject: document, requiringSecureCoding: true))
+        XCTAssertEqual(restoredDocument?.options, [.nodePreserveWhitespace])
+        let restoredPlist = try NSKeyedUnarchiver.unarchivedObject(ofClass: PropertyListResponseSerializer.self,
+            from: try NSKeyedArchiver.archivedData(withRootObject: plist, requiringSecureCoding: true))
+        XCTAssertEqual(restoredPlist?.format, .binary)
+        XCTAssertEqual(restoredPlist?.readOptions, [.mutableContainers])
+    }
+
     private func code(_ body: () throws -> Void) -> Int? {
         do { try body(); return nil } catch { return (error as NSError).code }
     }
