@@ -56,7 +56,8 @@ let package = Package(
         ),
         .testTarget(
             name: "OperationNetworkingTests",
-            dependencies: ["OperationNetworking", "OperationNetworkingTestServer"]
+            dependencies: ["OperationNetworking", "OperationNetworkingTestServer"],
+            exclude: ["Fixtures"]
         ),
     ],
     swiftLanguageModes: [.v6]

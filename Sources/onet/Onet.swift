@@ -6,7 +6,7 @@ struct Onet: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "onet",
         abstract: "OperationNetworking: AFNetworking 2.x's operation-queue HTTP client for Linux, on libcurl.",
-        subcommands: [Demo.self, Bench.self],
+        subcommands: [Demo.self, Bench.self, Archive.self],
         defaultSubcommand: Demo.self
     )
 }

@@ -9,7 +9,7 @@ import Foundation
 /// run at once, and suspending it holds back the rest.
 /// - Threading: settings are guarded by an internal lock; the convenience methods may be called from
 ///   any thread.
-open class HTTPRequestOperationManager: NSObject, @unchecked Sendable {
+open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @unchecked Sendable {
     /// Success of a convenience method.
     public typealias Success = @Sendable (HTTPRequestOperation, Any?) -> Void
     /// Failure of a convenience method; the operation is `nil` only when the request could not be built.
@@ -40,6 +40,13 @@ open class HTTPRequestOperationManager: NSObject, @unchecked Sendable {
         }
         super.init()
         storedQueue.name = "org.operationnetworking.manager"
+    }
+
+    /// Restores an archived manager (see `encode(with:)`): a new, empty queue and default
+    /// completion queue. A required key of the wrong type falls back to the default.
+    public required convenience init?(coder: NSCoder) {
+        self.init(baseURL: HTTPRequestOperationManager.decodeBaseURL(from: coder))
+        decodeSettings(from: coder)
     }
 
     /// A manager without a base URL.

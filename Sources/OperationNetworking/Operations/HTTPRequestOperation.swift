@@ -97,6 +97,19 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         }
     }
 
+    /// Archives everything `URLConnectionOperation` does, plus the response serializer.
+    open override func encode(with coder: NSCoder) {
+        super.encode(with: coder)
+        coder.encode(responseSerializer, forKey: OperationCodingKeys.responseSerializer)
+    }
+
+    override func restore(from coder: NSCoder) {
+        super.restore(from: coder)
+        if let serializer = coder.decodeChecked(HTTPResponseSerializer.self, forKey: OperationCodingKeys.responseSerializer) {
+            responseSerializer = serializer
+        }
+    }
+
     /// A copy also carries a copy of the response serializer.
     open override func copy(with zone: NSZone? = nil) -> Any {
         let copy = super.copy(with: zone)

@@ -109,6 +109,7 @@ extension URLConnectionOperation: TransferDelegate {
             }
             return state.transferEnded()
         }
+        pauseSettled.broadcastUnderLock()
         if let next {
             NetworkThread.shared.submit(.add(next))
             post(.operationDidStart)

@@ -26,7 +26,7 @@ extension Notification.Name {
 ///   callback queue), coalesced; the redirect block runs on the network thread.
 /// - Warning: waiting for an operation (`waitUntilFinished()`) from inside its own completion queue
 ///   would deadlock; on the library's callback queue the wait is refused with a message.
-open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
+open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchecked Sendable {
     /// A redirect decision: return the request to follow (possibly changed) or `nil` to stop.
     public typealias RedirectResponseBlock = @Sendable (URLConnectionOperation, URLRequest, URLResponse?) -> URLRequest?
     /// Upload progress: `(bytesWritten, totalBytesWritten, totalBytesExpectedToWrite)`, -1 when unknown.
@@ -43,6 +43,8 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
 
     /// Guards every stored `var` of this class (leaf lock: nothing is called while it is held).
     let lock = NSLock()
+    /// Signalled when a pause reached the network thread (archiving waits for the bytes to settle).
+    let pauseSettled = NSCondition()
     var state = OperationState()                       // guarded by lock
     var storedRequest: URLRequest                       // guarded by lock
     var storedCurrentRequest: URLRequest                // guarded by lock
@@ -273,6 +275,35 @@ open class URLConnectionOperation: Operation, NSCopying, @unchecked Sendable {
             return
         }
         super.waitUntilFinished()
+    }
+
+    // MARK: - NSSecureCoding
+
+    /// `true`: decoding checks every class. Decode with `SafeArchive.unarchive(_:from:)`, which refuses
+    /// unexpected classes instead of letting corelibs' unarchiver stop the process.
+    public class var supportsSecureCoding: Bool { true }
+
+    /// Archives the request, the state (an executing operation is paused first and archived paused,
+    /// as AFNetworking did; archiving waits up to 2 s for the pause to reach the network thread), the
+    /// response head, the error, the body so far and where a download continues,
+    /// `shouldUseCredentialStorage` and the security policy. Never archived: blocks, queues, streams,
+    /// `credential` and `clientCertificate`.
+    open func encode(with coder: NSCoder) {
+        encodeArchive(with: coder)
+    }
+
+    /// Restores an archived operation. A paused one continues with `resume()` (or when a queue starts
+    /// it) with a Range request; a finished one comes back ready to run again (AFN). `nil` when the
+    /// archive has no usable URL.
+    public required convenience init?(coder: NSCoder) {
+        guard let request = URLConnectionOperation.decodeRequest(from: coder) else { return nil }
+        self.init(request: request)
+        restore(from: coder)
+    }
+
+    /// Restores archived state; subclasses add their own keys.
+    func restore(from coder: NSCoder) {
+        restoreArchive(from: coder)
     }
 
     // MARK: - NSCopying

@@ -17,7 +17,7 @@ public enum SSLPinningMode: UInt, Sendable {
 ///
 /// Certificates are DER `Data`. Verification runs in the same OpenSSL that libcurl uses for TLS.
 /// - Threading: settings are guarded by an internal lock; one policy may serve many operations.
-open class SecurityPolicy: NSObject, NSCopying, @unchecked Sendable {
+open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Sendable {
     /// Guards every stored `var` below.
     let lock = NSLock()
     private var storedMode: SSLPinningMode                     // guarded by lock
@@ -138,6 +138,49 @@ open class SecurityPolicy: NSObject, NSCopying, @unchecked Sendable {
         }
         return copy
     }
+
+    // MARK: - NSSecureCoding
+
+    /// `true`: decoding checks every class.
+    public class var supportsSecureCoding: Bool { true }
+
+    /// Archives mode, pinned certificates, added anchors and both flags (certificates are public data).
+    open func encode(with coder: NSCoder) {
+        let policy = snapshot
+        coder.encode(SerializationCodingVersion, forKey: "version")
+        coder.encode(Int(policy.mode.rawValue), forKey: "SSLPinningMode")
+        coder.encodeJSON(policy.pinned.map { $0.base64EncodedString() }.sorted(), forKey: "pinnedCertificates")
+        coder.encodeJSON(policy.anchors.map { $0.base64EncodedString() }.sorted(), forKey: "additionalTrustAnchors")
+        coder.encode(policy.allowInvalid, forKey: "allowInvalidCertificates")
+        coder.encode(policy.validatesDomainName, forKey: "validatesDomainName")
+    }
+
+    /// Restores an archived policy; an unknown mode fails the decoding.
+    public required init?(coder: NSCoder) {
+        guard let mode = SSLPinningMode(rawValue: UInt(max(0, coder.decodeInteger(forKey: "SSLPinningMode")))) else {
+            return nil
+        }
+        storedMode = mode
+        super.init()
+        storedPinned = SecurityPolicy.decodeCertificates(coder, "pinnedCertificates")
+        storedAnchors = SecurityPolicy.decodeCertificates(coder, "additionalTrustAnchors")
+        storedAllowInvalid = coder.decodeBool(forKey: "allowInvalidCertificates")
+        storedValidatesDomainName = coder.containsValue(forKey: "validatesDomainName")
+            ? coder.decodeBool(forKey: "validatesDomainName") : true
+    }
+
+    private static func decodeCertificates(_ coder: NSCoder, _ key: String) -> Set<Data> {
+        Set((coder.decodeJSON([String].self, forKey: key) ?? []).compactMap { Data(base64Encoded: $0) })
+    }
+
+    /// Equal when every setting is equal.
+    open override func isEqual(_ object: Any?) -> Bool {
+        guard let other = object as? SecurityPolicy else { return false }
+        return other.snapshot == snapshot
+    }
+
+    /// Consistent with `isEqual`.
+    open override var hash: Int { snapshot.hashValue }
 
     /// A value snapshot for the transport (taken when a transfer starts).
     var snapshot: Snapshot {

@@ -40,10 +40,10 @@ extension HTTPRequestSerializer {
             (self.headers, self.changed, storedStyle, storedMethodsInURI, storedEncoding)
         }
         coder.encode(SerializationCodingVersion, forKey: CodingKeys.version)
-        coder.encode(headers as NSDictionary, forKey: CodingKeys.headers)
+        coder.encodeJSON(headers, forKey: CodingKeys.headers)
         coder.encode(Int(style.rawValue), forKey: CodingKeys.style)
         coder.encode(Int(encoding.rawValue), forKey: CodingKeys.encoding)
-        coder.encode(NSSet(set: methods), forKey: CodingKeys.methods)
+        coder.encodeJSON(methods.sorted(), forKey: CodingKeys.methods)
         if let value = changed["timeoutInterval"] as? TimeInterval { coder.encode(value, forKey: CodingKeys.timeout) }
         if let value = changed["cachePolicy"] as? URLRequest.CachePolicy {
             coder.encode(Int(value.rawValue), forKey: CodingKeys.cachePolicy)
@@ -59,8 +59,7 @@ extension HTTPRequestSerializer {
     /// Reads what `encodeSettings` wrote; absent keys keep their defaults.
     func decodeSettings(from coder: NSCoder) {
         var headers = self.headers
-        if coder.containsValue(forKey: CodingKeys.headers),
-           let decoded = coder.decodeObject(of: [NSDictionary.self, NSString.self], forKey: CodingKeys.headers) as? [String: String] {
+        if let decoded = coder.decodeJSON([String: String].self, forKey: CodingKeys.headers) {
             headers = decoded
         }
         var changed: [String: Any] = [:]
@@ -77,8 +76,7 @@ extension HTTPRequestSerializer {
            let type = URLRequest.NetworkServiceType(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.serviceType)))) {
             changed["networkServiceType"] = type
         }
-        let methods = coder.containsValue(forKey: CodingKeys.methods)
-            ? coder.decodeObject(of: [NSSet.self, NSString.self], forKey: CodingKeys.methods) as? Set<String> : nil
+        let methods = coder.decodeJSON([String].self, forKey: CodingKeys.methods).map(Set.init)
         let style = QueryStringSerializationStyle(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.style)))) ?? .default
         let encoding = coder.containsValue(forKey: CodingKeys.encoding)
             ? String.Encoding(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.encoding)))) : .utf8

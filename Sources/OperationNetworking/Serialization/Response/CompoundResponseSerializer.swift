@@ -50,16 +50,17 @@ open class CompoundResponseSerializer: HTTPResponseSerializer, @unchecked Sendab
     /// Archives the components with the base settings.
     open override func encode(with coder: NSCoder) {
         super.encode(with: coder)
-        coder.encode(responseSerializers as NSArray, forKey: "responseSerializers")
+        let parts = responseSerializers
+        coder.encode(parts.count, forKey: "responseSerializers.count")
+        for (index, part) in parts.enumerated() { coder.encode(part, forKey: "responseSerializers.\(index)") }
     }
 
     /// Restores the components (each of a serializer class of this library).
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
-        let classes: [AnyClass] = [NSArray.self, HTTPResponseSerializer.self, JSONResponseSerializer.self,
-                                   XMLParserResponseSerializer.self, XMLDocumentResponseSerializer.self,
-                                   PropertyListResponseSerializer.self, ImageResponseSerializer.self,
-                                   CompoundResponseSerializer.self]
-        storedSerializers = coder.decodeObject(of: classes, forKey: "responseSerializers") as? [HTTPResponseSerializer] ?? []
+        let count = min(max(0, coder.decodeInteger(forKey: "responseSerializers.count")), 64)
+        storedSerializers = (0..<count).compactMap {
+            coder.decodeChecked(HTTPResponseSerializer.self, forKey: "responseSerializers.\($0)")
+        }
     }
 }

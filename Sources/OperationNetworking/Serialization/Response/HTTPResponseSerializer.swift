@@ -160,8 +160,8 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     open func encode(with coder: NSCoder) {
         let (codes, types, encoding) = lock.withLock { (storedStatusCodes, storedContentTypes, storedEncoding) }
         coder.encode(SerializationCodingVersion, forKey: CodingKeys.version)
-        coder.encode(codes.map { NSIndexSet(indexSet: $0) }, forKey: CodingKeys.statusCodes)
-        coder.encode(types.map { NSSet(set: $0) }, forKey: CodingKeys.contentTypes)
+        coder.encodeJSON(codes.map { Array($0) } as Any? ?? NSNull(), forKey: CodingKeys.statusCodes)
+        coder.encodeJSON(types.map { $0.sorted() } as Any? ?? NSNull(), forKey: CodingKeys.contentTypes)
         coder.encode(Int(encoding.rawValue), forKey: CodingKeys.stringEncoding)
     }
 
@@ -170,10 +170,11 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
         super.init()
         storedContentTypes = Swift.type(of: self).defaultAcceptableContentTypes
         if coder.containsValue(forKey: CodingKeys.statusCodes) {
-            storedStatusCodes = coder.decodeObject(of: NSIndexSet.self, forKey: CodingKeys.statusCodes).map { IndexSet($0 as IndexSet) }
+            storedStatusCodes = coder.decodeJSON([Int].self, forKey: CodingKeys.statusCodes)
+                .map { IndexSet($0.filter { (0...999).contains($0) }) }
         }
         if coder.containsValue(forKey: CodingKeys.contentTypes) {
-            storedContentTypes = coder.decodeObject(of: [NSSet.self, NSString.self], forKey: CodingKeys.contentTypes) as? Set<String>
+            storedContentTypes = coder.decodeJSON([String].self, forKey: CodingKeys.contentTypes).map(Set.init)
         }
         if coder.containsValue(forKey: CodingKeys.stringEncoding) {
             storedEncoding = String.Encoding(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.stringEncoding))))

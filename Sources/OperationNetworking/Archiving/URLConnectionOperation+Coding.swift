@@ -1,0 +1,175 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Keys of an operation's archive.
+enum OperationCodingKeys {
+    static let version = "version"
+    static let url = "request.url"
+    static let method = "request.method"
+    static let headers = "request.headers"
+    static let timeout = "request.timeout"
+    static let body = "request.body"
+    static let cookies = "request.cookies"
+    static let state = "state"
+    static let statusCode = "response.statusCode"
+    static let responseURL = "response.url"
+    static let httpVersion = "response.httpVersion"
+    static let responseHeaders = "response.headers"
+    static let errorDomain = "error.domain"
+    static let errorCode = "error.code"
+    static let errorDescription = "error.description"
+    static let responseData = "responseData"
+    static let partialData = "partialData"
+    static let offset = "totalBytesRead"
+    static let validator = "resume.validator"
+    static let rangesSupported = "resume.rangesSupported"
+    static let shouldUseCredentialStorage = "shouldUseCredentialStorage"
+    static let securityPolicy = "securityPolicy"
+    static let responseSerializer = "responseSerializer"
+}
+
+/// The archived state of an operation.
+enum ArchivedState: Int {
+    case ready = 1
+    case paused = -1
+    case finished = 3
+}
+
+extension NSCondition {
+    /// Wakes every waiter (taking the condition's lock around the broadcast, as it requires).
+    func broadcastUnderLock() {
+        lock()
+        broadcast()
+        unlock()
+    }
+}
+
+extension URLConnectionOperation {
+    /// Archives the request, the state (an executing operation is paused first and archived paused,
+    /// as AFNetworking did), the response head, the error, the body so far and where a download
+    /// continues, `shouldUseCredentialStorage` and the security policy. Never archived: blocks,
+    /// queues, streams and `credential`.
+    func encodeArchive(with coder: NSCoder) {
+        if isExecuting { pause() }
+        waitForPauseToSettle()
+        let snapshot = lock.withLock {
+            (storedRequest, state.phase, storedHead, storedResponse as? HTTPURLResponse, storedError, storedResponseData,
+             partialData, resumePoint, storedShouldUseCredentialStorage, storedSecurityPolicy)
+        }
+        let (request, phase, head, response, error, data, partial, resume, useStorage, policy) = snapshot
+        coder.encode(SerializationCodingVersion, forKey: OperationCodingKeys.version)
+        if let url = request.url { coder.encode(url.absoluteString, forKey: OperationCodingKeys.url) }
+        coder.encode(request.httpMethod ?? "GET", forKey: OperationCodingKeys.method)
+        coder.encodeJSON(request.allHTTPHeaderFields ?? [:], forKey: OperationCodingKeys.headers)
+        coder.encode(request.timeoutInterval, forKey: OperationCodingKeys.timeout)
+        coder.encode(request.httpShouldHandleCookies, forKey: OperationCodingKeys.cookies)
+        if let body = request.httpBody { coder.encode(body as NSData, forKey: OperationCodingKeys.body) }
+        let archived: ArchivedState
+        switch phase {
+        case .paused, .executing: archived = .paused
+        case .finished, .completing: archived = .finished
+        case .ready: archived = .ready
+        }
+        coder.encode(archived.rawValue, forKey: OperationCodingKeys.state)
+        if let head {
+            coder.encode(head.statusCode, forKey: OperationCodingKeys.statusCode)
+            coder.encode(head.url.absoluteString, forKey: OperationCodingKeys.responseURL)
+            coder.encode(head.httpVersion, forKey: OperationCodingKeys.httpVersion)
+            coder.encodeJSON(head.headerDictionary, forKey: OperationCodingKeys.responseHeaders)
+        } else if let response, let url = response.url {
+            coder.encode(response.statusCode, forKey: OperationCodingKeys.statusCode)
+            coder.encode(url.absoluteString, forKey: OperationCodingKeys.responseURL)
+            let fields = response.allHeaderFields.reduce(into: [String: String]()) { $0["\($1.key)"] = "\($1.value)" }
+            coder.encodeJSON(fields, forKey: OperationCodingKeys.responseHeaders)
+        }
+        if let error = error as NSError? {
+            coder.encode(error.domain, forKey: OperationCodingKeys.errorDomain)
+            coder.encode(error.code, forKey: OperationCodingKeys.errorCode)
+            coder.encode(error.localizedDescription, forKey: OperationCodingKeys.errorDescription)
+        }
+        if let data { coder.encode(data as NSData, forKey: OperationCodingKeys.responseData) }
+        if let resume, archived == .paused {
+            coder.encode(partial as NSData, forKey: OperationCodingKeys.partialData)
+            coder.encode(resume.offset, forKey: OperationCodingKeys.offset)
+            coder.encode(resume.validator, forKey: OperationCodingKeys.validator)
+            coder.encode(resume.rangesSupported, forKey: OperationCodingKeys.rangesSupported)
+        }
+        coder.encode(useStorage, forKey: OperationCodingKeys.shouldUseCredentialStorage)
+        coder.encode(policy, forKey: OperationCodingKeys.securityPolicy)
+    }
+
+    /// The archived request, or `nil` when the archive has no usable URL.
+    static func decodeRequest(from coder: NSCoder) -> URLRequest? {
+        guard let url = coder.decodeChecked(String.self, forKey: OperationCodingKeys.url).flatMap({ URL(string: $0) }) else {
+            return nil
+        }
+        var request = URLRequest(url: url)
+        request.httpMethod = coder.decodeChecked(String.self, forKey: OperationCodingKeys.method) ?? "GET"
+        for (name, value) in coder.decodeJSON([String: String].self, forKey: OperationCodingKeys.headers) ?? [:] {
+            request.setValue(value, forHTTPHeaderField: name)
+        }
+        if coder.containsValue(forKey: OperationCodingKeys.timeout) {
+            let timeout = coder.decodeDouble(forKey: OperationCodingKeys.timeout)
+            if timeout.isFinite && timeout > 0 { request.timeoutInterval = timeout }
+        }
+        if coder.containsValue(forKey: OperationCodingKeys.cookies) {
+            request.httpShouldHandleCookies = coder.decodeBool(forKey: OperationCodingKeys.cookies)
+        }
+        request.httpBody = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.body)
+        return request
+    }
+
+    /// Restores state, response, error, bytes and settings from an archive.
+    func restoreArchive(from coder: NSCoder) {
+        let head: ResponseHead? = {
+            guard coder.containsValue(forKey: OperationCodingKeys.statusCode),
+                  let url = coder.decodeChecked(String.self, forKey: OperationCodingKeys.responseURL).flatMap({ URL(string: $0) }) else {
+                return nil
+            }
+            let fields = (coder.decodeJSON([String: String].self, forKey: OperationCodingKeys.responseHeaders) ?? [:])
+                .sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+            return ResponseHead(url: url, statusCode: coder.decodeInteger(forKey: OperationCodingKeys.statusCode),
+                                httpVersion: coder.decodeChecked(String.self, forKey: OperationCodingKeys.httpVersion) ?? "HTTP/1.1",
+                                fields: fields)
+        }()
+        let error: NSError? = coder.decodeChecked(String.self, forKey: OperationCodingKeys.errorDomain).map {
+            NSError(domain: $0, code: coder.decodeInteger(forKey: OperationCodingKeys.errorCode), userInfo: [
+                NSLocalizedDescriptionKey: coder.decodeChecked(String.self, forKey: OperationCodingKeys.errorDescription) ?? ""])
+        }
+        let paused = ArchivedState(rawValue: coder.decodeInteger(forKey: OperationCodingKeys.state)) == .paused
+            && coder.containsValue(forKey: OperationCodingKeys.offset)
+        let offset = max(0, coder.decodeInt64(forKey: OperationCodingKeys.offset))
+        let resume = ResumePoint(offset: offset, validator: coder.decodeChecked(String.self, forKey: OperationCodingKeys.validator),
+                                 rangesSupported: coder.decodeBool(forKey: OperationCodingKeys.rangesSupported))
+        let partial = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.partialData) ?? Data()
+        lock.withLock {
+            storedHead = head
+            storedError = paused ? nil : error
+            storedResponseData = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.responseData)
+            if coder.containsValue(forKey: OperationCodingKeys.shouldUseCredentialStorage) {
+                storedShouldUseCredentialStorage = coder.decodeBool(forKey: OperationCodingKeys.shouldUseCredentialStorage)
+            }
+            if let policy = coder.decodeChecked(SecurityPolicy.self, forKey: OperationCodingKeys.securityPolicy) {
+                storedSecurityPolicy = policy
+            }
+            if paused {
+                // A memory download keeps its bytes; a stream download continues the caller's file.
+                partialData = partial
+                resumePoint = resume
+                state.restorePaused()
+            }
+        }
+    }
+
+    /// Waits (at most 2 s) for a pause to reach the network thread, so its bytes can be archived.
+    private func waitForPauseToSettle() {
+        let deadline = Date().addingTimeInterval(2)
+        pauseSettled.lock()
+        defer { pauseSettled.unlock() }
+        while lock.withLock({ state.isPaused && resumePoint == nil && transfer != nil }) {
+            if !pauseSettled.wait(until: deadline) { break }
+        }
+    }
+}

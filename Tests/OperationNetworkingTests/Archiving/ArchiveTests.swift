@@ -1,0 +1,312 @@
+import Foundation
+@testable import OperationNetworking
+import OperationNetworkingTestServer
+import XCTest
+
+/// Archive and restore: the manager in a new process, paused downloads resumed in a new process,
+/// deep copies, and archives that must be refused without a crash.
+final class ArchiveTests: ServerTestCase {
+    static let password = "s3cr3t-passw0rd"
+
+    /// The `onet` executable built next to the test bundle.
+    private func onet() throws -> URL {
+        let directory = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).deletingLastPathComponent()
+        let candidates = [directory, directory.deletingLastPathComponent()].map { $0.appendingPathComponent("onet") }
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+            throw XCTSkip("onet is not built next to the tests (run `swift build` first)")
+        }
+        return found
+    }
+
+    /// Runs `onet` with `arguments`; returns its exit status and standard output.
+    private func runOnet(_ arguments: [String]) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = try onet()
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        let finished = expectation(description: "onet exits")
+        process.terminationHandler = { _ in finished.fulfill() }
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        wait(for: [finished], timeout: 60)
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    private func temporaryFile(_ name: String) -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("onet-\(UUID().uuidString)-\(name)")
+    }
+
+    /// A manager with every archivable setting changed from its default.
+    static func configuredManager(baseURL: URL) throws -> HTTPRequestOperationManager {
+        let manager = HTTPRequestOperationManager(baseURL: baseURL)
+        let request = JSONRequestSerializer()
+        request.setValue("kept", forHTTPHeaderField: "X-Custom")
+        request.setAuthorizationHeaderField(username: "user", password: "header-secret")
+        request.timeoutInterval = 12
+        request.cachePolicy = .reloadIgnoringLocalCacheData
+        request.httpMethodsEncodingParametersInURI = ["GET", "HEAD"]
+        manager.requestSerializer = request
+        let json = JSONResponseSerializer()
+        json.removesKeysWithNullValues = true
+        json.acceptableContentTypes = ["application/json", "application/vnd.onet+json"]
+        json.acceptableStatusCodes = IndexSet([200, 201, 299])
+        manager.responseSerializer = CompoundResponseSerializer(responseSerializers: [json, PropertyListResponseSerializer()])
+        let authority = try TestCertificateAuthority(commonName: "Archive Test Root")
+        let policy = SecurityPolicy(pinningMode: .publicKey, withPinnedCertificates: [authority.certificate])
+        policy.allowInvalidCertificates = true
+        policy.validatesDomainName = false
+        manager.securityPolicy = policy
+        manager.shouldUseCredentialStorage = false
+        manager.credential = URLCredential(user: "user", password: password, persistence: .none)
+        return manager
+    }
+
+    func testManagerRestoredInANewProcessKeepsEverySettingAndWorks() throws {
+        let manager = try ArchiveTests.configuredManager(baseURL: server.baseURL)
+        let archive = try SafeArchive.archive(manager)
+        XCTAssertNil(archive.range(of: Data(ArchiveTests.password.utf8)), "the credential's password is never archived")
+        let file = temporaryFile("manager.archive")
+        try archive.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let (status, output) = try runOnet(["archive", "inspect-manager", file.path, "--path", "echo"])
+        XCTAssertEqual(status, 0, output)
+        let report = try JSONDecoder().decode(ManagerSettings.self, from: Data(try XCTUnwrap(output.split(separator: "\n").last).utf8))
+        XCTAssertEqual(report.baseURL, server.baseURL.absoluteString)
+        XCTAssertEqual(report.requestSerializer, "JSONRequestSerializer")
+        XCTAssertEqual(report.headers["X-Custom"], "kept")
+        XCTAssertEqual(report.headers["Authorization"], "Basic " + Data("user:header-secret".utf8).base64EncodedString())
+        XCTAssertEqual(report.timeoutInterval, 12)
+        XCTAssertEqual(report.cachePolicy, URLRequest.CachePolicy.reloadIgnoringLocalCacheData.rawValue)
+        XCTAssertEqual(report.methodsInURI, ["GET", "HEAD"])
+        XCTAssertEqual(report.responseSerializer, "CompoundResponseSerializer")
+        XCTAssertEqual(report.components, ["JSONResponseSerializer", "PropertyListResponseSerializer"])
+        XCTAssertEqual(report.acceptableContentTypes, ["application/json", "application/vnd.onet+json"])
+        XCTAssertEqual(report.acceptableStatusCodes, [200, 201, 299])
+        XCTAssertTrue(report.removesKeysWithNullValues)
+        XCTAssertEqual(report.pinningMode, SSLPinningMode.publicKey.rawValue)
+        XCTAssertEqual(report.pinnedCertificates, 1)
+        XCTAssertTrue(report.allowInvalidCertificates)
+        XCTAssertFalse(report.validatesDomainName)
+        XCTAssertFalse(report.shouldUseCredentialStorage)
+        XCTAssertFalse(report.hasCredential)
+        XCTAssertEqual(report.queuedOperations, 0, "a restored manager has a new, empty queue")
+        XCTAssertEqual(report.status, 200, "the restored manager performs requests")
+        XCTAssertEqual(server.requests.first?.header("X-Custom"), "kept")
+    }
+
+    func testCopiesAreDeep() throws {
+        let manager = try ArchiveTests.configuredManager(baseURL: server.baseURL)
+        let copy = try XCTUnwrap(manager.copy() as? HTTPRequestOperationManager)
+        XCTAssertFalse(copy.operationQueue === manager.operationQueue)
+        XCTAssertFalse(copy.requestSerializer === manager.requestSerializer)
+        XCTAssertFalse(copy.responseSerializer === manager.responseSerializer)
+        XCTAssertFalse(copy.securityPolicy === manager.securityPolicy)
+        XCTAssertEqual(copy.securityPolicy, manager.securityPolicy)
+        copy.requestSerializer.setValue("changed", forHTTPHeaderField: "X-Custom")
+        copy.requestSerializer.timeoutInterval = 99
+        copy.requestSerializer.httpMethodsEncodingParametersInURI = ["PUT"]
+        (copy.requestSerializer as? JSONRequestSerializer)?.writingOptions = [.prettyPrinted]
+        let copiedJSON = (copy.responseSerializer as? CompoundResponseSerializer)?.responseSerializers.first as? JSONResponseSerializer
+        copiedJSON?.removesKeysWithNullValues = false
+        copiedJSON?.acceptableContentTypes = ["text/plain"]
+        copiedJSON?.acceptableStatusCodes = IndexSet([500])
+        copy.securityPolicy.allowInvalidCertificates = false
+        copy.securityPolicy.pinnedCertificates = []
+        copy.shouldUseCredentialStorage = true
+        XCTAssertEqual(manager.requestSerializer.value(forHTTPHeaderField: "X-Custom"), "kept")
+        XCTAssertEqual(manager.requestSerializer.timeoutInterval, 12)
+        XCTAssertEqual(manager.requestSerializer.httpMethodsEncodingParametersInURI, ["GET", "HEAD"])
+        XCTAssertEqual((manager.requestSerializer as? JSONRequestSerializer)?.writingOptions, [])
+        let json = (manager.responseSerializer as? CompoundResponseSerializer)?.responseSerializers.first as? JSONResponseSerializer
+        XCTAssertEqual(json?.removesKeysWithNullValues, true)
+        XCTAssertEqual(json?.acceptableContentTypes, ["application/json", "application/vnd.onet+json"])
+        XCTAssertEqual(json?.acceptableStatusCodes, IndexSet([200, 201, 299]))
+        XCTAssertTrue(manager.securityPolicy.allowInvalidCertificates)
+        XCTAssertEqual(manager.securityPolicy.pinnedCertificates.count, 1)
+        XCTAssertFalse(manager.shouldUseCredentialStorage)
+    }
+
+    /// Downloads part of /bytes to a file, pauses, archives the operation; returns the archive.
+    private func pausedDownloadArchive(query: String, file: URL) throws -> (Data, Int64) {
+        let size = 300_000
+        let operation = HTTPRequestOperation(request: request("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5\(query)"))
+        operation.outputStream = OutputStream(toFileAtPath: file.path, append: false)
+        let someBytes = expectation(description: "some bytes")
+        someBytes.assertForOverFulfill = false
+        operation.setDownloadProgressBlock { _, total, _ in if total >= 40_000 { someBytes.fulfill() } }
+        operation.start()
+        wait(for: [someBytes], timeout: 10)
+        operation.pause()
+        let archive = try SafeArchive.archive(operation)   // waits for the pause to settle
+        let offset = try XCTUnwrap(operation.resumePointForTesting?.offset)
+        XCTAssertGreaterThan(offset, 0)
+        return (archive, offset)
+    }
+
+    func testPausedDownloadResumesInANewProcessWithRangeAndIfRange() throws {
+        let output = temporaryFile("download.bin")
+        let archiveFile = temporaryFile("download.archive")
+        defer { [output, archiveFile].forEach { try? FileManager.default.removeItem(at: $0) } }
+        let (archive, offset) = try pausedDownloadArchive(query: "", file: output)
+        try archive.write(to: archiveFile)
+        let (status, text) = try runOnet(["archive", "resume-download", archiveFile.path, "--output", output.path])
+        XCTAssertEqual(status, 0, text)
+        XCTAssertTrue(text.contains("status=206"), text)
+        let resumed = try XCTUnwrap(server.requests.last)
+        XCTAssertEqual(resumed.header("Range"), "bytes=\(offset)-")
+        XCTAssertEqual(resumed.header("If-Range"), "\"bytes-300000\"")
+        XCTAssertEqual(try Data(contentsOf: output), deterministicBytes(300_000), "the file ends byte-identical to the source")
+    }
+
+    func testServerIgnoringRangesRestartsCleanly() throws {
+        let output = temporaryFile("download.bin")
+        let archiveFile = temporaryFile("download.archive")
+        defer { [output, archiveFile].forEach { try? FileManager.default.removeItem(at: $0) } }
+        let (archive, _) = try pausedDownloadArchive(query: "&ignoreRange=1", file: output)
+        try archive.write(to: archiveFile)
+        let (status, text) = try runOnet(["archive", "resume-download", archiveFile.path, "--output", output.path])
+        XCTAssertEqual(status, 0, text)
+        XCTAssertNil(server.requests.last?.header("Range"))
+        XCTAssertEqual(try Data(contentsOf: output), deterministicBytes(300_000))
+    }
+
+    func testInMemoryPausedOperationRoundTripsInProcess() throws {
+        let operation = HTTPRequestOperation(request: request("/bytes/200000?chunkSize=4000&chunkDelayMs=5"))
+        let someBytes = expectation(description: "some bytes")
+        someBytes.assertForOverFulfill = false
+        operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
+        operation.start()
+        wait(for: [someBytes], timeout: 10)
+        let archive = try SafeArchive.archive(operation)   // archiving an executing operation pauses it
+        XCTAssertTrue(operation.isPaused)
+        let restored = try SafeArchive.unarchive(HTTPRequestOperation.self, from: archive)
+        XCTAssertTrue(restored.isPaused)
+        XCTAssertTrue(restored.isReady, "a queue may start a restored paused operation")
+        let done = expectation(description: "restored download")
+        restored.setCompletionBlockWithSuccess({ _, _ in done.fulfill() }, failure: { _, error in
+            XCTFail("\(error)")
+            done.fulfill()
+        })
+        OperationQueue().addOperation(restored)   // the queue starts it; it continues with a Range request
+        wait(for: [done], timeout: 20)
+        XCTAssertEqual(restored.responseData, deterministicBytes(200_000))
+        XCTAssertNotNil(server.requests.last?.header("Range"))
+        operation.cancel()
+    }
+
+    func testHostileArchivesAreRefusedWithoutACrash() throws {
+        let manager = try ArchiveTests.configuredManager(baseURL: server.baseURL)
+        let archive = try SafeArchive.archive(manager)
+        // Another class at the root.
+        let policyArchive = try SafeArchive.archive(SecurityPolicy.default())
+        XCTAssertEqual(code { try SafeArchive.unarchive(HTTPRequestOperationManager.self, from: policyArchive) }, 4)
+        // A class outside the expected set.
+        var plist = try XCTUnwrap(try PropertyListSerialization.propertyList(from: archive, format: nil) as? [String: Any])
+        var objects = try XCTUnwrap(plist["$objects"] as? [Any])
+        for index in objects.indices {
+            if var entry = objects[index] as? [String: Any], entry["$classname"] as? String == NSStringFromClass(SecurityPolicy.self) {
+                entry["$classname"] = "Evil.Payload"
+                objects[index] = entry
+            }
+        }
+        plist["$objects"] = objects
+        let tampered = try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0)
+        XCTAssertEqual(code { try SafeArchive.unarchive(HTTPRequestOperationManager.self, from: tampered) }, 2)
+        // Truncated, empty, garbage, huge.
+        XCTAssertNotNil(code { try SafeArchive.unarchive(HTTPRequestOperationManager.self, from: archive.prefix(archive.count / 2)) })
+        XCTAssertNotNil(code { try SafeArchive.unarchive(HTTPRequestOperationManager.self, from: Data()) })
+        XCTAssertNotNil(code { try SafeArchive.unarchive(HTTPRequestOperationManager.self, from: Data("garbage".utf8)) })
+        XCTAssertEqual(code { try SafeArchive.unarchive(HTTPRequestOperationManager.self, from: Data(count: SafeArchive.maximumSize + 1)) }, 1)
+    }
+
+    func testThousandsOfMutatedArchivesNeverCrash() throws {
+        let manager = try SafeArchive.archive(try ArchiveTests.configuredManager(baseURL: server.baseURL))
+        let operation = try SafeArchive.archive(HTTPRequestOperation(request: request("/echo")))
+        // ONET_FUZZ_SEED replays or widens the search; the default seed keeps CI deterministic.
+        let seed = ProcessInfo.processInfo.environment["ONET_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0x0E7
+        var generator = SeededGenerator(seed: seed)
+        var decoded = 0, refused = 0
+        for round in 0..<3000 {
+            var data = round % 2 == 0 ? manager : operation
+            switch round % 3 {
+            case 0:
+                for _ in 0..<Int.random(in: 1...8, using: &generator) {
+                    let index = Int.random(in: 0..<data.count, using: &generator)
+                    data[index] ^= UInt8(1 << Int.random(in: 0...7, using: &generator))
+                }
+            case 1:
+                data = data.prefix(Int.random(in: 0..<data.count, using: &generator))
+            default:
+                let index = Int.random(in: 0..<data.count, using: &generator)
+                data[index] = UInt8.random(in: 0...255, using: &generator)
+            }
+            do {
+                _ = try SafeArchive.unarchive(HTTPRequestOperationManager.self, from: data)
+                decoded += 1
+            } catch {
+                refused += 1
+            }
+        }
+        XCTAssertEqual(decoded + refused, 3000)
+        XCTAssertGreaterThan(refused, 0)
+    }
+
+    func testArchiveWrittenByVersion1StillDecodes() throws {
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/manager-v1.archive")
+        let manager = try SafeArchive.unarchive(HTTPRequestOperationManager.self, from: Data(contentsOf: fixture))
+        XCTAssertEqual(manager.baseURL?.absoluteString, "http://127.0.0.1:8080/api/")
+        XCTAssertEqual(manager.requestSerializer.value(forHTTPHeaderField: "X-Custom"), "kept")
+        XCTAssertEqual(manager.requestSerializer.timeoutInterval, 12)
+        XCTAssertTrue(manager.responseSerializer is CompoundResponseSerializer)
+        XCTAssertEqual(manager.securityPolicy.sslPinningMode, .publicKey)
+        XCTAssertFalse(manager.shouldUseCredentialStorage)
+    }
+
+    private func code(_ body: () throws -> Any) -> Int? {
+        do {
+            _ = try body()
+            return nil
+        } catch {
+            XCTAssertEqual((error as NSError).domain, ArchiveErrorDomain)
+            return (error as NSError).code
+        }
+    }
+}
+
+/// What `onet archive inspect-manager` prints.
+struct ManagerSettings: Decodable {
+    var baseURL: String?
+    var requestSerializer: String
+    var headers: [String: String]
+    var timeoutInterval: Double
+    var cachePolicy: UInt
+    var methodsInURI: [String]
+    var responseSerializer: String
+    var components: [String]
+    var acceptableContentTypes: [String]
+    var acceptableStatusCodes: [Int]
+    var removesKeysWithNullValues: Bool
+    var pinningMode: UInt
+    var pinnedCertificates: Int
+    var allowInvalidCertificates: Bool
+    var validatesDomainName: Bool
+    var shouldUseCredentialStorage: Bool
+    var hasCredential: Bool
+    var queuedOperations: Int
+    var status: Int
+}
+
+/// A small deterministic generator (SplitMix64), so a failing mutation can be replayed.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
