@@ -19,6 +19,7 @@ struct Demo: ParsableCommand {
             batchWithProgress(server, console),
             queueControl(server, console),
             pauseAndResume(server, console),
+            archiveRoundTrip(server, console),
         ].filter { !$0 }.count
         console.say(failures == 0 ? "\nAll demo steps succeeded." : "\n\(failures) demo step(s) failed.")
         if failures > 0 { throw ExitCode.failure }
@@ -141,6 +142,36 @@ struct Demo: ParsableCommand {
         console.say("   resumed with Range: \(range); status \(operation.httpResponse?.statusCode ?? 0); "
                     + "\(operation.responseData?.count ?? 0) bytes, identical to the source: \(intact)")
         return intact && range.hasPrefix("bytes=")
+    }
+}
+
+extension Demo {
+    /// A configured manager archived, restored (as another process would) and used.
+    func archiveRoundTrip(_ server: TestServer, _ console: Console) -> Bool {
+        console.say("\n5. Archiving and restoring a configured manager")
+        let manager = HTTPRequestOperationManager(baseURL: server.baseURL)
+        manager.requestSerializer.setValue("demo", forHTTPHeaderField: "X-Client")
+        manager.requestSerializer.timeoutInterval = 15
+        let json = JSONResponseSerializer()
+        json.removesKeysWithNullValues = true
+        manager.responseSerializer = json
+        manager.credential = URLCredential(user: "demo", password: "never-archived", persistence: .none)
+        guard let archive = try? SafeArchive.archive(manager),
+              let restored = try? SafeArchive.unarchive(HTTPRequestOperationManager.self, from: archive) else { return false }
+        let leaked = archive.range(of: Data("never-archived".utf8)) != nil
+        console.say("   archive: \(archive.count) bytes; password in it: \(leaked); restored timeout \(restored.requestSerializer.timeoutInterval) s, "
+                    + "header X-Client=\(restored.requestSerializer.value(forHTTPHeaderField: "X-Client") ?? "-")")
+        let done = DispatchSemaphore(value: 0)
+        let status = Recorder()
+        server.clearLog()
+        restored.GET("echo", parameters: nil, success: { _, _ in
+            status.add()
+            done.signal()
+        }, failure: { _, _ in done.signal() })
+        guard done.wait(timeout: .now() + 10) == .success else { return false }
+        let sent = server.requests.first?.header("X-Client") ?? "-"
+        console.say("   the restored manager's GET succeeded: \(status.count == 1); server saw X-Client=\(sent)")
+        return !leaked && status.count == 1 && sent == "demo"
     }
 }
 
