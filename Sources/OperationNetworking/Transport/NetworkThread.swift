@@ -219,18 +219,8 @@ final class NetworkThread: @unchecked Sendable {
                 if !Transfer.sameOrigin(transfer.currentRequest.url, request.url) { transfer.serverCredential = nil }
                 transfer.currentRequest = request
                 transfer.redirectCount += 1
-                easy.reset()
-                do {
-                    try transfer.configure(easy)
-                    if curl_multi_add_handle(multi, easy.raw) == CURLM_OK {
-                        active[easy.raw] = transfer
-                        return
-                    }
-                    outcome = .failed(TransportError.make(.unknown, "libcurl refused the redirect.",
-                                                          url: request.url))
-                } catch {
-                    outcome = .failed(error)
-                }
+                guard let failure = restartHop(transfer, easy: easy, multi: multi) else { return }
+                outcome = failure
             case .deliver:
                 outcome = transfer.deliverRedirectResponse() ? .completed
                     : .failed(transfer.abortError ?? URLError(.cannotWriteToFile))
@@ -250,6 +240,22 @@ final class NetworkThread: @unchecked Sendable {
         transfer.easy = nil
         recycle(easy)
         transfer.finish(outcome)
+    }
+
+    /// Sends the transfer's next hop (a redirect or a challenge answer) on the same easy handle:
+    /// `nil` when it is back on curl, else how the transfer ends.
+    private func restartHop(_ transfer: Transfer, easy: CurlEasyHandle, multi: UnsafeMutableRawPointer) -> TransferOutcome? {
+        easy.reset()
+        do {
+            try transfer.configure(easy)
+        } catch {
+            return .failed(error)
+        }
+        guard curl_multi_add_handle(multi, easy.raw) == CURLM_OK else {
+            return .failed(TransportError.make(.unknown, "libcurl refused the next hop.", url: transfer.currentRequest.url))
+        }
+        active[easy.raw] = transfer
+        return nil
     }
 
     /// Called from a read callback (network thread) when a throttled body must wait until `at`.
@@ -280,17 +286,7 @@ final class NetworkThread: @unchecked Sendable {
             let credential = TransferCredential(user: user, password: password, schemes: info.schemes)
             if info.isProxy { transfer.proxyCredential = credential } else { transfer.serverCredential = credential }
             transfer.challengeRounds += 1
-            easy.reset()
-            do {
-                try transfer.configure(easy)
-                if curl_multi_add_handle(multi, easy.raw) == CURLM_OK {
-                    active[easy.raw] = transfer
-                    return nil
-                }
-                return .failed(TransportError.make(.unknown, "libcurl refused the retry.", url: transfer.currentRequest.url))
-            } catch {
-                return .failed(error)
-            }
+            return restartHop(transfer, easy: easy, multi: multi)
         case .deliver:
             return transfer.deliverRedirectResponse() ? .completed
                 : .failed(transfer.abortError ?? URLError(.cannotWriteToFile))
