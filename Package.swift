@@ -28,9 +28,11 @@ let package = Package(
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         // X.509 verification for SecurityPolicy through the OpenSSL libcurl already uses (libssl-dev).
         .target(name: "CTrust", linkerSettings: [.linkedLibrary("crypto")]),
+        // Netlink sockets for NetworkReachabilityManager (Linux headers only).
+        .target(name: "CNetlink"),
         .target(
             name: "OperationNetworking",
-            dependencies: ["CCurl", "CCurlShim", "CTrust"]
+            dependencies: ["CCurl", "CCurlShim", "CTrust", "CNetlink"]
         ),
         // In-process HTTP/1.1 and HTTPS loopback server, and certificates made for each test run, for the
         // tests and `onet demo` (never used by the library).

@@ -14,6 +14,7 @@ struct Demo: ParsableCommand {
         defer { server.shutdown() }
         let console = Console()
         console.say("OperationNetworking demo — loopback server at \(server.baseURL.absoluteString)")
+        console.say("Network: \(currentReachability())")
         let failures = [
             dependentOperations(server, console),
             batchWithProgress(server, console),
@@ -146,6 +147,18 @@ struct Demo: ParsableCommand {
 }
 
 extension Demo {
+    /// The reachability status right now, as the shared manager's first report gives it.
+    func currentReachability() -> String {
+        let manager = NetworkReachabilityManager.shared
+        let first = DispatchSemaphore(value: 0)
+        manager.setReachabilityStatusChange { _ in first.signal() }
+        manager.startMonitoring()
+        _ = first.wait(timeout: .now() + 2)
+        manager.stopMonitoring()
+        manager.setReachabilityStatusChange(nil)
+        return manager.localizedNetworkReachabilityStatusString
+    }
+
     /// A configured manager archived, restored (as another process would) and used.
     func archiveRoundTrip(_ server: TestServer, _ console: Console) -> Bool {
         console.say("\n5. Archiving and restoring a configured manager")

@@ -28,6 +28,7 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     private var storedCredential: URLCredential?                                  // guarded by lock
     private var storedSecurityPolicy = SecurityPolicy.default()                   // guarded by lock
     private var storedClientCertificate: ClientCertificate?                       // guarded by lock
+    private var storedReachability = NetworkReachabilityManager.shared            // guarded by lock
     private var storedCompletionQueue: DispatchQueue?                             // guarded by lock
     private var storedCompletionGroup: DispatchGroup?                             // guarded by lock
 
@@ -88,6 +89,12 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     public var securityPolicy: SecurityPolicy {
         get { lock.withLock { storedSecurityPolicy } }
         set { lock.withLock { storedSecurityPolicy = newValue } }
+    }
+    /// Watches the network, for pausing the queue while it is gone. Default `.shared`; the manager never
+    /// starts it: call `startMonitoring()` (AFN).
+    public var reachabilityManager: NetworkReachabilityManager {
+        get { lock.withLock { storedReachability } }
+        set { lock.withLock { storedReachability = newValue } }
     }
     /// Copied onto each operation: offered to servers that ask for a client certificate. Default `nil`.
     public var clientCertificate: ClientCertificate? {

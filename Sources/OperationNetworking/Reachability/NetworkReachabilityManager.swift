@@ -1,0 +1,204 @@
+import Foundation
+
+/// Whether the network can be reached, and how (AFNetworking's `AFNetworkReachabilityStatus`).
+public enum NetworkReachabilityStatus: Int, Sendable {
+    case unknown = -1
+    case notReachable = 0
+    case reachableViaWWAN = 1
+    case reachableViaWiFi = 2
+    /// A wired (or any other non-wireless, non-cellular) link: new on Linux, see Migration.md.
+    case reachableViaEthernet = 3
+
+    /// "Unknown", "Not Reachable", "Reachable via WWAN", "Reachable via WiFi", "Reachable via Ethernet".
+    public var localizedDescription: String {
+        switch self {
+        case .unknown: return NSLocalizedString("Unknown", comment: "")
+        case .notReachable: return NSLocalizedString("Not Reachable", comment: "")
+        case .reachableViaWWAN: return NSLocalizedString("Reachable via WWAN", comment: "")
+        case .reachableViaWiFi: return NSLocalizedString("Reachable via WiFi", comment: "")
+        case .reachableViaEthernet: return NSLocalizedString("Reachable via Ethernet", comment: "")
+        }
+    }
+}
+
+extension Notification.Name {
+    /// Posted (object: the manager) when a monitored status changes; `userInfo[ReachabilityNotificationStatusItem]`
+    /// holds the new `NetworkReachabilityStatus` raw value as an `Int`.
+    public static let reachabilityDidChange = Notification.Name("OperationNetworkingReachabilityDidChangeNotification")
+}
+
+/// `userInfo` key of `reachabilityDidChange`: the status's raw value (`Int`).
+public let ReachabilityNotificationStatusItem = "OperationNetworkingReachabilityNotificationStatusItem"
+
+/// Watches whether the network (or a host) is reachable, from the kernel's routing and link state
+/// (netlink) — AFNetworking's `AFNetworkReachabilityManager` on Linux (API.md §8).
+///
+/// Reachable means: a route (the default route, or for a host the longest-prefix route to one of its
+/// addresses) goes out through a link that is up and has an address. The link's kind gives the status:
+/// wireless (`/sys/class/net/<if>/wireless` or `phy80211`) → `.reachableViaWiFi`; `wwan*`, `ppp*`,
+/// `rmnet*` → `.reachableViaWWAN`; anything else → `.reachableViaEthernet`.
+/// Reachability is a hint for pausing and resuming a queue, not a pre-flight check (as in AFN).
+/// - Threading: any thread. The status block and notification run on `callbackQueue` (default: the
+///   library's callback queue), only when the status changes, the first one promptly after
+///   `startMonitoring()`. State is guarded by `lock`, hence `@unchecked Sendable`.
+open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
+    /// What is watched.
+    enum Target {
+        case anyRoute
+        case address([UInt8])
+        case domain(String)
+    }
+
+    /// The process-wide manager for "any network" (the default route).
+    public static let shared = NetworkReachabilityManager(target: .anyRoute)
+
+    private let target: Target
+    private let lock = NSLock()
+    private var status: NetworkReachabilityStatus = .unknown                          // guarded by lock
+    private var block: (@Sendable (NetworkReachabilityStatus) -> Void)?               // guarded by lock
+    private var monitor: NetlinkMonitor?                                              // guarded by lock
+    private var queue: DispatchQueue?                                                 // guarded by lock
+    /// Where `/sys/class/net` is read from (tests point it elsewhere).
+    var sysfsRoot = "/sys/class/net"                                                  // set before monitoring
+
+    init(target: Target) {
+        self.target = target
+        super.init()
+    }
+
+    /// A manager for a host name, resolved at every change. `nil` for an empty name.
+    public convenience init?(domain: String) {
+        guard !domain.isEmpty else { return nil }
+        self.init(target: .domain(domain))
+    }
+
+    /// A manager for an IPv4 or IPv6 literal. `nil` when `address` is not one.
+    public convenience init?(address: String) {
+        guard let bytes = NetworkReachabilityManager.addressBytes(address) else { return nil }
+        self.init(target: .address(bytes))
+    }
+
+    deinit {
+        lock.withLock { monitor }?.stop()
+    }
+
+    /// The last status seen; `.unknown` until monitoring delivered the first one.
+    public var networkReachabilityStatus: NetworkReachabilityStatus { lock.withLock { status } }
+    /// Reachable by any link.
+    public var isReachable: Bool { [.reachableViaWWAN, .reachableViaWiFi, .reachableViaEthernet].contains(networkReachabilityStatus) }
+    /// Reachable over a cellular link.
+    public var isReachableViaWWAN: Bool { networkReachabilityStatus == .reachableViaWWAN }
+    /// Reachable over a wireless link.
+    public var isReachableViaWiFi: Bool { networkReachabilityStatus == .reachableViaWiFi }
+    /// The status in words.
+    public var localizedNetworkReachabilityStatusString: String { networkReachabilityStatus.localizedDescription }
+
+    /// Where the status block and notification run. Default `nil`: the library's serial callback queue.
+    public var callbackQueue: DispatchQueue? {
+        get { lock.withLock { queue } }
+        set { lock.withLock { queue = newValue } }
+    }
+
+    /// Sets the block called with each new status (on `callbackQueue`). `nil` removes it.
+    public func setReachabilityStatusChange(_ block: (@Sendable (NetworkReachabilityStatus) -> Void)?) {
+        lock.withLock { self.block = block }
+    }
+
+    /// Starts watching; the first status arrives promptly. Calling it again restarts the watch.
+    public func startMonitoring() {
+        stopMonitoring()
+        let target = self.target
+        let sysfs = sysfsRoot
+        let monitor = NetlinkMonitor(compute: { snapshot in
+            NetworkReachabilityManager.status(of: target, in: snapshot, sysfsRoot: sysfs)
+        }, onStatus: { [weak self] status in
+            self?.deliver(status)
+        })
+        lock.withLock { self.monitor = monitor }
+        if !monitor.start() {
+            lock.withLock { self.monitor = nil }
+            deliver(.unknown)
+        }
+    }
+
+    /// Stops watching and releases the netlink socket.
+    public func stopMonitoring() {
+        let monitor: NetlinkMonitor? = lock.withLock {
+            defer { self.monitor = nil }
+            return self.monitor
+        }
+        monitor?.stop()
+    }
+
+    // MARK: - Internal
+
+    private func deliver(_ newStatus: NetworkReachabilityStatus) {
+        let (block, queue) = lock.withLock { () -> ((@Sendable (NetworkReachabilityStatus) -> Void)?, DispatchQueue) in
+            status = newStatus
+            return (self.block, self.queue ?? CallbackQueues.callback)
+        }
+        queue.async { [self] in
+            block?(newStatus)
+            NotificationCenter.default.post(name: .reachabilityDidChange, object: self,
+                                            userInfo: [ReachabilityNotificationStatusItem: newStatus.rawValue])
+        }
+    }
+
+    static func status(of target: Target, in snapshot: RoutingSnapshot, sysfsRoot: String) -> NetworkReachabilityStatus {
+        let classify = { (name: String) in classifyInterface(name, sysfsRoot: sysfsRoot) }
+        switch target {
+        case .anyRoute:
+            return snapshot.statusForAnyRoute(classify: classify)
+        case .address(let bytes):
+            return snapshot.status(for: bytes, classify: classify)
+        case .domain(let name):
+            let statuses = resolve(name).map { snapshot.status(for: $0, classify: classify) }
+            return statuses.first { $0 != .notReachable } ?? .notReachable
+        }
+    }
+
+    /// The kind of link an interface name is.
+    static func classifyInterface(_ name: String, sysfsRoot: String) -> NetworkReachabilityStatus {
+        if ["wwan", "ppp", "rmnet"].contains(where: { name.hasPrefix($0) }) { return .reachableViaWWAN }
+        let base = sysfsRoot + "/" + name
+        if FileManager.default.fileExists(atPath: base + "/wireless") || FileManager.default.fileExists(atPath: base + "/phy80211") {
+            return .reachableViaWiFi
+        }
+        return .reachableViaEthernet
+    }
+
+    /// IPv4 or IPv6 literal → bytes.
+    static func addressBytes(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
+        return nil
+    }
+
+    /// The addresses a host name resolves to (empty when it does not).
+    private static func resolve(_ name: String) -> [[UInt8]] {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(name, nil, &hints, &list) == 0 else { return [] }
+        defer { freeaddrinfo(list) }
+        var result: [[UInt8]] = []
+        var cursor = list
+        while let entry = cursor?.pointee {
+            if let address = entry.ai_addr {
+                if entry.ai_family == AF_INET {
+                    address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                        result.append(withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) })
+                    }
+                } else if entry.ai_family == AF_INET6 {
+                    address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                        result.append(withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) })
+                    }
+                }
+            }
+            cursor = entry.ai_next
+        }
+        return result
+    }
+}
