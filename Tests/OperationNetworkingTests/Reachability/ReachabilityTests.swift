@@ -69,6 +69,17 @@ final class ReachabilityTests: XCTestCase {
         XCTAssertEqual(table.status(for: [127, 0, 0, 1], classify: ethernet), .reachableViaEthernet)
     }
 
+    func testDomainsAreResolvedThenRouted() {
+        let empty = RoutingSnapshot()
+        XCTAssertEqual(NetworkReachabilityManager.status(of: .domain("localhost"), in: empty, sysfsRoot: "/nonexistent"),
+                       .reachableViaEthernet, "localhost resolves to loopback")
+        XCTAssertEqual(NetworkReachabilityManager.status(of: .domain("no-such-host.invalid"), in: empty, sysfsRoot: "/nonexistent"),
+                       .notReachable, "a name that does not resolve is not reachable")
+        let routed = snapshot([Self.link(2, "eth0", up: true), Self.address(2, [10, 0, 0, 2]), Self.route(2)])
+        XCTAssertEqual(NetworkReachabilityManager.status(of: .address([192, 0, 2, 10]), in: routed, sysfsRoot: "/nonexistent"),
+                       .reachableViaEthernet, "the default route covers every address")
+    }
+
     func testMalformedMessagesAreSkipped() {
         var bytes = Self.link(2, "eth0", up: true)
         bytes[0] = 0xFF   // a length past the end
