@@ -62,6 +62,8 @@ final class ServerState: @unchecked Sendable {
     private var log: [RecordedRequest] = []
     /// Guarded by `lock`: number of TCP connections accepted so far (also the last connection ID).
     private var accepted = 0
+    /// The ALPN protocol each TLS handshake settled on (`nil`: none); guarded by `lock`.
+    private var protocols: [String?] = []
     /// Guarded by `lock`: child channels that are still open, keyed by connection ID.
     private var open: [Int: any Channel] = [:]
 
@@ -92,6 +94,9 @@ final class ServerState: @unchecked Sendable {
 
     /// Number of connections accepted so far.
     var acceptedConnections: Int { lock.withLock { accepted } }
+
+    func handshakeCompleted(protocol negotiated: String?) { lock.withLock { protocols.append(negotiated) } }
+    var negotiatedProtocols: [String?] { lock.withLock { protocols } }
 
     /// Number of child channels currently open.
     var openConnections: Int { lock.withLock { open.count } }

@@ -4,6 +4,7 @@ import NIOHTTP1
 import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
+import NIOTLS
 
 /// An in-process HTTP/1.1 server on an ephemeral loopback port, for tests and demos.
 ///
@@ -34,8 +35,12 @@ public final class TestServer: @unchecked Sendable {
     ///   - tls: Serve HTTPS with this identity (its chain is presented); `nil` serves plain HTTP.
     ///   - clientCertificateAuthority: With `tls`, require a client certificate issued by this CA (DER).
     /// - Throws: If the socket cannot be bound or the TLS identity is unusable.
-    public init(host: String = "127.0.0.1", tls: TestIdentity? = nil, clientCertificateAuthority: Data? = nil) throws {
-        let sslContext = try tls.map { try TestServer.makeTLSContext($0, clientCA: clientCertificateAuthority) }
+    ///   - applicationProtocols: With `tls`, the ALPN protocols the server accepts, in preference order.
+    public init(host: String = "127.0.0.1", tls: TestIdentity? = nil, clientCertificateAuthority: Data? = nil,
+                applicationProtocols: [String] = ["http/1.1"]) throws {
+        let sslContext = try tls.map {
+            try TestServer.makeTLSContext($0, clientCA: clientCertificateAuthority, protocols: applicationProtocols)
+        }
         // One thread is plenty for tests and keeps every handler on a single, predictable loop.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let state = ServerState()
@@ -50,7 +55,10 @@ public final class TestServer: @unchecked Sendable {
                     let id = state.connectionOpened(channel)
                     channel.closeFuture.whenComplete { _ in state.connectionClosed(id) }
                     let pipeline = channel.pipeline.syncOperations
-                    if let sslContext { try pipeline.addHandler(NIOSSLServerHandler(context: sslContext)) }
+                    if let sslContext {
+                        try pipeline.addHandler(NIOSSLServerHandler(context: sslContext))
+                        try pipeline.addHandler(HandshakeRecorder(state: state))
+                    }
                     try pipeline.configureHTTPServerPipeline()
                     let receivedHead = ReceivedHeadBox()
                     try pipeline.addHandler(RequestPreprocessor(box: receivedHead))
@@ -87,12 +95,12 @@ public final class TestServer: @unchecked Sendable {
         shutdown()
     }
 
-    private static func makeTLSContext(_ identity: TestIdentity, clientCA: Data?) throws -> NIOSSLContext {
+    private static func makeTLSContext(_ identity: TestIdentity, clientCA: Data?, protocols: [String]) throws -> NIOSSLContext {
         let chain = try identity.chain.map { try NIOSSLCertificate(bytes: Array($0), format: .der) }
         let key = try NIOSSLPrivateKey(bytes: Array(identity.privateKeyPEM.utf8), format: .pem)
         var configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
-        configuration.applicationProtocols = ["http/1.1"]
+        configuration.applicationProtocols = protocols
         // An idle client never answers close_notify; don't hold shutdown() for the default 5 s.
         configuration.shutdownTimeout = .milliseconds(50)
         if let clientCA {
@@ -155,6 +163,9 @@ public final class TestServer: @unchecked Sendable {
         state.clearLog()
     }
 
+    /// For HTTPS: the ALPN protocol each completed TLS handshake chose, in order (`nil`: none).
+    public var negotiatedProtocols: [String?] { state.negotiatedProtocols }
+
     /// The number of TCP connections accepted so far.
     public var acceptedConnections: Int { state.acceptedConnections }
 
@@ -172,5 +183,22 @@ enum TestServerError: Error, CustomStringConvertible {
         case .noLocalAddress: return "the bound server channel has no local port"
         case .invalidBaseURL(let host): return "cannot build a URL for host \(host)"
         }
+    }
+}
+
+/// Records the ALPN result of each TLS handshake (the client's offer is tested through it).
+private final class HandshakeRecorder: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+    private let state: ServerState
+
+    init(state: ServerState) {
+        self.state = state
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .handshakeCompleted(let negotiated)? = event as? TLSUserEvent {
+            state.handshakeCompleted(protocol: negotiated)
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 }

@@ -247,3 +247,34 @@ final class PinningTests: XCTestCase {
         XCTAssertEqual(server.requests.count, 2)
     }
 }
+
+/// HTTP/2 is offered by ALPN on every TLS connection (libcurl speaks it when the server agrees).
+final class ALPNTests: XCTestCase {
+    func testClientOffersHTTP2ByALPN() throws {
+        let authority = try TestCertificateAuthority(commonName: "ALPN Root")
+        // A server that prefers h2 reports what the handshake chose; it then speaks only HTTP/1.1,
+        // so the request itself is not the point here.
+        let server = try TestServer(tls: try authority.issue(), applicationProtocols: ["h2", "http/1.1"])
+        defer { server.shutdown() }
+        let operation = HTTPRequestOperation(request: URLRequest(url: try XCTUnwrap(URL(string: "https://127.0.0.1:\(server.port)/echo"))))
+        let policy = SecurityPolicy.default()
+        policy.additionalTrustAnchors = [authority.certificate]
+        operation.securityPolicy = policy
+        let done = expectation(description: "done")
+        operation.setCompletionBlockWithSuccess({ _, _ in done.fulfill() }, failure: { _, _ in done.fulfill() })
+        operation.start()
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(server.negotiatedProtocols.first ?? nil, "h2", "the client offered h2")
+
+        let http1 = try TestServer(tls: try authority.issue())
+        defer { http1.shutdown() }
+        let plain = HTTPRequestOperation(request: URLRequest(url: try XCTUnwrap(URL(string: "https://127.0.0.1:\(http1.port)/echo"))))
+        plain.securityPolicy = policy
+        let finished = expectation(description: "http/1.1")
+        plain.setCompletionBlockWithSuccess({ _, _ in finished.fulfill() }, failure: { _, error in XCTFail("\(error)"); finished.fulfill() })
+        plain.start()
+        wait(for: [finished], timeout: 10)
+        XCTAssertEqual(http1.negotiatedProtocols.first ?? nil, "http/1.1")
+        XCTAssertEqual(plain.metrics?.httpVersion, "1.1")
+    }
+}
