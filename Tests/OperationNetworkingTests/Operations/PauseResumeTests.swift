@@ -14,15 +14,7 @@ final class PauseResumeTests: ServerTestCase {
         let someBytes = expectation(description: "some bytes")
         someBytes.assertForOverFulfill = false
         operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
-        let done = expectation(description: "handlers")
-        let box = OutcomeBox()
-        operation.setCompletionBlockWithSuccess({ _, object in
-            box.set(.success(SendableAny(object)))
-            done.fulfill()
-        }, failure: { _, error in
-            box.set(.failure(error))
-            done.fulfill()
-        })
+        let (done, box) = recordOutcome(of: operation)
         let pausedNotice = expectation(forNotification: .operationDidFinish, object: operation)
         operation.start()
         wait(for: [someBytes], timeout: 5)

@@ -27,9 +27,8 @@ class ServerTestCase: XCTestCase {
         return request
     }
 
-    /// Runs `operation` (by hand, no queue) and waits until its success or failure block ran.
-    @discardableResult
-    func run(_ operation: HTTPRequestOperation, timeout: TimeInterval = 10) -> Outcome {
+    /// Sets success and failure blocks that record the outcome and fulfil the returned expectation.
+    func recordOutcome(of operation: HTTPRequestOperation) -> (XCTestExpectation, OutcomeBox) {
         let done = expectation(description: "operation handlers")
         let box = OutcomeBox()
         operation.setCompletionBlockWithSuccess({ _, object in
@@ -39,6 +38,13 @@ class ServerTestCase: XCTestCase {
             box.set(.failure(error))
             done.fulfill()
         })
+        return (done, box)
+    }
+
+    /// Runs `operation` (by hand, no queue) and waits until its success or failure block ran.
+    @discardableResult
+    func run(_ operation: HTTPRequestOperation, timeout: TimeInterval = 10) -> Outcome {
+        let (done, box) = recordOutcome(of: operation)
         operation.start()
         wait(for: [done], timeout: timeout)
         return box.value ?? .failure(URLError(.unknown))
