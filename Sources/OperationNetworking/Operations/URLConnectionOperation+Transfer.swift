@@ -109,7 +109,7 @@ extension URLConnectionOperation: TransferDelegate {
             }
             return state.transferEnded()
         }
-        pauseSettled.broadcastUnderLock()
+        if case .paused = outcome { pauseSettled.broadcastUnderLock() }   // only archiving waits for this
         if let next {
             NetworkThread.shared.submit(.add(next))
             post(.operationDidStart)

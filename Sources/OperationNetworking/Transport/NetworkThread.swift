@@ -70,6 +70,7 @@ final class NetworkThread: @unchecked Sendable {
             _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, NetworkThread.maxActiveTransfers)
             _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         }
+        guard multi != nil else { return }
         let thread = Thread { [self] in run() }
         thread.name = "OperationNetworking.network"
         thread.start()
@@ -77,8 +78,17 @@ final class NetworkThread: @unchecked Sendable {
 
     /// Hands a command to the network thread (any thread).
     func submit(_ command: Command) {
+        guard let multi else {
+            // Without a multi handle there is no network thread: the transfer was never handed over,
+            // so it ends here, on the caller's thread.
+            if case .add(let transfer) = command {
+                transfer.finish(.failed(TransportError.make(.unknown, "libcurl could not be initialised.",
+                                                            url: transfer.currentRequest.url)))
+            }
+            return
+        }
         inboxLock.withLock { inbox.append(command) }
-        if let multi { curl_multi_wakeup(multi) }
+        curl_multi_wakeup(multi)
     }
 
     /// The latest counts published by the network thread.
@@ -89,10 +99,7 @@ final class NetworkThread: @unchecked Sendable {
     // MARK: - Network thread
 
     private func run() {
-        guard let multi else {
-            failForever()
-            return
-        }
+        guard let multi else { return }   // never started without one
         var running: Int32 = 0
         while true {
             drainInbox()
@@ -222,7 +229,7 @@ final class NetworkThread: @unchecked Sendable {
                 guard let failure = restartHop(transfer, easy: easy, multi: multi) else { return }
                 outcome = failure
             case .deliver:
-                outcome = transfer.deliverRedirectResponse() ? .completed
+                outcome = transfer.deliverSetAsideResponse() ? .completed
                     : .failed(transfer.abortError ?? URLError(.cannotWriteToFile))
             case .fail(let error):
                 outcome = .failed(error)
@@ -288,10 +295,10 @@ final class NetworkThread: @unchecked Sendable {
             transfer.challengeRounds += 1
             return restartHop(transfer, easy: easy, multi: multi)
         case .deliver:
-            return transfer.deliverRedirectResponse() ? .completed
+            return transfer.deliverSetAsideResponse() ? .completed
                 : .failed(transfer.abortError ?? URLError(.cannotWriteToFile))
         case .cancel:
-            _ = transfer.deliverRedirectResponse()
+            _ = transfer.deliverSetAsideResponse()
             return .completedWithError(TransportError.make(
                 .userCancelledAuthentication, "The authentication challenge was cancelled.", url: transfer.currentRequest.url))
         }
@@ -320,24 +327,5 @@ final class NetworkThread: @unchecked Sendable {
     private func publishStatistics() {
         let current = Statistics(active: active.count, waiting: waiting.count - waitingHead, pooledHandles: pool.count)
         statisticsLock.withLock { publishedStatistics = current }
-    }
-
-    /// Without a multi handle nothing can be sent: fail whatever arrives, without spinning.
-    private func failForever() {
-        while true {
-            drainInboxFailingAll()
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-    }
-
-    private func drainInboxFailingAll() {
-        inboxLock.withLock { swap(&inbox, &drained) }
-        for command in drained {
-            if case .add(let transfer) = command {
-                transfer.finish(.failed(TransportError.make(.unknown, "libcurl could not be initialised.",
-                                                            url: transfer.currentRequest.url)))
-            }
-        }
-        drained.removeAll(keepingCapacity: true)
     }
 }

@@ -27,7 +27,7 @@ extension Transfer {
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         lastActivity = monotonicNow()
         if isRedirectCandidate || isChallengeCandidate {
-            redirectBody.append(contentsOf: bytes)
+            setAsideBody.append(contentsOf: bytes)
             return true
         }
         var bytes = bytes
@@ -118,7 +118,7 @@ extension Transfer {
         isRedirectCandidate = (300..<400).contains(status) && status != 304
             && headerParser.value(for: "Location") != nil
         isChallengeCandidate = isAnswerableChallenge(head)
-        redirectBody.removeAll()
+        setAsideBody.removeAll()
         if isRedirectCandidate || isChallengeCandidate { return true }
         guard prepareSinkForResponse(status: status, head: head) else { return false }
         let length = head.expectedContentLength

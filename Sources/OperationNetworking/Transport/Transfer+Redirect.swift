@@ -79,13 +79,13 @@ extension Transfer {
     }
 
     /// The redirect is not followed (or the challenge not answered): its head and body become the response.
-    func deliverRedirectResponse() -> Bool {
+    func deliverSetAsideResponse() -> Bool {
         guard let head else { return true }
         isRedirectCandidate = false
         isChallengeCandidate = false
         if let outputStream {
-            if !redirectBody.isEmpty {
-                let ok = redirectBody.withUnsafeBytes { bytes -> Bool in
+            if !setAsideBody.isEmpty {
+                let ok = setAsideBody.withUnsafeBytes { bytes -> Bool in
                     guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return true }
                     return outputStream.write(base, maxLength: bytes.count) == bytes.count
                 }
@@ -96,11 +96,11 @@ extension Transfer {
                 }
             }
         } else {
-            body = redirectBody
+            body = setAsideBody
         }
-        bytesReceived = Int64(redirectBody.count)
+        bytesReceived = Int64(setAsideBody.count)
         expectedBodyLength = head.expectedContentLength
-        redirectBody = Data()
+        setAsideBody = Data()
         delegate?.transfer(self, didReceive: head)
         return true
     }

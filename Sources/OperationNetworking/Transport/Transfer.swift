@@ -102,7 +102,7 @@ final class Transfer: @unchecked Sendable {
     /// Whether the current response is a 401/407 the transfer may answer (its body is set aside).
     var isChallengeCandidate = false
     /// Body of a redirect or challenge candidate, kept in case it becomes the response.
-    var redirectBody = Data()
+    var setAsideBody = Data()
     /// Challenge rounds answered so far.
     var challengeRounds = 0
     /// Credentials chosen in earlier rounds for the server (dropped when a redirect leaves its origin)

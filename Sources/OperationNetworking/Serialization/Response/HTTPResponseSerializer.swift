@@ -62,20 +62,31 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     /// or the status code (`NSURLErrorBadServerResponse`) is not acceptable (AFN 2.7's exact rules).
     open func validate(_ response: HTTPURLResponse?, data: Data?) throws {
         guard let response, let url = response.url else { return }
-        let (codes, types) = lock.withLock { (storedStatusCodes, storedContentTypes) }
+        let failed = failedChecks(statusCode: response.statusCode, mimeType: response.mimeType, data: data)
         var failure: NSError?
-        if let types, let data, !data.isEmpty, response.mimeType.map({ !types.contains($0.lowercased()) }) ?? true {
+        if failed.contentType {
             failure = makeError(code: NSURLErrorCannotDecodeContentData,
                                 description: "Request failed: unacceptable content-type: \(response.mimeType ?? "none")",
                                 response: response, url: url, data: data, underlying: nil)
         }
-        if let codes, !codes.contains(response.statusCode) {
+        if failed.status {
             let reason = HTTPURLResponse.localizedString(forStatusCode: response.statusCode)
             failure = makeError(code: NSURLErrorBadServerResponse,
                                 description: "Request failed: \(reason) (\(response.statusCode))",
                                 response: response, url: url, data: data, underlying: failure)
         }
         if let failure { throw failure }
+    }
+
+    /// Which of AFN's two checks fail: the content type (only judged for a non-empty body, compared
+    /// lower-cased) and the status code. Shared by `validate` and the raw-head fast path.
+    private func failedChecks(statusCode: Int, mimeType: String?, data: Data?) -> (contentType: Bool, status: Bool) {
+        let (codes, types) = lock.withLock { (storedStatusCodes, storedContentTypes) }
+        var contentType = false
+        if let types, let data, !data.isEmpty {
+            contentType = mimeType.map { !types.contains($0.lowercased()) } ?? true
+        }
+        return (contentType, codes.map { !$0.contains(statusCode) } ?? false)
     }
 
     /// Validates, then decodes the body (here: the body itself).
@@ -119,12 +130,8 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     /// Foundation's `HTTPURLResponse`. Subclasses outside the library always take the documented path.
     func acceptsWithoutResponseObject(_ head: ResponseHead, data: Data?) -> Bool {
         guard HTTPResponseSerializer.builtInTypes.contains(ObjectIdentifier(Swift.type(of: self))) else { return false }
-        let (codes, types) = lock.withLock { (storedStatusCodes, storedContentTypes) }
-        if let codes, !codes.contains(head.statusCode) { return false }
-        if let types, let data, !data.isEmpty {
-            guard let mime = head.mimeType, types.contains(mime) else { return false }
-        }
-        return true
+        let failed = failedChecks(statusCode: head.statusCode, mimeType: head.mimeType, data: data)
+        return !failed.contentType && !failed.status
     }
 
     private static let builtInTypes: Set<ObjectIdentifier> = [
