@@ -8,20 +8,10 @@ import XCTest
 final class ArchiveTests: ServerTestCase {
     static let password = "s3cr3t-passw0rd"
 
-    /// The `onet` executable built next to the test bundle.
-    private func onet() throws -> URL {
-        let directory = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).deletingLastPathComponent()
-        let candidates = [directory, directory.deletingLastPathComponent()].map { $0.appendingPathComponent("onet") }
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw XCTSkip("onet is not built next to the tests (run `swift build` first)")
-        }
-        return found
-    }
-
     /// Runs `onet` with `arguments`; returns its exit status and standard output.
     private func runOnet(_ arguments: [String]) throws -> (Int32, String) {
         let process = Process()
-        process.executableURL = try onet()
+        process.executableURL = try onetExecutable()
         process.arguments = arguments
         let output = Pipe()
         process.standardOutput = output

@@ -46,11 +46,7 @@ final class NamespaceReachabilityTests: XCTestCase {
 
     /// Starts `onet reachability` inside the namespace; its status lines land in the recorder.
     private func watch(_ extra: [String] = []) throws -> (Process, Recorder<String>) {
-        let directory = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).deletingLastPathComponent()
-        guard let onet = [directory, directory.deletingLastPathComponent()].map({ $0.appendingPathComponent("onet") })
-            .first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw XCTSkip("onet is not built next to the tests")
-        }
+        let onet = try onetExecutable()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ipTool)
         process.arguments = ["netns", "exec", namespace, onet.path, "reachability", "--seconds", "30"] + extra
@@ -66,12 +62,7 @@ final class NamespaceReachabilityTests: XCTestCase {
     }
 
     private func expect(_ lines: Recorder<String>, count: Int, last: String, file: StaticString = #filePath, line: UInt = #line) {
-        let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline, !(lines.count >= count && lines.all.last == last) {
-            let tick = expectation(description: "tick")
-            DispatchQueue.global().asyncAfter(deadline: .now() + 0.02) { tick.fulfill() }
-            wait(for: [tick], timeout: 1)
-        }
+        _ = eventually { lines.count >= count && lines.all.last == last }
         XCTAssertEqual(lines.all.last, last, "statuses seen: \(lines.all)", file: file, line: line)
         XCTAssertEqual(lines.count, count, "one line per change: \(lines.all)", file: file, line: line)
     }

@@ -147,16 +147,4 @@ final class ReachabilityTests: XCTestCase {
         }
         XCTAssertTrue(eventually { openFileDescriptorCount() <= before }, "fds \(before) → \(openFileDescriptorCount())")
     }
-
-    /// Polls (bounded) for an effect without a callback.
-    private func eventually(timeout: TimeInterval = 5, _ condition: @escaping () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            let tick = expectation(description: "tick")
-            DispatchQueue.global().asyncAfter(deadline: .now() + 0.02) { tick.fulfill() }
-            wait(for: [tick], timeout: 1)
-        }
-        return condition()
-    }
 }

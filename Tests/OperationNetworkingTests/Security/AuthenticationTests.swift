@@ -134,19 +134,10 @@ final class AuthenticationTests: ServerTestCase {
 /// Mutual TLS: client certificates from data or files, with an optional key passphrase.
 final class ClientCertificateTests: XCTestCase {
     private func fetch(_ server: TestServer, root: Data, certificate: ClientCertificate?) throws -> Error? {
-        let url = try XCTUnwrap(URL(string: "https://127.0.0.1:\(server.port)/echo"))
-        let operation = HTTPRequestOperation(request: URLRequest(url: url))
         let policy = SecurityPolicy.default()
         policy.additionalTrustAnchors = [root]
-        operation.securityPolicy = policy
-        operation.clientCertificate = certificate
-        let done = expectation(description: "done")
-        let outcome = OutcomeBox()
-        operation.setCompletionBlockWithSuccess({ _, _ in outcome.set(.success(SendableAny(nil))); done.fulfill() },
-                                                failure: { _, error in outcome.set(.failure(error)); done.fulfill() })
-        operation.start()
-        wait(for: [done], timeout: 10)
-        return outcome.value?.error
+        return fetch(try XCTUnwrap(URL(string: "https://127.0.0.1:\(server.port)/echo")), policy: policy,
+                     clientCertificate: certificate)
     }
 
     func testServerRequiringAClientCertificate() throws {

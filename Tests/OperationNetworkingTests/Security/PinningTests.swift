@@ -36,25 +36,11 @@ final class PinningTests: XCTestCase {
     private var fixtures: Fixtures { get throws { try PinningTests.fixtures.get() } }
 
     /// Runs one GET against an HTTPS server presenting `identity`, under `policy`.
-    private func fetch(_ identity: TestIdentity, policy: SecurityPolicy, host: String = "127.0.0.1",
-                       file: StaticString = #filePath, line: UInt = #line) throws -> (Error?, Int) {
+    private func fetch(_ identity: TestIdentity, policy: SecurityPolicy, host: String = "127.0.0.1") throws -> (Error?, Int) {
         let server = try TestServer(tls: identity)
         defer { server.shutdown() }
-        let url = try XCTUnwrap(URL(string: "https://\(host):\(server.port)/echo"))
-        let operation = HTTPRequestOperation(request: URLRequest(url: url))
-        operation.securityPolicy = policy
-        let done = expectation(description: "done")
-        let outcome = OutcomeBox()
-        operation.setCompletionBlockWithSuccess({ _, _ in
-            outcome.set(.success(SendableAny(nil)))
-            done.fulfill()
-        }, failure: { _, error in
-            outcome.set(.failure(error))
-            done.fulfill()
-        })
-        operation.start()
-        wait(for: [done], timeout: 10)
-        return (outcome.value?.error, server.requests.count)
+        let error = fetch(try XCTUnwrap(URL(string: "https://\(host):\(server.port)/echo")), policy: policy)
+        return (error, server.requests.count)
     }
 
     private func assertRefused(_ result: (Error?, Int), file: StaticString = #filePath, line: UInt = #line) {
@@ -228,22 +214,11 @@ final class PinningTests: XCTestCase {
         let server = try TestServer(tls: f.leaf)
         defer { server.shutdown() }
         let url = try XCTUnwrap(URL(string: "https://127.0.0.1:\(server.port)/echo"))
-        func run(_ policy: SecurityPolicy) -> Error? {
-            let operation = HTTPRequestOperation(request: URLRequest(url: url))
-            operation.securityPolicy = policy
-            let done = expectation(description: "done")
-            let outcome = OutcomeBox()
-            operation.setCompletionBlockWithSuccess({ _, _ in outcome.set(.success(SendableAny(nil))); done.fulfill() },
-                                                    failure: { _, error in outcome.set(.failure(error)); done.fulfill() })
-            operation.start()
-            wait(for: [done], timeout: 10)
-            return outcome.value?.error
-        }
         let good = SecurityPolicy(pinningMode: .certificate, withPinnedCertificates: [f.root.certificate])
-        XCTAssertNil(run(good))
-        XCTAssertNil(run(good), "the same policy may reuse its connection")
+        XCTAssertNil(fetch(url, policy: good))
+        XCTAssertNil(fetch(url, policy: good), "the same policy may reuse its connection")
         let bad = SecurityPolicy(pinningMode: .certificate, withPinnedCertificates: [f.unrelated.certificate])
-        XCTAssertEqual((run(bad) as? URLError)?.code, .serverCertificateUntrusted)
+        XCTAssertEqual((fetch(url, policy: bad) as? URLError)?.code, .serverCertificateUntrusted)
         XCTAssertEqual(server.requests.count, 2)
     }
 }
@@ -256,24 +231,16 @@ final class ALPNTests: XCTestCase {
         // so the request itself is not the point here.
         let server = try TestServer(tls: try authority.issue(), applicationProtocols: ["h2", "http/1.1"])
         defer { server.shutdown() }
-        let operation = HTTPRequestOperation(request: URLRequest(url: try XCTUnwrap(URL(string: "https://127.0.0.1:\(server.port)/echo"))))
         let policy = SecurityPolicy.default()
         policy.additionalTrustAnchors = [authority.certificate]
-        operation.securityPolicy = policy
-        let done = expectation(description: "done")
-        operation.setCompletionBlockWithSuccess({ _, _ in done.fulfill() }, failure: { _, _ in done.fulfill() })
-        operation.start()
-        wait(for: [done], timeout: 10)
+        _ = fetch(try XCTUnwrap(URL(string: "https://127.0.0.1:\(server.port)/echo")), policy: policy)
         XCTAssertEqual(server.negotiatedProtocols.first ?? nil, "h2", "the client offered h2")
 
         let http1 = try TestServer(tls: try authority.issue())
         defer { http1.shutdown() }
         let plain = HTTPRequestOperation(request: URLRequest(url: try XCTUnwrap(URL(string: "https://127.0.0.1:\(http1.port)/echo"))))
         plain.securityPolicy = policy
-        let finished = expectation(description: "http/1.1")
-        plain.setCompletionBlockWithSuccess({ _, _ in finished.fulfill() }, failure: { _, error in XCTFail("\(error)"); finished.fulfill() })
-        plain.start()
-        wait(for: [finished], timeout: 10)
+        XCTAssertNil(run(plain).error)
         XCTAssertEqual(http1.negotiatedProtocols.first ?? nil, "http/1.1")
         XCTAssertEqual(plain.metrics?.httpVersion, "1.1")
     }

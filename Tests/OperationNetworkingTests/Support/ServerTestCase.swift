@@ -27,6 +27,22 @@ class ServerTestCase: XCTestCase {
         return request
     }
 
+    /// Runs a request and returns its outcome.
+    func run(_ request: URLRequest, timeout: TimeInterval = 10) -> (HTTPRequestOperation, Outcome) {
+        let operation = HTTPRequestOperation(request: request)
+        return (operation, run(operation, timeout: timeout))
+    }
+
+    /// The JSON the server's /echo route answered with.
+    func echo(_ operation: HTTPRequestOperation) -> [String: Any] {
+        guard let data = operation.responseData,
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+        return object
+    }
+
+}
+
+extension XCTestCase {
     /// Sets success and failure blocks that record the outcome and fulfil the returned expectation.
     func recordOutcome(of operation: HTTPRequestOperation) -> (XCTestExpectation, OutcomeBox) {
         let done = expectation(description: "operation handlers")
@@ -50,19 +66,6 @@ class ServerTestCase: XCTestCase {
         return box.value ?? .failure(URLError(.unknown))
     }
 
-    /// Runs a request and returns its outcome.
-    func run(_ request: URLRequest, timeout: TimeInterval = 10) -> (HTTPRequestOperation, Outcome) {
-        let operation = HTTPRequestOperation(request: request)
-        return (operation, run(operation, timeout: timeout))
-    }
-
-    /// The JSON the server's /echo route answered with.
-    func echo(_ operation: HTTPRequestOperation) -> [String: Any] {
-        guard let data = operation.responseData,
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
-        return object
-    }
-
     /// Waits (polling, bounded) until `condition` holds; for effects that have no callback.
     func eventually(timeout: TimeInterval = 5, _ condition: @escaping @Sendable () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
@@ -73,6 +76,24 @@ class ServerTestCase: XCTestCase {
             wait(for: [tick], timeout: 1)
         }
         return condition()
+    }
+
+    /// The `onet` executable built next to the test bundle (the cross-process tests run it).
+    func onetExecutable() throws -> URL {
+        let directory = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).deletingLastPathComponent()
+        guard let found = [directory, directory.deletingLastPathComponent()].map({ $0.appendingPathComponent("onet") })
+            .first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+            throw XCTSkip("onet is not built next to the tests (run `swift build` first)")
+        }
+        return found
+    }
+
+    /// Runs one GET of `url` with `policy` (and a client certificate); the error, if it failed.
+    func fetch(_ url: URL, policy: SecurityPolicy, clientCertificate: ClientCertificate? = nil) -> Error? {
+        let operation = HTTPRequestOperation(request: URLRequest(url: url))
+        operation.securityPolicy = policy
+        operation.clientCertificate = clientCertificate
+        return run(operation).error
     }
 }
 
