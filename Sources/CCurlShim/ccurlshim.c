@@ -59,5 +59,9 @@ CURLMcode ccurl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) 
     return curl_multi_setopt(multi, option, value);
 }
 
+CURLSHcode ccurl_share_setopt_long(CURLSH *share, CURLSHoption option, long value) {
+    return curl_share_setopt(share, option, value);
+}
+
 size_t ccurl_readfunc_abort(void) { return CURL_READFUNC_ABORT; }
 size_t ccurl_readfunc_pause(void) { return CURL_READFUNC_PAUSE; }

@@ -6,7 +6,9 @@ import OperationNetworking
 /// `onet bench`: the client side of the shared benchmark harness (shared/bench/README.md).
 ///
 /// N requests go through one `OperationQueue` whose `maxConcurrentOperationCount` is C: exactly how
-/// an AFNetworking 2.x user bounds requests in flight. Every response body is read into memory.
+/// an AFNetworking 2.x user bounds requests in flight. Every response body is read whole: by default
+/// streamed to an `outputStream` that counts and drops it (as the harness's other clients do), with
+/// `--sink memory` kept in `responseData` (AFNetworking's default).
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run N requests with at most C in flight and print the harness's RESULT line.")
@@ -20,6 +22,12 @@ struct Bench: ParsableCommand {
     var maxHostConnections: Int = 0
     @Option(name: .customLong("multipart-file"), help: "POST this file as a streamed multipart part in every request.")
     var multipartFile: String?
+    @Option(help: "Where response bodies go: 'stream' (an output stream that counts and drops them) or 'memory' (responseData).")
+    var sink: Sink = .stream
+
+    enum Sink: String, ExpressibleByArgument {
+        case stream, memory
+    }
 
     func run() throws {
         guard let target = URL(string: url), requests > 0, concurrency > 0 else {
@@ -27,7 +35,7 @@ struct Bench: ParsableCommand {
             throw ExitCode(3)
         }
         let body = method == "POST" ? Data(repeating: 0x61, count: bodySize) : nil
-        print("# client=onet requests=\(requests) concurrency=\(concurrency) method=\(method) body=\(bodySize)")
+        print("# client=onet requests=\(requests) concurrency=\(concurrency) method=\(method) body=\(bodySize) sink=\(sink.rawValue)")
         let tally = Tally()
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = concurrency
@@ -46,7 +54,7 @@ struct Bench: ParsableCommand {
         batch.reserveCapacity(min(requests, 1024))
         for index in 0..<requests {
             var request = URLRequest(url: target)
-            request.httpMethod = method
+            if method != "GET" { request.httpMethod = method }
             if let uploadURL {
                 do {
                     request = try serializer.multipartFormRequest(method: "POST", urlString: url, parameters: nil) {
@@ -62,8 +70,11 @@ struct Bench: ParsableCommand {
             }
             let operation = HTTPRequestOperation(request: request)
             operation.responseSerializer = responseSerializer
+            let counter = sink == .stream ? ByteCount() : nil
+            operation.outputStream = counter.map { CountingOutputStream(total: $0) }
             operation.setCompletionBlockWithSuccess({ operation, _ in
-                if tally.record(bytes: Int64(operation.responseData?.count ?? 0) + sent, failed: false) == total {
+                let received = counter?.value ?? Int64(operation.responseData?.count ?? 0)
+                if tally.record(bytes: received + sent, failed: false) == total {
                     done.signal()
                 }
             }, failure: { _, _ in
@@ -103,4 +114,41 @@ private final class Tally: @unchecked Sendable {
     }
 
     var snapshot: (Int, Int, Int64) { lock.withLock { (finished, errors, bytes) } }
+}
+
+/// An output stream that counts the bytes written to it into `total` and keeps none: the harness's
+/// "read every body, discard it". Used on the network thread only.
+private final class CountingOutputStream: OutputStream {
+    let total: ByteCount
+    private var status: Stream.Status = .notOpen
+
+    init(total: ByteCount) {
+        self.total = total
+        super.init(toMemory: ())
+    }
+
+    required init(toMemory: ()) {
+        total = ByteCount()
+        super.init(toMemory: ())
+    }
+
+    override func open() { status = .open }
+    override func close() { status = .closed }
+    override var streamStatus: Stream.Status { status }
+    override var hasSpaceAvailable: Bool { true }
+
+    override func write(_ buffer: UnsafePointer<UInt8>, maxLength length: Int) -> Int {
+        total.add(length)
+        return length
+    }
+}
+
+/// A byte count written by the network thread and read by a success block; guarded by `lock`,
+/// hence `@unchecked Sendable`.
+private final class ByteCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count: Int64 = 0   // guarded by lock
+
+    func add(_ bytes: Int) { lock.withLock { count += Int64(bytes) } }
+    var value: Int64 { lock.withLock { count } }
 }

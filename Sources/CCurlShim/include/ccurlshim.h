@@ -31,6 +31,10 @@ CURLcode ccurl_easy_getinfo_ptr(CURL *handle, CURLINFO info, void **out);
 // MARK: - curl_multi_setopt
 CURLMcode ccurl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
 
+// MARK: - curl_share_setopt
+/// CURLSHOPT_SHARE / CURLSHOPT_UNSHARE take a curl_lock_data value.
+CURLSHcode ccurl_share_setopt_long(CURLSH *share, CURLSHoption option, long value);
+
 // MARK: - Constants that do not import into Swift as usable values
 /// CURL_READFUNC_ABORT, returned by a read callback to abort the transfer.
 size_t ccurl_readfunc_abort(void);

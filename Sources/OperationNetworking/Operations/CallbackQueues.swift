@@ -15,7 +15,13 @@ enum CallbackQueues {
         return queue
     }()
 
-    /// Where response serialization runs: concurrent, off the network thread and the completion queue.
+    /// Where the network thread's batches of transfer starts and ends are delivered: serial, so the
+    /// start and end of one operation are seen in the order they happened. Small response bodies are
+    /// serialized right here, in the same hop.
+    static let delivery = DispatchQueue(label: "org.operationnetworking.delivery")
+
+    /// Where large response bodies are serialized: concurrent, off the network thread, the delivery
+    /// queue and the completion queue.
     static let processing = DispatchQueue(label: "org.operationnetworking.processing", attributes: .concurrent)
 
     /// The default `completionGroup`.

@@ -15,7 +15,15 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// Called with the operation and the transport, cancel, validation or serialization error.
     public typealias Failure = @Sendable (HTTPRequestOperation, Error) -> Void
 
-    private var storedSerializer: HTTPResponseSerializer = HTTPResponseSerializer()   // guarded by lock
+    /// Made on first use, so an operation whose serializer is set (the manager's) never builds the default.
+    private var explicitSerializer: HTTPResponseSerializer?                          // guarded by lock
+    /// The serializer (call with `lock` held).
+    private var storedSerializer: HTTPResponseSerializer {
+        if let serializer = explicitSerializer { return serializer }
+        let serializer = HTTPResponseSerializer()
+        explicitSerializer = serializer
+        return serializer
+    }
     private var success: Success?                                                    // guarded by lock
     private var failure: Failure?                                                    // guarded by lock
     /// Whether `responseObject` was computed (it is computed once).
@@ -39,7 +47,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         get { lock.withLock { storedSerializer } }
         set {
             lock.withLock {
-                storedSerializer = newValue
+                explicitSerializer = newValue
                 serialized = false
                 storedResponseObject = nil
                 serializationError = nil
@@ -122,30 +130,42 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
 
     // MARK: - Internal
 
-    override func transferDidEnd() {
-        let (success, failure) = lock.withLock { () -> (Success?, Failure?) in
+    /// Response bodies up to this size are serialized on the delivery queue, in the hop that brings the
+    /// transfer's end off the network thread; larger ones on the concurrent processing queue.
+    static let inlineSerializationLimit = 64 * 1024
+
+    override func transferDidEnd(batch: CompletionBatch? = nil) {
+        let (success, failure, bodySize) = lock.withLock { () -> (Success?, Failure?, Int) in
             transferOver = true
-            return (self.success, self.failure)
+            return (self.success, self.failure, storedResponseData?.count ?? 0)
         }
         guard success != nil || failure != nil else {
-            super.transferDidEnd()
+            super.transferDidEnd(batch: batch)
             return
         }
         let queue = effectiveCompletionQueue
         let group = effectiveCompletionGroup
+        let handlers: @Sendable () -> Void = { [self] in
+            if let problem = error {
+                failure?(self, problem)
+            } else {
+                success?(self, responseObject)
+            }
+            finishOperation()
+        }
+        if let batch, bodySize <= HTTPRequestOperation.inlineSerializationLimit {
+            storeInCacheIfAllowed()
+            if transportError == nil { _ = responseObject }
+            batch.add(on: queue, group: group, handlers)
+            return
+        }
         group.enter()
         CallbackQueues.processing.async { [self] in
             storeInCacheIfAllowed()
             if transportError == nil { _ = responseObject }   // serialized here, once, off the completion queue
-            queue.async(group: group) { [self] in
-                if let problem = error {
-                    failure?(self, problem)
-                } else {
-                    success?(self, responseObject)
-                }
-                finishOperation()
-            }
+            queue.async(group: group, execute: handlers)
             group.leave()
         }
     }
+
 }

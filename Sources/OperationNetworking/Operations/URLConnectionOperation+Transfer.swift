@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-// MARK: - TransferDelegate (network thread)
+// MARK: - TransferDelegate (network thread; start and end on the delivery queue)
 
 extension URLConnectionOperation: TransferDelegate {
     func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
@@ -85,7 +85,13 @@ extension URLConnectionOperation: TransferDelegate {
         lock.withLock { uploadReporter }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
     }
 
-    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome) {
+    func transferDidStart(_ transfer: Transfer, batch: CompletionBatch) {
+        batch.add(on: CallbackQueues.callback, group: CallbackQueues.group) { [self] in
+            NotificationCenter.default.post(name: .operationDidStart, object: self)
+        }
+    }
+
+    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch) {
         var next: Transfer?
         let ended: Bool = lock.withLock {
             guard transfer === self.transfer else { return false }
@@ -110,11 +116,8 @@ extension URLConnectionOperation: TransferDelegate {
             return state.transferEnded()
         }
         if case .paused = outcome { pauseSettled.broadcastUnderLock() }   // only archiving waits for this
-        if let next {
-            NetworkThread.shared.submit(.add(next))
-            post(.operationDidStart)
-        }
-        if ended { transferDidEnd() }
+        if let next { NetworkThread.shared.submit(.add(next)) }   // its start is posted when the thread takes it in
+        if ended { transferDidEnd(batch: batch) }
     }
 }
 

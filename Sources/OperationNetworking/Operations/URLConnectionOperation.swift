@@ -44,7 +44,8 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// Guards every stored `var` of this class (leaf lock: nothing is called while it is held).
     let lock = NSLock()
     /// Signalled when a pause reached the network thread (archiving waits for the bytes to settle).
-    let pauseSettled = NSCondition()
+    /// Made on first use: only paused operations need it.
+    lazy var pauseSettled = NSCondition()
     var state = OperationState()                       // guarded by lock
     var storedRequest: URLRequest                       // guarded by lock
     var storedCurrentRequest: URLRequest                // guarded by lock
@@ -62,7 +63,19 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     var resumePoint: ResumePoint?                               // guarded by lock
     var storedShouldUseCredentialStorage = true         // guarded by lock
     var storedCredential: URLCredential?                // guarded by lock
-    var storedSecurityPolicy = SecurityPolicy.default() // guarded by lock
+    /// The policy, made on first use: most operations never read theirs, and the default's
+    /// snapshot is a constant.
+    var explicitSecurityPolicy: SecurityPolicy?         // guarded by lock
+    /// The operation's policy (call with `lock` held).
+    var storedSecurityPolicy: SecurityPolicy {
+        get {
+            if let policy = explicitSecurityPolicy { return policy }
+            let policy = SecurityPolicy.default()
+            explicitSecurityPolicy = policy
+            return policy
+        }
+        set { explicitSecurityPolicy = newValue }
+    }
     var storedOutputStream: OutputStream?               // guarded by lock
     var outputStreamOpened = false                      // guarded by lock
     var storedCompletionQueue: DispatchQueue?           // guarded by lock
@@ -331,11 +344,16 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     // MARK: - Internal: the finishing pipeline
 
     /// The transfer is over (`error` tells how). Subclasses run their handlers, then call `finishOperation()`.
-    func transferDidEnd() {
-        let (queue, group) = lock.withLock { (storedCompletionQueue, storedCompletionGroup) }
-        (queue ?? CallbackQueues.callback).async(group: group ?? CallbackQueues.group) { [self] in
+    /// `batch` (on the delivery queue) gathers completion-queue work; without one it is dispatched at once.
+    func transferDidEnd(batch: CompletionBatch? = nil) {
+        let work: @Sendable () -> Void = { [self] in
             storeInCacheIfAllowed()
             finishOperation()
+        }
+        if let batch {
+            batch.add(on: effectiveCompletionQueue, group: effectiveCompletionGroup, work)
+        } else {
+            effectiveCompletionQueue.async(group: effectiveCompletionGroup, execute: work)
         }
     }
 
@@ -375,7 +393,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         partialData = Data()
         storedCurrentRequest = storedRequest
         let transfer = Transfer(request: storedRequest, outputStream: storedOutputStream, resumeFrom: resumePoint,
-                                initialBody: initialBody, security: storedSecurityPolicy.snapshot,
+                                initialBody: initialBody, security: explicitSecurityPolicy?.snapshot ?? SecurityPolicy.defaultSnapshot,
                                 clientCertificate: storedClientCertificate, delegate: self)
         self.transfer = transfer
         return transfer
@@ -396,9 +414,9 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
             }
             willChangeValue(forKey: "isExecuting")
             didChangeValue(forKey: "isExecuting")
+            // operationDidStart is posted once the network thread took the transfer in.
             NetworkThread.shared.submit(.add(transfer))
             if isCancelled { NetworkThread.shared.submit(.cancel(transfer)) }
-            post(.operationDidStart)
         case .cancelTransfer:
             if let transfer { NetworkThread.shared.submit(.cancel(transfer)) }
         case .pauseTransfer:

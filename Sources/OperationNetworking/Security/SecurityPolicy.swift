@@ -182,6 +182,9 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     /// Consistent with `isEqual`.
     open override var hash: Int { snapshot.hashValue }
 
+    /// The snapshot of `SecurityPolicy.default()`.
+    static let defaultSnapshot = Snapshot(mode: .none, pinned: [], anchors: [], allowInvalid: false, validatesDomainName: true)
+
     /// A value snapshot for the transport (taken when a transfer starts).
     var snapshot: Snapshot {
         lock.withLock {

@@ -12,16 +12,25 @@ final class CurlEasyHandle {
     let raw: UnsafeMutableRawPointer
     /// Header list handed to `CURLOPT_HTTPHEADER`; curl keeps pointing at it, so it lives as long as the handle.
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// The lines behind `headerList`, so an unchanged list is not rebuilt.
+    private var headerLines: [String] = []
     /// curl writes its detailed message for a failure here (`CURLOPT_ERRORBUFFER`).
     private let errorBuffer: UnsafeMutablePointer<CChar>
+    /// Whether options were set since the last `reset()` (the configuring code says so).
+    var isConfigured = false
+    /// The kind of plain request the handle is configured for, when it is one: a transfer of the same
+    /// kind only changes what differs (URL, callback data, headers) instead of resetting every option.
+    var plainConfiguration: PlainConfiguration?
 
     /// Easy handles alive in the process (tests check that none leak); guarded by `countLock`.
     nonisolated(unsafe) private static var live = 0
     private static let countLock = NSLock()
     static var liveCount: Int { countLock.withLock { live } }
 
-    init?() {
+    /// A new handle; `share`, when given, is attached for the handle's whole life (`reset` keeps it).
+    init?(share: UnsafeMutableRawPointer? = nil) {
         guard let handle = curl_easy_init() else { return nil }
+        if let share { _ = ccurl_easy_setopt_ptr(handle, CURLOPT_SHARE, share) }
         CurlEasyHandle.countLock.withLock { CurlEasyHandle.live += 1 }
         raw = handle
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -40,6 +49,14 @@ final class CurlEasyHandle {
         curl_easy_reset(raw)
         if let headerList { curl_slist_free_all(headerList) }
         headerList = nil
+        headerLines = []
+        errorBuffer[0] = 0
+        isConfigured = false
+        plainConfiguration = nil
+    }
+
+    /// Readies a handle kept configured for the next transfer of the same kind.
+    func clearError() {
         errorBuffer[0] = 0
     }
 
@@ -74,6 +91,7 @@ final class CurlEasyHandle {
 
     /// Replaces the request header list (`"Name: value"` lines; `"Name:"` removes a header curl would add).
     func setHeaders(_ lines: [String]) throws {
+        if headerList != nil && lines == headerLines { return }
         var list: UnsafeMutablePointer<curl_slist>?
         for line in lines {
             guard let appended = curl_slist_append(list, line) else {
@@ -85,6 +103,7 @@ final class CurlEasyHandle {
         try check(ccurl_easy_setopt_slist(raw, CURLOPT_HTTPHEADER, list), CURLOPT_HTTPHEADER)
         if let headerList { curl_slist_free_all(headerList) }
         headerList = list
+        headerLines = lines
     }
 
     /// Installs the error buffer; call after every `reset()`.
@@ -115,4 +134,13 @@ final class CurlEasyHandle {
         guard ccurl_easy_getinfo_string(raw, item, &value) == CURLE_OK, let value else { return nil }
         return String(cString: value)
     }
+}
+
+/// What a plain request (a GET or HEAD-less body-less request with the default security policy, no
+/// credentials, no client certificate, not a resumed download) sets beyond its URL, callback data and
+/// headers. Two transfers with equal values configure a handle identically but for those three.
+struct PlainConfiguration: Equatable {
+    var isHTTPS: Bool
+    var asksForEncodings: Bool
+    var connectTimeoutMilliseconds: Int
 }

@@ -4,23 +4,31 @@ import Foundation
 
 /// The one thread per process that drives every transfer through one curl multi handle (API.md §1).
 ///
-/// Other threads never touch curl handles: they append a command to the inbox and wake the thread
-/// with `curl_multi_wakeup`, the only multi call libcurl allows from any thread. The thread adds,
+/// Other threads never touch curl handles: they append a command to the inbox and, only when the
+/// thread is parked in `curl_multi_poll`, wake it with `curl_multi_wakeup` (the only multi call
+/// libcurl allows from any thread), so a burst of submissions costs one wake-up. The thread adds,
 /// removes and reconfigures easy handles, runs `curl_multi_perform`, reads finished transfers and
 /// sleeps in `curl_multi_poll`. Transfers beyond `maxActiveTransfers` wait in a FIFO without an
 /// easy handle, so ten thousand queued requests cost little memory.
+///
+/// What happened to transfers during one loop iteration (started, ended) leaves the thread as one
+/// batch: a single dispatch to `CallbackQueues.delivery`, not one per transfer.
+///
+/// TLS set-up is shared: the multi handle caches the parsed system CA store (libcurl's CA cache,
+/// which only applies when no CA directory is configured, so none is), and a share handle keeps TLS
+/// sessions for resumption, so a new connection costs the handshake and nothing more.
 /// - Threading: `submit` from any thread; everything else runs on the thread itself
-///   ("OperationNetworking.network"). Shared state is the inbox, guarded by `inboxLock`, and
-///   `statistics`, guarded by `statisticsLock`; the rest is confined to the thread, which is why
-///   the class may be `@unchecked Sendable`.
+///   ("OperationNetworking.network"). Shared state is the inbox and the parked flag, guarded by
+///   `inboxLock`, and `statistics`, guarded by `statisticsLock`; the rest is confined to the thread,
+///   which is why the class may be `@unchecked Sendable`.
 final class NetworkThread: @unchecked Sendable {
     /// The process-wide instance, created (and its thread started) on first use.
     static let shared = NetworkThread()
 
     /// Transfers on curl at once; the rest wait in `waiting`.
     static let maxActiveTransfers = 512
-    /// Idle easy handles kept for reuse.
-    private static let maxPooledHandles = 64
+    /// Idle easy handles kept for reuse: as many as can be active, so a steady load never makes new ones.
+    private static let maxPooledHandles = maxActiveTransfers
     /// How often stalled transfers are looked for.
     private static let timeoutScanInterval: UInt64 = 50_000_000
 
@@ -40,9 +48,14 @@ final class NetworkThread: @unchecked Sendable {
 
     /// The multi handle (`nil` only if libcurl could not allocate one: every transfer then fails).
     private let multi: UnsafeMutableRawPointer?
+    /// TLS sessions shared by every easy handle (`nil` if libcurl could not allocate it: no resumption).
+    private let share: UnsafeMutableRawPointer?
     private let inboxLock = NSLock()
     /// Commands not yet seen by the thread; guarded by `inboxLock`.
     private var inbox: [Command] = []
+    /// Whether the thread is (about to be) asleep in `curl_multi_poll` and needs a wake-up for new
+    /// commands; guarded by `inboxLock`.
+    private var parked = false
     private let statisticsLock = NSLock()
     /// Published copy of the counts; guarded by `statisticsLock`.
     private var publishedStatistics = Statistics()
@@ -61,6 +74,8 @@ final class NetworkThread: @unchecked Sendable {
     private var pausedUploads: [(transfer: Transfer, at: UInt64)] = []
     /// Spare array swapped with `inbox`, so draining allocates nothing.
     private var drained: [Command] = []
+    /// Starts and ends of this loop iteration, handed to the delivery queue in one dispatch.
+    private var events: [TransferEvent] = []
     private var lastTimeoutScan: UInt64 = 0
 
     private init() {
@@ -69,6 +84,11 @@ final class NetworkThread: @unchecked Sendable {
         if let multi {
             _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, NetworkThread.maxActiveTransfers)
             _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        }
+        // Only this thread uses the share handle, so it needs no lock callbacks.
+        share = curl_share_init()
+        if let share {
+            _ = ccurl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
         }
         guard multi != nil else { return }
         let thread = Thread { [self] in run() }
@@ -81,14 +101,18 @@ final class NetworkThread: @unchecked Sendable {
         guard let multi else {
             // Without a multi handle there is no network thread: the transfer was never handed over,
             // so it ends here, on the caller's thread.
-            if case .add(let transfer) = command {
-                transfer.finish(.failed(TransportError.make(.unknown, "libcurl could not be initialised.",
-                                                            url: transfer.currentRequest.url)))
+            if case .add(let transfer) = command, let delegate = transfer.finish() {
+                let error = TransportError.make(.unknown, "libcurl could not be initialised.", url: transfer.currentRequest.url)
+                TransferEvent.deliver([.ended(transfer, .failed(error), delegate)])
             }
             return
         }
-        inboxLock.withLock { inbox.append(command) }
-        curl_multi_wakeup(multi)
+        let wake: Bool = inboxLock.withLock {
+            inbox.append(command)
+            defer { parked = false }
+            return parked
+        }
+        if wake { curl_multi_wakeup(multi) }
     }
 
     /// The latest counts published by the network thread.
@@ -112,23 +136,34 @@ final class NetworkThread: @unchecked Sendable {
                 failStalled(multi, now: now)
             }
             resumeDueUploads(now: now)
+            flushEvents()
             publishStatistics()
             var timeout: Int32 = active.isEmpty ? 1000 : 50
             if let next = pausedUploads.map(\.at).min() {
                 timeout = min(timeout, Int32(clamping: (next &- min(next, monotonicNow())) / 1_000_000 + 1))
             }
-            curl_multi_poll(multi, nil, 0, timeout, nil)
+            // Commands that arrive from here on wake the poll; ones already queued skip it.
+            let idle: Bool = inboxLock.withLock {
+                parked = inbox.isEmpty
+                return parked
+            }
+            if idle { curl_multi_poll(multi, nil, 0, timeout, nil) }
         }
     }
 
     private func drainInbox() {
-        inboxLock.withLock { swap(&inbox, &drained) }
+        inboxLock.withLock {
+            swap(&inbox, &drained)
+            parked = false
+        }
         guard !drained.isEmpty else { return }
         for command in drained {
             switch command {
             case .add(let transfer):
+                if let delegate = transfer.delegate { events.append(.started(transfer, delegate)) }
                 // A cancel or pause from another thread may have overtaken the add.
                 guard transfer.phase == .created else { continue }
+                transfer.network = self
                 transfer.phase = .waiting
                 transfer.startTime = monotonicNow()
                 waiting.append(transfer)
@@ -157,7 +192,7 @@ final class NetworkThread: @unchecked Sendable {
         case .created, .waiting:
             break   // a waiting transfer stays in the FIFO and is skipped when its turn comes
         }
-        transfer.finish(outcome)
+        end(transfer, outcome)
     }
 
     private func admitWaiting(_ multi: UnsafeMutableRawPointer) {
@@ -178,8 +213,8 @@ final class NetworkThread: @unchecked Sendable {
 
     /// Gives a transfer an easy handle and puts it on curl; a failure ends the transfer.
     private func start(_ transfer: Transfer, _ multi: UnsafeMutableRawPointer) {
-        guard let easy = pool.popLast() ?? CurlEasyHandle() else {
-            transfer.finish(.failed(TransportError.make(.unknown, "libcurl could not create a handle.",
+        guard let easy = pool.popLast() ?? CurlEasyHandle(share: share) else {
+            end(transfer, .failed(TransportError.make(.unknown, "libcurl could not create a handle.",
                                                         url: transfer.currentRequest.url)))
             return
         }
@@ -187,12 +222,12 @@ final class NetworkThread: @unchecked Sendable {
             try transfer.configure(easy)
         } catch {
             recycle(easy)
-            transfer.finish(.failed(error))
+            end(transfer, .failed(error))
             return
         }
         guard curl_multi_add_handle(multi, easy.raw) == CURLM_OK else {
             recycle(easy)
-            transfer.finish(.failed(TransportError.make(.unknown, "libcurl refused the transfer.",
+            end(transfer, .failed(TransportError.make(.unknown, "libcurl refused the transfer.",
                                                         url: transfer.currentRequest.url)))
             return
         }
@@ -246,7 +281,7 @@ final class NetworkThread: @unchecked Sendable {
         }
         transfer.easy = nil
         recycle(easy)
-        transfer.finish(outcome)
+        end(transfer, outcome)
     }
 
     /// Sends the transfer's next hop (a redirect or a challenge answer) on the same easy handle:
@@ -318,9 +353,25 @@ final class NetworkThread: @unchecked Sendable {
         }
     }
 
+    /// Ends a transfer on this thread; its delegate hears of it with the iteration's other events.
+    private func end(_ transfer: Transfer, _ outcome: TransferOutcome) {
+        guard let delegate = transfer.finish() else { return }
+        events.append(.ended(transfer, outcome, delegate))
+    }
+
+    /// Hands this iteration's events to the delivery queue in one dispatch.
+    private func flushEvents() {
+        guard !events.isEmpty else { return }
+        let batch = events
+        events.removeAll(keepingCapacity: true)
+        CallbackQueues.delivery.async { TransferEvent.deliver(batch) }
+    }
+
+    /// Keeps a handle for the next transfer. One configured for a plain request keeps its options
+    /// (the next plain transfer of the same kind changes only what differs); others are reset now.
     private func recycle(_ easy: CurlEasyHandle) {
         guard pool.count < NetworkThread.maxPooledHandles else { return }
-        easy.reset()
+        if easy.plainConfiguration == nil { easy.reset() }
         pool.append(easy)
     }
 

@@ -3,10 +3,17 @@ import Foundation
 import FoundationNetworking
 #endif
 
+/// Where one header field lies in a head's byte storage.
+struct FieldSpan: Sendable {
+    var nameStart: Int32, nameEnd: Int32, valueStart: Int32, valueEnd: Int32
+}
+
 /// A response head as it came off the wire: status, version and fields in order.
 ///
-/// Building Foundation's `HTTPURLResponse` is costly (it rewrites every header name), so the network
-/// thread keeps this plain value and the operation builds the `HTTPURLResponse` on first use.
+/// Names and values stay as the bytes received, back to back in one array; a `String` is made only
+/// for a field someone reads. What every response needs (length, media type, charset) is parsed once,
+/// from bytes, when the head is complete. Building Foundation's `HTTPURLResponse` is costlier still
+/// (it rewrites every header name), so the operation builds it on first use.
 /// - Threading: an immutable value once complete.
 struct ResponseHead: Sendable {
     /// The URL of the hop that answered.
@@ -14,41 +21,65 @@ struct ResponseHead: Sendable {
     var statusCode: Int
     /// `"HTTP/1.1"`, `"HTTP/2"`…
     var httpVersion: String
-    /// Fields in arrival order, names as sent.
-    var fields: [(name: String, value: String)]
-
-    /// The value of the first field named `name` (ASCII case-insensitive).
-    func value(for name: String) -> String? {
-        fields.first { asciiCaseInsensitiveEqual($0.name, name) }?.value
-    }
-
-    /// All values of the fields named `name` (for `Set-Cookie`, which must not be joined).
-    func values(for name: String) -> [String] {
-        fields.filter { asciiCaseInsensitiveEqual($0.name, name) }.map(\.value)
-    }
-
+    /// Names and values of the fields, as received, back to back.
+    private let bytes: [UInt8]
+    /// Each field's place in `bytes`, in arrival order.
+    private let spans: [FieldSpan]
     /// `Content-Length` when the server sent a valid one, otherwise -1.
-    var expectedContentLength: Int64 {
-        value(for: "Content-Length").flatMap { Int64($0) } ?? -1
+    let expectedContentLength: Int64
+    /// Where the first `Content-Type` lies, parsed only when the media type or charset is read.
+    private let contentType: FieldSpan?
+
+    /// A head from raw storage (the parser's).
+    init(url: URL, statusCode: Int, httpVersion: String, bytes: [UInt8], spans: [FieldSpan]) {
+        self.url = url
+        self.statusCode = statusCode
+        self.httpVersion = httpVersion
+        self.bytes = bytes
+        self.spans = spans
+        contentType = HeaderBytes.firstValue(named: "content-type", in: bytes, spans: spans)
+        expectedContentLength = HeaderBytes.firstValue(named: "content-length", in: bytes, spans: spans)
+            .flatMap { HeaderBytes.parseLength(bytes, $0) } ?? -1
     }
 
     /// The media type of `Content-Type`, lowercased, without parameters (as `URLResponse.mimeType`).
     var mimeType: String? {
-        guard let contentType = value(for: "Content-Type") else { return nil }
-        let type = contentType.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
-        let trimmed = type.trimmingCharacters(in: .whitespaces)
-        return trimmed.isEmpty ? nil : asciiLowercased(trimmed)
+        contentType.flatMap { HeaderBytes.parseContentType(bytes, $0).mimeType }
     }
 
     /// The `charset` parameter of `Content-Type` (as `URLResponse.textEncodingName`).
     var textEncodingName: String? {
-        guard let contentType = value(for: "Content-Type") else { return nil }
-        for parameter in contentType.split(separator: ";").dropFirst() {
-            let pair = parameter.split(separator: "=", maxSplits: 1)
-            guard pair.count == 2, asciiLowercased(pair[0].trimmingCharacters(in: .whitespaces)) == "charset" else { continue }
-            return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: " \""))
+        contentType.flatMap { HeaderBytes.parseContentType(bytes, $0).charset }
+    }
+
+    /// A head from decoded fields (an archive).
+    init(url: URL, statusCode: Int, httpVersion: String, fields: [(name: String, value: String)]) {
+        var bytes: [UInt8] = []
+        var spans: [FieldSpan] = []
+        for (name, value) in fields {
+            let nameStart = Int32(clamping: bytes.count)
+            bytes.append(contentsOf: name.utf8)
+            let valueStart = Int32(clamping: bytes.count)
+            bytes.append(contentsOf: value.utf8)
+            spans.append(FieldSpan(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart,
+                                   valueEnd: Int32(clamping: bytes.count)))
         }
-        return nil
+        self.init(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: bytes, spans: spans)
+    }
+
+    /// Fields in arrival order, names as sent.
+    var fields: [(name: String, value: String)] {
+        spans.map { (HeaderBytes.text(bytes, $0.nameStart, $0.nameEnd), HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd)) }
+    }
+
+    /// The value of the first field named `name` (ASCII case-insensitive).
+    func value(for name: String) -> String? {
+        HeaderBytes.firstValue(named: name, in: bytes, spans: spans).map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
+    }
+
+    /// All values of the fields named `name` (for `Set-Cookie`, which must not be joined).
+    func values(for name: String) -> [String] {
+        spans.filter { HeaderBytes.nameMatches(name, bytes, $0) }.map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
     }
 
     /// Fields as Foundation wants them: repeated names joined with `", "`, the first spelling kept.
@@ -73,11 +104,92 @@ struct ResponseHead: Sendable {
     }
 }
 
+/// Byte-level helpers over a head's storage: no `String` is made until a value is asked for.
+enum HeaderBytes {
+    static func text(_ bytes: [UInt8], _ start: Int32, _ end: Int32) -> String {
+        String(decoding: bytes[Int(start)..<Int(end)], as: UTF8.self)
+    }
+
+    static func nameMatches(_ name: String, _ bytes: [UInt8], _ span: FieldSpan) -> Bool {
+        let utf8 = name.utf8
+        guard utf8.count == Int(span.nameEnd - span.nameStart) else { return false }
+        var index = Int(span.nameStart)
+        for byte in utf8 {
+            guard asciiLower(byte) == asciiLower(bytes[index]) else { return false }
+            index += 1
+        }
+        return true
+    }
+
+    static func firstValue(named name: String, in bytes: [UInt8], spans: [FieldSpan]) -> FieldSpan? {
+        spans.first { nameMatches(name, bytes, $0) }
+    }
+
+    /// A non-negative decimal `Content-Length`; `nil` for anything else (signs, spaces, overflow).
+    static func parseLength(_ bytes: [UInt8], _ span: FieldSpan) -> Int64? {
+        guard span.valueEnd > span.valueStart else { return nil }
+        var value: Int64 = 0
+        for index in Int(span.valueStart)..<Int(span.valueEnd) {
+            let byte = bytes[index]
+            guard (0x30...0x39).contains(byte) else { return nil }
+            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times.addingReportingOverflow(Int64(byte - 0x30))
+            guard !overflow1 && !overflow2 else { return nil }
+            value = sum
+        }
+        return value
+    }
+
+    /// `type/subtype` lowercased and the `charset` parameter (quotes removed) of a `Content-Type`.
+    static func parseContentType(_ bytes: [UInt8], _ span: FieldSpan) -> (mimeType: String?, charset: String?) {
+        let end = Int(span.valueEnd)
+        var index = Int(span.valueStart)
+        var typeEnd = index
+        while typeEnd < end, bytes[typeEnd] != 0x3B { typeEnd += 1 }   // ';'
+        let (typeStart, typeStop) = trim(bytes, index, typeEnd)
+        let mimeType = typeStop > typeStart ? String(unsafeUninitializedCapacity: typeStop - typeStart) { buffer in
+            for index in typeStart..<typeStop { buffer[index - typeStart] = asciiLower(bytes[index]) }
+            return typeStop - typeStart
+        } : nil
+        index = typeEnd
+        while index < end {
+            index += 1   // past ';'
+            var parameterEnd = index
+            while parameterEnd < end, bytes[parameterEnd] != 0x3B { parameterEnd += 1 }
+            var equals = index
+            while equals < parameterEnd, bytes[equals] != 0x3D { equals += 1 }   // '='
+            let (nameStart, nameEnd) = trim(bytes, index, equals)
+            if equals < parameterEnd, isCharset(bytes, nameStart, nameEnd) {
+                var (valueStart, valueEnd) = trim(bytes, equals + 1, parameterEnd)
+                while valueStart < valueEnd, bytes[valueStart] == 0x22 || bytes[valueStart] == 0x20 { valueStart += 1 }
+                while valueEnd > valueStart, bytes[valueEnd - 1] == 0x22 || bytes[valueEnd - 1] == 0x20 { valueEnd -= 1 }
+                return (mimeType, String(decoding: bytes[valueStart..<valueEnd], as: UTF8.self))
+            }
+            index = parameterEnd
+        }
+        return (mimeType, nil)
+    }
+
+    private static func isCharset(_ bytes: [UInt8], _ start: Int, _ end: Int) -> Bool {
+        let word: [UInt8] = [0x63, 0x68, 0x61, 0x72, 0x73, 0x65, 0x74]   // "charset"
+        guard end - start == word.count else { return false }
+        return (0..<word.count).allSatisfy { asciiLower(bytes[start + $0]) == word[$0] }
+    }
+
+    private static func trim(_ bytes: [UInt8], _ start: Int, _ end: Int) -> (Int, Int) {
+        var start = start, end = end
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return (start, end)
+    }
+}
+
 /// Collects the header lines curl hands to the header callback into a `ResponseHead`.
 ///
 /// curl calls back once per line, status line included, and once with the empty line that ends a
 /// block. Informational blocks (`100 Continue`, `103 Early Hints`) are recognised and dropped.
-/// Lines are split at the byte level: this runs on the network thread for every header of every response.
+/// Lines are split at the byte level and copied into one growing array: this runs on the network
+/// thread for every header of every response, so it makes no `String`s.
 /// - Threading: a plain value, owned by one `Transfer` on the network thread.
 struct ResponseHeaderParser {
     /// What a consumed line completed.
@@ -98,9 +210,11 @@ struct ResponseHeaderParser {
     private(set) var statusCode = 0
     /// `"HTTP/1.1"`, `"HTTP/2"`…, from the status line.
     private(set) var httpVersion = "HTTP/1.1"
-    /// Header fields in arrival order, names as sent.
-    private(set) var fields: [(name: String, value: String)] = []
-    /// Bytes of the block so far.
+    /// Names and values of the block so far, back to back.
+    private var bytes: [UInt8] = []
+    /// Each field's place in `bytes`.
+    private var spans: [FieldSpan] = []
+    /// Bytes of the block so far, as received (line ends included).
     private var byteCount = 0
 
     init(limit: Int = Transfer.maxHeaderBytes) {
@@ -117,15 +231,23 @@ struct ResponseHeaderParser {
         if end >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F {   // "HTTP/"
             startBlock(line, end: end)
         } else if line[0] == 0x20 || line[0] == 0x09 {
-            // Obsolete line folding: continues the previous value.
-            guard !fields.isEmpty else { return .none }
+            // Obsolete line folding: continues the previous value, which is the last thing stored.
+            guard !spans.isEmpty else { return .none }
             let (start, stop) = trimmed(line, 0, end)
-            fields[fields.count - 1].value += " " + text(line, start, stop)
+            bytes.append(0x20)
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[start..<stop]))
+            spans[spans.count - 1].valueEnd = Int32(bytes.count)
         } else if let colon = (0..<end).first(where: { line[$0] == 0x3A }) {
             let (nameStart, nameEnd) = trimmed(line, 0, colon)
             let (valueStart, valueEnd) = trimmed(line, colon + 1, end)
             if nameEnd > nameStart {
-                fields.append((text(line, nameStart, nameEnd), text(line, valueStart, valueEnd)))
+                if bytes.capacity == 0 { bytes.reserveCapacity(512) }
+                let storedName = Int32(bytes.count)
+                bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[nameStart..<nameEnd]))
+                let storedValue = Int32(bytes.count)
+                bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]))
+                spans.append(FieldSpan(nameStart: storedName, nameEnd: storedValue, valueStart: storedValue,
+                                       valueEnd: Int32(bytes.count)))
             }
         }
         return .none
@@ -133,18 +255,23 @@ struct ResponseHeaderParser {
 
     /// The value of the first field named `name` in the block so far.
     func value(for name: String) -> String? {
-        fields.first { asciiCaseInsensitiveEqual($0.name, name) }?.value
+        HeaderBytes.firstValue(named: name, in: bytes, spans: spans).map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
+    }
+
+    /// Whether the block so far has a field named `name`.
+    func hasField(_ name: String) -> Bool {
+        HeaderBytes.firstValue(named: name, in: bytes, spans: spans) != nil
     }
 
     /// The completed head for `url`.
     func head(url: URL) -> ResponseHead {
-        ResponseHead(url: url, statusCode: statusCode, httpVersion: httpVersion, fields: fields)
+        ResponseHead(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: bytes, spans: spans)
     }
 
     private mutating func startBlock(_ line: UnsafeRawBufferPointer, end: Int) {
         var index = 0
         while index < end, line[index] != 0x20 { index += 1 }
-        httpVersion = text(line, 0, index)
+        httpVersion = ResponseHeaderParser.version(UnsafeRawBufferPointer(rebasing: line[0..<index]))
         while index < end, line[index] == 0x20 { index += 1 }
         var code = 0, digits = 0
         while index < end, digits < 3, (0x30...0x39).contains(line[index]) {
@@ -153,15 +280,25 @@ struct ResponseHeaderParser {
             digits += 1
         }
         statusCode = digits == 3 ? code : 0
-        fields.removeAll(keepingCapacity: true)
+        bytes.removeAll(keepingCapacity: true)
+        spans.removeAll(keepingCapacity: true)
         byteCount = end + 2
+    }
+
+    /// The common versions as literals (no allocation), anything else as received.
+    private static func version(_ bytes: UnsafeRawBufferPointer) -> String {
+        if bytes.elementsEqual("HTTP/1.1".utf8) { return "HTTP/1.1" }
+        if bytes.elementsEqual("HTTP/2".utf8) { return "HTTP/2" }
+        if bytes.elementsEqual("HTTP/1.0".utf8) { return "HTTP/1.0" }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     private mutating func finishBlock() -> Event {
         byteCount = 0
         if (100..<200).contains(statusCode) && statusCode != 101 {
             statusCode = 0
-            fields.removeAll(keepingCapacity: true)
+            bytes.removeAll(keepingCapacity: true)
+            spans.removeAll(keepingCapacity: true)
             return .informational
         }
         return .headComplete
@@ -172,10 +309,6 @@ struct ResponseHeaderParser {
         while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
         while end > start, line[end - 1] == 0x20 || line[end - 1] == 0x09 { end -= 1 }
         return (start, end)
-    }
-
-    private func text(_ line: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> String {
-        String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
     }
 }
 
@@ -191,6 +324,6 @@ func asciiLowercased(_ string: String) -> String {
     String(decoding: string.utf8.map(asciiLower), as: UTF8.self)
 }
 
-@inline(__always) private func asciiLower(_ byte: UInt8) -> UInt8 {
+@inline(__always) func asciiLower(_ byte: UInt8) -> UInt8 {
     (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
 }

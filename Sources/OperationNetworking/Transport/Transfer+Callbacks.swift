@@ -47,7 +47,7 @@ extension Transfer {
         if count == UploadSource.mustWait {
             // Throttled: curl pauses the upload; the network thread resumes it when the delay is over.
             lastActivity = upload.nextReadAt
-            NetworkThread.shared.resumeUpload(self, at: upload.nextReadAt)
+            network?.resumeUpload(self, at: upload.nextReadAt)
             return UploadSource.mustWait
         }
         if count < 0 {
@@ -116,7 +116,7 @@ extension Transfer {
         }
         let status = head.statusCode
         isRedirectCandidate = (300..<400).contains(status) && status != 304
-            && headerParser.value(for: "Location") != nil
+            && headerParser.hasField("Location")
         isChallengeCandidate = isAnswerableChallenge(head)
         setAsideBody.removeAll()
         if isRedirectCandidate || isChallengeCandidate { return true }

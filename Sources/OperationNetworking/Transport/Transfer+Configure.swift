@@ -12,6 +12,10 @@ extension Transfer {
     private static let allEncodings = ""
 
     /// Sets up `easy` for the current hop. Throws a `URLError` for a request curl must not see.
+    ///
+    /// A handle last configured for a plain request of the same kind keeps its options: only the
+    /// URL, the callback data and (when they differ) the headers are set. Anything else starts from
+    /// `curl_easy_reset`.
     func configure(_ easy: CurlEasyHandle) throws {
         let request = currentRequest
         guard let url = request.url else {
@@ -23,6 +27,25 @@ extension Transfer {
         guard let host = url.host, !host.isEmpty else {
             throw TransportError.make(.badURL, "The URL has no host.", url: url)
         }
+        let method = (request.httpMethod ?? "GET").uppercased()
+        let timeoutMilliseconds = max(Int(min(timeoutNanoseconds / 1_000_000, UInt64(Int32.max))), 1)
+        let asksForEncodings = request.value(forHTTPHeaderField: "Accept-Encoding") == nil
+        let plain = plainConfiguration(request, method: method, isHTTPS: scheme == "https",
+                                       asksForEncodings: asksForEncodings, timeoutMilliseconds: timeoutMilliseconds)
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        if let plain, easy.plainConfiguration == plain {
+            easy.clearError()
+            upload?.close()
+            upload = nil
+            try easy.set(CURLOPT_URL, url.absoluteString)
+            try easy.set(CURLOPT_HEADERDATA, pointer: userdata)
+            try easy.set(CURLOPT_WRITEDATA, pointer: userdata)
+            try easy.setHeaders(headerLines(for: request, url: url))
+            beginHop()
+            return
+        }
+        if easy.isConfigured { easy.reset() }
+        easy.isConfigured = true
         try easy.installErrorBuffer()
         try easy.set(CURLOPT_URL, url.absoluteString)
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
@@ -31,21 +54,35 @@ extension Transfer {
         try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         try configureTLS(easy, url: url)
         try configureCredentials(easy)
-        let timeoutMilliseconds = Int(min(timeoutNanoseconds / 1_000_000, UInt64(Int32.max)))
-        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(timeoutMilliseconds, 1))
+        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, timeoutMilliseconds)
 
-        let userdata = Unmanaged.passUnretained(self).toOpaque()
         try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
         try easy.set(CURLOPT_HEADERDATA, pointer: userdata)
         try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_WRITEFUNCTION, curlWriteCallback))
         try easy.set(CURLOPT_WRITEDATA, pointer: userdata)
 
-        let method = (request.httpMethod ?? "GET").uppercased()
         try configureMethodAndBody(easy, method: method, request: request, userdata: userdata)
         try easy.setHeaders(headerLines(for: request, url: url))
-        if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
+        if asksForEncodings {
             try easy.set(CURLOPT_ACCEPT_ENCODING, Transfer.allEncodings)
         }
+        easy.plainConfiguration = plain
+        beginHop()
+    }
+
+    /// The plain kind of this hop's request, or `nil` when it needs options beyond URL, callback data
+    /// and headers (a body, another method, TLS or credential settings, a resumed range).
+    private func plainConfiguration(_ request: URLRequest, method: String, isHTTPS: Bool, asksForEncodings: Bool,
+                                    timeoutMilliseconds: Int) -> PlainConfiguration? {
+        guard method == "GET", request.httpBody == nil, request.httpBodyStream == nil,
+              security?.isSystemDefault ?? true, clientCertificate == nil,
+              serverCredential == nil, proxyCredential == nil, resumeFrom == nil else { return nil }
+        return PlainConfiguration(isHTTPS: isHTTPS, asksForEncodings: asksForEncodings,
+                                  connectTimeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// Per-hop state back to its start.
+    private func beginHop() {
         headerParser = ResponseHeaderParser()
         isRedirectCandidate = false
         isChallengeCandidate = false

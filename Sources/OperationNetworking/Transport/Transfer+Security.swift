@@ -43,6 +43,10 @@ extension Transfer {
     /// TLS options for the current hop from the operation's policy and client certificate.
     func configureTLS(_ easy: CurlEasyHandle, url: URL) throws {
         guard url.scheme?.lowercased() == "https" else { return }
+        // Trust comes from the CA bundle file alone (Debian's libcurl also names /etc/ssl/certs, the
+        // same certificates hashed one per file). Without a directory, libcurl keeps the parsed
+        // bundle in the multi handle's CA cache instead of reading and parsing it for every connection.
+        try easy.set(CURLOPT_CAPATH, pointer: nil)
         if let certificate = clientCertificate {
             try setBlob(easy, CURLOPT_SSLCERT_BLOB, certificate.certificate)
             try easy.set(CURLOPT_SSLCERTTYPE, certificate.certificateFormat.rawValue)
@@ -87,7 +91,7 @@ extension Transfer {
         let key = "\(policy.hashValue)|\(connection)"
         let chain = presentedChain(easy)
         if chain.isEmpty {
-            if NetworkThread.shared.trustedConnections.contains(key) { return true }
+            if network?.trustedConnections.contains(key) == true { return true }
             refuse("The server presented no certificate to check.", url: url)
             return false
         }
@@ -95,7 +99,7 @@ extension Transfer {
             refuse("The server's certificate chain does not satisfy the pinning policy.", url: url)
             return false
         }
-        NetworkThread.shared.trustedConnections.insert(key)
+        network?.trustedConnections.insert(key)
         return true
     }
 

@@ -29,8 +29,8 @@ enum TransferOutcome {
     case completedWithError(Error)
 }
 
-/// Receives a transfer's events. Every method is called on the network thread and must be cheap:
-/// store, or hand work to a queue.
+/// Receives a transfer's events. The methods up to `didSendBytes` are called on the network thread and
+/// must be cheap (store, or hand work to a queue); the start and the end arrive on the delivery queue.
 protocol TransferDelegate: AnyObject, Sendable {
     /// A redirect response arrived; return the request to follow or `nil` to deliver the 3xx.
     func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest?
@@ -42,8 +42,11 @@ protocol TransferDelegate: AnyObject, Sendable {
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64)
     /// Request body bytes were handed to curl.
     func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64)
-    /// The transfer ended; called exactly once.
-    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome)
+    /// The network thread took the transfer in; called on `CallbackQueues.delivery`, with `batch`
+    /// gathering the completion-queue work of the same network-thread iteration.
+    func transferDidStart(_ transfer: Transfer, batch: CompletionBatch)
+    /// The transfer ended; called exactly once, on `CallbackQueues.delivery` (`batch` as above).
+    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch)
 }
 
 /// One HTTP exchange (with its redirect hops) driven by the network thread through one easy handle.
@@ -73,6 +76,8 @@ final class Transfer: @unchecked Sendable {
     // MARK: Network thread only
     /// The request of the current hop (changes on redirects).
     var currentRequest: URLRequest
+    /// The network thread that admitted the transfer (set when it takes the transfer in).
+    var network: NetworkThread?
     /// The easy handle, created when the network thread admits the transfer.
     var easy: CurlEasyHandle?
     /// The last complete response head.
@@ -144,14 +149,14 @@ final class Transfer: @unchecked Sendable {
         return UInt64(min(seconds, 1e9) * 1e9)
     }
 
-    /// Ends the transfer: reports the outcome once and drops the delegate reference.
-    func finish(_ outcome: TransferOutcome) {
-        guard phase != .finished else { return }
+    /// Ends the transfer and hands back its delegate, to be told of the outcome once; `nil` when the
+    /// transfer had already ended. The transfer drops its own reference to the delegate.
+    func finish() -> TransferDelegate? {
+        guard phase != .finished else { return nil }
         phase = .finished
         upload?.close()
-        let delegate = self.delegate
-        self.delegate = nil
-        delegate?.transfer(self, didFinishWith: outcome)
+        defer { delegate = nil }
+        return delegate
     }
 
     /// Where the bytes of a paused transfer leave off.

@@ -1,0 +1,26 @@
+import Dispatch
+
+/// Something that happened to a transfer on the network thread that its delegate must hear of off
+/// that thread. The network thread gathers them over one loop iteration and hands the whole list to
+/// `CallbackQueues.delivery` in one dispatch, in the order they happened.
+enum TransferEvent {
+    /// The network thread took the transfer in (it may already be cancelled).
+    case started(Transfer, TransferDelegate)
+    /// The transfer ended; the delegate was detached from the transfer by `Transfer.finish()`.
+    case ended(Transfer, TransferOutcome, TransferDelegate)
+
+    /// Tells each delegate, in order, then sends the completion-queue work they produced, grouped
+    /// per queue. Runs on the delivery queue (or, without a network thread, on the caller's thread).
+    static func deliver(_ events: [TransferEvent]) {
+        let batch = CompletionBatch()
+        for event in events {
+            switch event {
+            case .started(let transfer, let delegate):
+                delegate.transferDidStart(transfer, batch: batch)
+            case .ended(let transfer, let outcome, let delegate):
+                delegate.transfer(transfer, didFinishWith: outcome, batch: batch)
+            }
+        }
+        batch.send()
+    }
+}
