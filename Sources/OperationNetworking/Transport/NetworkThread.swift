@@ -115,6 +115,11 @@ final class NetworkThread: @unchecked Sendable {
         if wake { curl_multi_wakeup(multi) }
     }
 
+    /// Whether the thread is asleep in (or entering) `curl_multi_poll`, so a new command must wake it.
+    var isParked: Bool {
+        inboxLock.withLock { parked }
+    }
+
     /// The latest counts published by the network thread.
     var statistics: Statistics {
         statisticsLock.withLock { publishedStatistics }

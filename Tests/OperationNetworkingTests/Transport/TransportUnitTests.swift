@@ -29,6 +29,33 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(response.mimeType, "text/plain")
     }
 
+    func testContentTypeAndLengthAreParsedFromBytes() throws {
+        var parser = ResponseHeaderParser()
+        _ = feed(&parser, "HTTP/1.1 200 OK\r\n")
+        _ = feed(&parser, "content-TYPE:  Text/HTML ; foo=bar; Charset=\"ISO-8859-1\" \r\n")
+        _ = feed(&parser, "Content-Length: 12\r\n")
+        _ = feed(&parser, "Content-Type: application/json\r\n")
+        XCTAssertEqual(feed(&parser, "\r\n"), .headComplete)
+        let head = parser.head(url: try XCTUnwrap(URL(string: "http://h/")))
+        XCTAssertEqual(head.mimeType, "text/html", "the first Content-Type counts, lowercased, without parameters")
+        XCTAssertEqual(head.textEncodingName, "ISO-8859-1")
+        XCTAssertEqual(head.expectedContentLength, 12)
+        XCTAssertEqual(head.httpVersion, "HTTP/1.1")
+
+        for (value, expected) in [("99999999999999999999999", Int64(-1)), ("-5", -1), ("1 2", -1), ("", -1), ("0", 0)] {
+            var other = ResponseHeaderParser()
+            _ = feed(&other, "HTTP/2 200\r\n")
+            _ = feed(&other, "Content-Length: \(value)\r\n")
+            _ = feed(&other, "Content-Type: ;charset=utf-8\r\n")
+            _ = feed(&other, "\r\n")
+            let parsed = other.head(url: try XCTUnwrap(URL(string: "http://h/")))
+            XCTAssertEqual(parsed.expectedContentLength, expected, value)
+            XCTAssertNil(parsed.mimeType)
+            XCTAssertEqual(parsed.textEncodingName, "utf-8")
+            XCTAssertEqual(parsed.httpVersion, "HTTP/2")
+        }
+    }
+
     func testOversizedHeaderBlockIsReported() {
         var parser = ResponseHeaderParser(limit: 100)
         _ = feed(&parser, "HTTP/1.1 200 OK\r\n")

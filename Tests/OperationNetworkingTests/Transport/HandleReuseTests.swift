@@ -1,0 +1,59 @@
+import Foundation
+@testable import OperationNetworking
+import OperationNetworkingTestServer
+import XCTest
+
+/// The network thread keeps easy handles configured between plain GETs and wakes only when parked:
+/// neither may change what goes on the wire or delay a request.
+final class HandleReuseTests: ServerTestCase {
+    /// Requests run one after another, so each reuses the handle the previous one left in the pool.
+    func testAReusedHandleCarriesNothingFromThePreviousRequest() throws {
+        var first = request("/echo")
+        first.setValue("1", forHTTPHeaderField: "X-First")
+        XCTAssertTrue(run(first).1.isSuccess)
+        var second = request("/echo")
+        second.setValue("2", forHTTPHeaderField: "X-Second")
+        XCTAssertTrue(run(second).1.isSuccess)
+        var post = request("/echo", method: "POST")
+        post.httpBody = Data("abc".utf8)
+        XCTAssertTrue(run(post).1.isSuccess)
+        XCTAssertTrue(run(request("/echo")).1.isSuccess)
+        var identity = request("/echo")
+        identity.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        XCTAssertTrue(run(identity).1.isSuccess)
+        XCTAssertTrue(run(request("/echo")).1.isSuccess)
+        let authenticated = HTTPRequestOperation(request: request("/auth/basic/user/secret"))
+        authenticated.credential = URLCredential(user: "user", password: "secret", persistence: .none)
+        XCTAssertTrue(run(authenticated).isSuccess)
+        XCTAssertTrue(run(request("/echo", method: "HEAD")).1.isSuccess)
+        let (last, outcome) = run(request("/echo"))
+        XCTAssertTrue(outcome.isSuccess)
+
+        let logged = server.requests(path: "/echo")
+        XCTAssertEqual(logged.map(\.method), ["GET", "GET", "POST", "GET", "GET", "GET", "HEAD", "GET"])
+        XCTAssertEqual(logged[0].header("X-First"), "1")
+        XCTAssertNil(logged[1].header("X-First"), "a header of the previous request leaked")
+        XCTAssertEqual(logged[1].header("X-Second"), "2")
+        XCTAssertEqual(logged[2].body, Data("abc".utf8))
+        XCTAssertEqual(logged[3].body, Data(), "the GET after a POST sent a body")
+        XCTAssertNil(logged[3].header("Content-Length"))
+        XCTAssertNil(logged[3].header("X-Second"))
+        XCTAssertEqual(logged[4].header("Accept-Encoding"), "identity")
+        XCTAssertNotEqual(logged[5].header("Accept-Encoding"), "identity")
+        XCTAssertNotNil(logged[5].header("Accept-Encoding"), "the library's encodings are offered again")
+        XCTAssertNil(logged[7].header("Authorization"), "a credential of an earlier request was sent")
+        XCTAssertFalse(last.responseData?.isEmpty ?? true, "the GET after a HEAD has a body")
+    }
+
+    /// A lost wake-up would leave a request waiting for the idle poll (a second) each time.
+    func testAParkedNetworkThreadTakesANewRequestAtOnce() {
+        for _ in 0..<5 {
+            XCTAssertTrue(eventually { NetworkThread.shared.isParked })
+            let operation = HTTPRequestOperation(request: request("/echo"))
+            let (done, box) = recordOutcome(of: operation)
+            operation.start()
+            wait(for: [done], timeout: 0.5)
+            XCTAssertTrue(box.value?.isSuccess ?? false)
+        }
+    }
+}
