@@ -237,20 +237,31 @@ struct ResponseHeaderParser {
             bytes.append(0x20)
             bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[start..<stop]))
             spans[spans.count - 1].valueEnd = Int32(bytes.count)
-        } else if let colon = (0..<end).first(where: { line[$0] == 0x3A }) {
+        } else if let base = line.baseAddress, let found = memchr(base, 0x3A, end) {
+            let colon = base.distance(to: UnsafeRawPointer(found))
             let (nameStart, nameEnd) = trimmed(line, 0, colon)
             let (valueStart, valueEnd) = trimmed(line, colon + 1, end)
             if nameEnd > nameStart {
-                if bytes.capacity == 0 { bytes.reserveCapacity(512) }
-                let storedName = Int32(bytes.count)
-                bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[nameStart..<nameEnd]))
-                let storedValue = Int32(bytes.count)
-                bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]))
-                spans.append(FieldSpan(nameStart: storedName, nameEnd: storedValue, valueStart: storedValue,
-                                       valueEnd: Int32(bytes.count)))
+                store(name: UnsafeRawBufferPointer(start: base + nameStart, count: nameEnd - nameStart),
+                      value: UnsafeRawBufferPointer(start: base + valueStart, count: valueEnd - valueStart))
             }
         }
         return .none
+    }
+
+    /// Appends one field's name and value to the storage.
+    private mutating func store(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        if spans.capacity == 0 {
+            bytes.reserveCapacity(512)
+            spans.reserveCapacity(16)
+        }
+        let nameStart = bytes.count
+        let valueStart = nameStart + name.count
+        // As typed buffers, so the appends are block copies rather than byte-by-byte iteration.
+        bytes.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
+        bytes.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
+        spans.append(FieldSpan(nameStart: Int32(nameStart), nameEnd: Int32(valueStart), valueStart: Int32(valueStart),
+                               valueEnd: Int32(valueStart + value.count)))
     }
 
     /// The value of the first field named `name` in the block so far.

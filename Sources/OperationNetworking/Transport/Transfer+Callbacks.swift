@@ -166,7 +166,7 @@ extension Transfer {
         guard !values.isEmpty else { return }
         let cookies = values.flatMap { HTTPCookie.cookies(withResponseHeaderFields: ["Set-Cookie": $0], for: url) }
         if !cookies.isEmpty {
-            HTTPCookieStorage.shared.setCookies(cookies, for: url, mainDocumentURL: nil)
+            Transfer.cookieStorage.setCookies(cookies, for: url, mainDocumentURL: nil)
         }
     }
 }

@@ -147,7 +147,7 @@ extension Transfer {
         }
         if !hasExpect { lines.append("Expect:") }   // no 100-continue round trip unless asked for
         if request.httpShouldHandleCookies && !hasCookie,
-           let cookies = HTTPCookieStorage.shared.cookies(for: url), !cookies.isEmpty,
+           let cookies = Transfer.cookieStorage.cookies(for: url), !cookies.isEmpty,
            let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
             lines.append("Cookie: \(header)")
         }
@@ -159,6 +159,9 @@ extension Transfer {
         }
         return lines
     }
+
+    /// The process's cookie storage, looked up once (its accessor is not free).
+    static let cookieStorage = HTTPCookieStorage.shared
 
     /// Header names and values may not smuggle a line break or NUL onto the wire.
     static func isValidHeader(name: String, value: String) -> Bool {

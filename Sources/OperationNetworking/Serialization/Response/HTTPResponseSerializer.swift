@@ -80,11 +80,12 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
 
     /// Which of AFN's two checks fail: the content type (only judged for a non-empty body, compared
     /// lower-cased) and the status code. Shared by `validate` and the raw-head fast path.
-    private func failedChecks(statusCode: Int, mimeType: String?, data: Data?) -> (contentType: Bool, status: Bool) {
+    /// `mimeType` is only evaluated when content types are checked.
+    private func failedChecks(statusCode: Int, mimeType: @autoclosure () -> String?, data: Data?) -> (contentType: Bool, status: Bool) {
         let (codes, types) = lock.withLock { (storedStatusCodes, storedContentTypes) }
         var contentType = false
         if let types, let data, !data.isEmpty {
-            contentType = mimeType.map { !types.contains($0.lowercased()) } ?? true
+            contentType = mimeType().map { !types.contains($0.lowercased()) } ?? true
         }
         return (contentType, codes.map { !$0.contains(statusCode) } ?? false)
     }
