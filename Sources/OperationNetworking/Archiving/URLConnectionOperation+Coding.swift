@@ -25,6 +25,7 @@ enum OperationCodingKeys {
     static let offset = "totalBytesRead"
     static let validator = "resume.validator"
     static let rangesSupported = "resume.rangesSupported"
+    static let rangeEnd = "resume.rangeEnd"
     static let shouldUseCredentialStorage = "shouldUseCredentialStorage"
     static let securityPolicy = "securityPolicy"
     static let responseSerializer = "responseSerializer"
@@ -95,6 +96,7 @@ extension URLConnectionOperation {
             coder.encode(resume.offset, forKey: OperationCodingKeys.offset)
             coder.encode(resume.validator, forKey: OperationCodingKeys.validator)
             coder.encode(resume.rangesSupported, forKey: OperationCodingKeys.rangesSupported)
+            if let end = resume.rangeEnd { coder.encode(end, forKey: OperationCodingKeys.rangeEnd) }
         }
         coder.encode(useStorage, forKey: OperationCodingKeys.shouldUseCredentialStorage)
         coder.encode(policy, forKey: OperationCodingKeys.securityPolicy)
@@ -141,7 +143,10 @@ extension URLConnectionOperation {
         let paused = ArchivedState(rawValue: coder.decodeInteger(forKey: OperationCodingKeys.state)) == .paused
             && coder.containsValue(forKey: OperationCodingKeys.offset)
         let offset = max(0, coder.decodeInt64(forKey: OperationCodingKeys.offset))
-        let resume = ResumePoint(offset: offset, validator: coder.decodeChecked(String.self, forKey: OperationCodingKeys.validator),
+        let rangeEnd = coder.containsValue(forKey: OperationCodingKeys.rangeEnd)
+            ? coder.decodeInt64(forKey: OperationCodingKeys.rangeEnd) : nil
+        let resume = ResumePoint(offset: offset, rangeEnd: rangeEnd.flatMap { $0 >= offset ? $0 : nil },
+                                 validator: coder.decodeChecked(String.self, forKey: OperationCodingKeys.validator),
                                  rangesSupported: coder.decodeBool(forKey: OperationCodingKeys.rangesSupported))
         let partial = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.partialData) ?? Data()
         lock.withLock {

@@ -134,6 +134,10 @@ extension Transfer {
         let length = head.expectedContentLength
         guard let resume = resumeFrom, resume.offset > 0 else {
             expectedBodyLength = length
+            if status == 206, case .bytes(let start, _) = callerRange {
+                // The body starts where the caller's range does (Content-Range says so exactly).
+                rangeBase = Transfer.contentRangeStart(head.value(for: "Content-Range")) ?? start
+            }
             return true
         }
         if sentRange && status == 206 {
@@ -160,6 +164,14 @@ extension Transfer {
         }
         bytesToSkip = resume.offset
         return true
+    }
+
+    /// `first` of `Content-Range: bytes first-last/length`.
+    static func contentRangeStart(_ value: String?) -> Int64? {
+        guard let value, let unit = value.range(of: "bytes ", options: [.caseInsensitive, .anchored]) else { return nil }
+        let rest = value[unit.upperBound...]
+        guard let dash = rest.firstIndex(of: "-") else { return nil }
+        return Int64(rest[..<dash].trimmingCharacters(in: .whitespaces))
     }
 
     private func storeCookies(from values: [String], url: URL) {

@@ -132,6 +132,7 @@ extension Transfer {
     private func headerLines(for request: URLRequest, url: URL) throws -> [String] {
         var lines: [String] = []
         var hasCookie = false, hasExpect = false
+        callerRange = nil
         for (name, value) in request.allHTTPHeaderFields ?? [:] {
             guard Transfer.isValidHeader(name: name, value: value) else {
                 throw TransportError.make(.badURL, "The header \"\(name)\" contains CR, LF or NUL.", url: url)
@@ -140,6 +141,7 @@ extension Transfer {
             // curl computes the length of the body it sends; a second, stale value would corrupt the request.
             if lowered == "content-length" && upload != nil { continue }
             if lowered == "range" || lowered == "if-range", resumeFrom != nil { continue }
+            if lowered == "range" { callerRange = CallerRange(header: value) }
             hasCookie = hasCookie || lowered == "cookie"
             hasExpect = hasExpect || lowered == "expect"
             // "Name;" is curl's spelling of a header with an empty value ("Name:" would remove it).
@@ -153,7 +155,7 @@ extension Transfer {
         }
         sentRange = false
         if let resume = resumeFrom, resume.offset > 0, resume.rangesSupported {
-            lines.append("Range: bytes=\(resume.offset)-")
+            lines.append("Range: bytes=\(resume.offset)-\(resume.rangeEnd.map(String.init) ?? "")")
             if let validator = resume.validator { lines.append("If-Range: \(validator)") }
             sentRange = true
         }

@@ -7,12 +7,46 @@ import FoundationNetworking
 
 /// Where a transfer left off when it was paused, so a later transfer can continue with a Range request.
 struct ResumePoint: Sendable {
-    /// Body bytes already delivered to the sink.
+    /// Where in the resource the download continues: the first byte the sink does not hold yet. For a
+    /// request that carried its own `Range: bytes=A-…` (AFNetworking's pattern for appending to a
+    /// partial file) and got a 206, that is A plus the bytes received, not the bytes received alone.
     var offset: Int64
+    /// The last byte of the caller's closed range (`bytes=A-B`), kept for the continuation.
+    var rangeEnd: Int64? = nil
     /// The `ETag` (preferred) or `Last-Modified` of the response those bytes came from, sent as `If-Range`.
     var validator: String?
     /// Whether the server advertised `Accept-Ranges: bytes`; without it the download restarts from zero.
     var rangesSupported: Bool
+}
+
+/// The caller's own `Range` header, as far as a continuation needs it.
+enum CallerRange: Equatable {
+    /// `bytes=start-` or `bytes=start-end`.
+    case bytes(start: Int64, end: Int64?)
+    /// Any other form (several ranges, a suffix range, another unit).
+    case unusable
+
+    /// Parses a `Range` header value.
+    init(header: String) {
+        let value = header.trimmingCharacters(in: .whitespaces)
+        guard value.lowercased().hasPrefix("bytes="), !value.contains(",") else {
+            self = .unusable
+            return
+        }
+        let parts = value.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, let start = Int64(parts[0].trimmingCharacters(in: .whitespaces)), start >= 0 else {
+            self = .unusable
+            return
+        }
+        let endText = parts[1].trimmingCharacters(in: .whitespaces)
+        if endText.isEmpty {
+            self = .bytes(start: start, end: nil)
+        } else if let end = Int64(endText), end >= start {
+            self = .bytes(start: start, end: end)
+        } else {
+            self = .unusable
+        }
+    }
 }
 
 /// How one transfer ended; handed to the delegate once, on the network thread.
@@ -122,6 +156,11 @@ final class Transfer: @unchecked Sendable {
     var bytesSent: Int64 = 0
     /// Whether the current hop asked for a byte range (a resumed download).
     var sentRange = false
+    /// The single range of the caller's own `Range` header (first transfer only); `nil` when it sent
+    /// none, and `.unusable` when it sent one the library cannot continue (several ranges, a suffix).
+    var callerRange: CallerRange?
+    /// Resource offset of the first body byte of a 206 answering the caller's range (0 otherwise).
+    var rangeBase: Int64 = 0
     /// Full length of the body being received, counting a resumed prefix; -1 when unknown.
     var expectedBodyLength: Int64 = -1
 
@@ -165,8 +204,15 @@ final class Transfer: @unchecked Sendable {
         let modified = head?.value(for: "Last-Modified")
         let supported = head?.value(for: "Accept-Ranges")?.lowercased().contains("bytes") ?? false
         // A partial response already proves ranges work for this resource.
-        return ResumePoint(offset: bytesReceived, validator: etag ?? modified,
-                           rangesSupported: supported || head?.statusCode == 206)
+        let honoured = head?.statusCode == 206
+        if case .unusable = callerRange, honoured {
+            // Continuing a range the library cannot express would corrupt the sink: restart instead.
+            return ResumePoint(offset: bytesReceived, validator: etag ?? modified, rangesSupported: false)
+        }
+        var rangeEnd = resumeFrom?.rangeEnd
+        if case .bytes(_, let end) = callerRange, honoured { rangeEnd = end }
+        return ResumePoint(offset: rangeBase + bytesReceived, rangeEnd: rangeEnd, validator: etag ?? modified,
+                           rangesSupported: supported || honoured)
     }
 }
 

@@ -1,0 +1,59 @@
+import Foundation
+@testable import OperationNetworking
+import OperationNetworkingTestServer
+import XCTest
+
+/// A caller's own `Range` (AFNetworking's pattern for appending to a partial file) is honoured on
+/// the first request and continued, not restarted from the operation's own byte count, on resume.
+final class ResumeOffsetTests: ServerTestCase {
+    private let size = 400_000
+
+    /// Starts `operation`, pauses it once 20,000 bytes arrived, resumes it and waits for its handlers.
+    private func pauseAndResume(_ operation: HTTPRequestOperation) -> Outcome {
+        let someBytes = expectation(description: "some bytes")
+        someBytes.assertForOverFulfill = false
+        operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
+        let (done, box) = recordOutcome(of: operation)
+        let pausedNotice = expectation(forNotification: .operationDidFinish, object: operation)
+        operation.start()
+        wait(for: [someBytes], timeout: 5)
+        operation.pause()
+        wait(for: [pausedNotice], timeout: 5)
+        XCTAssertTrue(eventually { operation.resumePointForTesting != nil })
+        operation.resume()
+        wait(for: [done], timeout: 20)
+        return box.value ?? .failure(URLError(.unknown))
+    }
+
+    func testAppendingToAPartialFileWithTheCallersRangeEndsByteExact() throws {
+        let prefix = 100_000
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("onet-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try deterministicBytes(prefix).write(to: URL(fileURLWithPath: path))
+        var request = request("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5")
+        request.setValue("bytes=\(prefix)-", forHTTPHeaderField: "Range")
+        let operation = HTTPRequestOperation(request: request)
+        operation.outputStream = OutputStream(toFileAtPath: path, append: true)
+
+        XCTAssertTrue(pauseAndResume(operation).isSuccess)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), deterministicBytes(size))
+        let ranges = server.requests.map { $0.header("Range") ?? "none" }
+        XCTAssertEqual(ranges.count, 2)
+        XCTAssertEqual(ranges.first, "bytes=\(prefix)-")
+        let resumedAt = try XCTUnwrap(ranges.last.flatMap { Int($0.dropFirst(6).dropLast()) }, "\(ranges)")
+        XCTAssertGreaterThan(resumedAt, prefix + 20_000 - 1, "continued after the caller's start, not from the byte count")
+        XCTAssertNotNil(server.requests.last?.header("If-Range"))
+    }
+
+    func testAClosedCallerRangeIsContinuedToItsEnd() throws {
+        var request = request("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5")
+        request.setValue("bytes=1000-299999", forHTTPHeaderField: "Range")
+        let operation = HTTPRequestOperation(request: request)
+
+        XCTAssertTrue(pauseAndResume(operation).isSuccess)
+        XCTAssertEqual(operation.responseData, deterministicBytes(299_000, from: 1000))
+        let resumed = try XCTUnwrap(server.requests.last?.header("Range"))
+        XCTAssertTrue(resumed.hasPrefix("bytes=") && resumed.hasSuffix("-299999"), resumed)
+        XCTAssertEqual(server.requests.count, 2)
+    }
+}
