@@ -31,6 +31,11 @@ public struct Image: Sendable, Equatable {
 
 /// Returns an `Image` for image bodies (AFNetworking's `AFImageResponseSerializer`); a body that is not
 /// a PNG, JPEG, GIF, BMP or WebP image is an error. An empty body is `nil`.
+///
+/// It accepts only the content types of the formats it can describe: `image/png`, `image/jpeg`,
+/// `image/gif`, `image/bmp`, `image/x-bmp`, `image/x-ms-bmp`, `image/webp`. AFN's TIFF, ICO and XBM
+/// types fail validation (`NSURLErrorCannotDecodeContentData`, the response attached) instead of
+/// failing later in decoding.
 open class ImageResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     /// A serializer for the image content types.
     public required init() {
@@ -43,8 +48,7 @@ open class ImageResponseSerializer: HTTPResponseSerializer, @unchecked Sendable 
     }
 
     override class var defaultAcceptableContentTypes: Set<String>? {
-        ["image/tiff", "image/jpeg", "image/gif", "image/png", "image/ico", "image/x-icon", "image/bmp",
-         "image/x-bmp", "image/x-xbitmap", "image/x-win-bitmap", "image/webp"]
+        ["image/png", "image/jpeg", "image/gif", "image/bmp", "image/x-bmp", "image/x-ms-bmp", "image/webp"]
     }
     override var gatesOnContentType: Bool { true }
 
