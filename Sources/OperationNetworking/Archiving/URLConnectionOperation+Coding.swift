@@ -103,6 +103,7 @@ extension URLConnectionOperation {
     /// The archived request, or `nil` when the archive has no usable URL.
     static func decodeRequest(from coder: NSCoder) -> URLRequest? {
         guard let url = coder.decodeChecked(String.self, forKey: OperationCodingKeys.url).flatMap({ URL(string: $0) }) else {
+            coder.failInvalidValue(forKey: OperationCodingKeys.url, expected: "URL")
             return nil
         }
         var request = URLRequest(url: url)

@@ -58,12 +58,12 @@ final class MultipartFormDataBuilder: MultipartFormData {
 
     func appendPart(withFileURL fileURL: URL, name: String, fileName: String, mimeType: String) throws {
         guard fileURL.isFileURL else {
-            throw MultipartFormDataBuilder.error("Expected URL to be a file URL", url: fileURL)
+            throw LibraryError.requestSerialization(.notAFileURL, "Expected URL to be a file URL", url: fileURL)
         }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: fileURL.path, isDirectory: &isDirectory), !isDirectory.boolValue,
               FileManager.default.isReadableFile(atPath: fileURL.path) else {
-            throw MultipartFormDataBuilder.error("File URL not reachable.", url: fileURL)
+            throw LibraryError.requestSerialization(.fileNotReadable, "File URL not reachable.", url: fileURL)
         }
         let attributes = try FileManager.default.attributesOfItem(atPath: fileURL.path)
         let size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
@@ -98,10 +98,5 @@ final class MultipartFormDataBuilder: MultipartFormData {
 
     private func fileHeaders(name: String, fileName: String, mimeType: String) -> [(String, String)] {
         [("Content-Disposition", "form-data; name=\"\(name)\"; filename=\"\(fileName)\""), ("Content-Type", mimeType)]
-    }
-
-    private static func error(_ reason: String, url: URL) -> NSError {
-        NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL, userInfo: [
-            NSLocalizedFailureReasonErrorKey: reason, NSLocalizedDescriptionKey: reason, NSURLErrorFailingURLErrorKey: url])
     }
 }

@@ -4,17 +4,17 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Builds requests from a request and parameters (API.md §5).
+/// Builds requests from a request and parameters.
 public protocol URLRequestSerialization: NSSecureCoding, NSCopying {
     /// A copy of `request` with the serializer's headers and `parameters` applied.
     func request(bySerializing request: URLRequest, withParameters parameters: Any?) throws -> URLRequest
 }
 
-/// The error domain of request serialization failures (codes reuse `NSURLError` numbers).
+/// The error domain of request serialization failures; the codes are `RequestSerializationErrorCode`.
 public let RequestSerializationErrorDomain = "org.operationnetworking.error.serialization.request"
 
 /// Builds `URLRequest`s: default headers, query strings and url-encoded form bodies
-/// (AFNetworking's `AFHTTPRequestSerializer`, API.md §5).
+/// (AFNetworking's `AFHTTPRequestSerializer`).
 ///
 /// - Threading: settings are guarded by an internal lock, so a serializer shared by a manager may be
 ///   read while requests are built on several threads.
@@ -145,11 +145,11 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
     // MARK: - Building requests
 
     /// A request for `method` and `urlString` with `parameters` in the query or body.
-    /// Throws `URLError(.badURL)` for a string that is not a URL.
+    /// Throws `URLError(.badURL)` for a string that is not an absolute URL, and the errors of
+    /// `request(bySerializing:withParameters:)`.
     open func request(method: String, urlString: String, parameters: Any?) throws -> URLRequest {
         guard let url = URL(string: urlString), url.scheme != nil else {
-            throw NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL, userInfo: [
-                NSLocalizedDescriptionKey: "\"\(urlString)\" is not a valid URL."])
+            throw LibraryError.badURL(urlString)
         }
         var request = URLRequest(url: url)
         request.httpMethod = method
@@ -170,7 +170,7 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
         var result = request
         let headers = lock.withLock { self.headers }
         // Checked here, before Foundation's URLRequest silently drops such a value.
-        try HTTPRequestSerializer.validate(headers)
+        try HTTPRequestSerializer.validate(headers, url: request.url)
         for (field, value) in headers where result.value(forHTTPHeaderField: field) == nil {
             result.setValue(value, forHTTPHeaderField: field)
         }
@@ -205,15 +205,14 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
         return result
     }
 
-    /// Throws when a header name or value contains CR, LF or NUL (no header injection).
+    /// Throws `invalidHeader` when a header name or value contains CR, LF or NUL (no header injection).
     static func validateHeaders(of request: URLRequest) throws {
-        try validate(request.allHTTPHeaderFields ?? [:])
+        try validate(request.allHTTPHeaderFields ?? [:], url: request.url)
     }
 
-    private static func validate(_ headers: [String: String]) throws {
+    private static func validate(_ headers: [String: String], url: URL?) throws {
         for (name, value) in headers where !Transfer.isValidHeader(name: name, value: value) {
-            throw NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL, userInfo: [
-                NSLocalizedDescriptionKey: "The header \"\(name)\" contains a character not allowed in a header."])
+            throw LibraryError.invalidHeader(name, url: url)
         }
     }
 
