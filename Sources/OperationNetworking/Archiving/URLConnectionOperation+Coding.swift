@@ -5,7 +5,7 @@ import FoundationNetworking
 
 /// Keys of an operation's archive.
 enum OperationCodingKeys {
-    static let version = "version"
+    static let version = CodingVersionKey
     static let url = "request.url"
     static let method = "request.method"
     static let headers = "request.headers"

@@ -7,7 +7,7 @@ import FoundationNetworking
 
 /// Keys of a manager's archive.
 private enum ManagerCodingKeys {
-    static let version = "version"
+    static let version = CodingVersionKey
     static let baseURL = "baseURL"
     static let requestSerializer = "requestSerializer"
     static let responseSerializer = "responseSerializer"

@@ -167,7 +167,7 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     /// Archives mode, pinned certificates, added anchors and both flags (certificates are public data).
     open func encode(with coder: NSCoder) {
         let policy = snapshot
-        coder.encode(SerializationCodingVersion, forKey: "version")
+        coder.encode(SerializationCodingVersion, forKey: CodingVersionKey)
         coder.encode(Int(policy.mode.rawValue), forKey: "SSLPinningMode")
         coder.encodeJSON(policy.pinned.map { $0.base64EncodedString() }.sorted(), forKey: "pinnedCertificates")
         coder.encodeJSON(policy.anchors.map { $0.base64EncodedString() }.sorted(), forKey: "additionalTrustAnchors")

@@ -3,7 +3,7 @@ import Foundation
 import OperationNetworkingTestServer
 import XCTest
 
-/// Pause keeps the bytes; resume continues with a Range request, or restarts cleanly (API.md §2).
+/// Pause keeps the bytes; resume continues with a Range request, or restarts cleanly.
 final class PauseResumeTests: ServerTestCase {
     private let size = 400_000
 

@@ -3,7 +3,7 @@ import Foundation
 import OperationNetworkingTestServer
 import XCTest
 
-/// Redirects are followed by the library, hop by hop, by the rules of API.md §2.
+/// Redirects are followed by the library, hop by hop, by AFN's rules: method by status, credentials kept to one origin, 16 hops.
 final class RedirectTests: ServerTestCase {
     func testChainIsFollowedAndCounted() throws {
         let (operation, outcome) = run(request("/redirect/3"))

@@ -5,7 +5,7 @@ public let UploadStream3GSuggestedPacketSize = 16384
 /// Suggested delay for `throttleBandwidth(withPacketSize:delay:)` on slow links (0.2 s).
 public let UploadStream3GSuggestedDelay: TimeInterval = 0.2
 
-/// Builds a `multipart/form-data` body part by part (AFNetworking's `AFMultipartFormData`, API.md §5).
+/// Builds a `multipart/form-data` body part by part (AFNetworking's `AFMultipartFormData`).
 ///
 /// Files and streams are read during the upload, piece by piece as curl asks for bytes, never loaded
 /// whole; `Content-Length` is exact. A missing or unreadable file is an error when it is appended.

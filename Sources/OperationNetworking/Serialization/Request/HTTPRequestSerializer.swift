@@ -75,34 +75,34 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
     }
     /// Applied to each request only when set. Default (as `URLRequest`): 60.
     public var timeoutInterval: TimeInterval {
-        get { setting("timeoutInterval", 60.0) }
-        set { lock.withLock { changed["timeoutInterval"] = newValue } }
+        get { setting(CodingKeys.timeout, 60.0) }
+        set { lock.withLock { changed[CodingKeys.timeout] = newValue } }
     }
     /// Applied to each request only when set. Default `.useProtocolCachePolicy`.
     public var cachePolicy: URLRequest.CachePolicy {
-        get { setting("cachePolicy", URLRequest.CachePolicy.useProtocolCachePolicy) }
-        set { lock.withLock { changed["cachePolicy"] = newValue } }
+        get { setting(CodingKeys.cachePolicy, URLRequest.CachePolicy.useProtocolCachePolicy) }
+        set { lock.withLock { changed[CodingKeys.cachePolicy] = newValue } }
     }
     /// Applied to each request only when set. Default `true`.
     public var httpShouldHandleCookies: Bool {
-        get { setting("httpShouldHandleCookies", true) }
-        set { lock.withLock { changed["httpShouldHandleCookies"] = newValue } }
+        get { setting(CodingKeys.cookies, true) }
+        set { lock.withLock { changed[CodingKeys.cookies] = newValue } }
     }
     /// Kept for AFN compatibility; has no effect: curl never pipelines HTTP/1.1 and multiplexes HTTP/2.
     /// Default `false`.
     public var httpShouldUsePipelining: Bool {
-        get { setting("httpShouldUsePipelining", false) }
-        set { lock.withLock { changed["httpShouldUsePipelining"] = newValue } }
+        get { setting(CodingKeys.pipelining, false) }
+        set { lock.withLock { changed[CodingKeys.pipelining] = newValue } }
     }
     /// Applied to each request only when set. Default `true`.
     public var allowsCellularAccess: Bool {
-        get { setting("allowsCellularAccess", true) }
-        set { lock.withLock { changed["allowsCellularAccess"] = newValue } }
+        get { setting(CodingKeys.cellular, true) }
+        set { lock.withLock { changed[CodingKeys.cellular] = newValue } }
     }
     /// Applied to each request only when set. Default `.default`.
     public var networkServiceType: URLRequest.NetworkServiceType {
-        get { setting("networkServiceType", URLRequest.NetworkServiceType.default) }
-        set { lock.withLock { changed["networkServiceType"] = newValue } }
+        get { setting(CodingKeys.serviceType, URLRequest.NetworkServiceType.default) }
+        set { lock.withLock { changed[CodingKeys.serviceType] = newValue } }
     }
     /// Methods whose parameters go in the query string. Default `GET`, `HEAD`, `DELETE`.
     public var httpMethodsEncodingParametersInURI: Set<String> {
@@ -154,11 +154,11 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
         var request = URLRequest(url: url)
         request.httpMethod = method
         let settings = lock.withLock { changed }
-        if let value = settings["timeoutInterval"] as? TimeInterval { request.timeoutInterval = value }
-        if let value = settings["cachePolicy"] as? URLRequest.CachePolicy { request.cachePolicy = value }
-        if let value = settings["httpShouldHandleCookies"] as? Bool { request.httpShouldHandleCookies = value }
-        if let value = settings["allowsCellularAccess"] as? Bool { request.allowsCellularAccess = value }
-        if let value = settings["networkServiceType"] as? URLRequest.NetworkServiceType {
+        if let value = settings[CodingKeys.timeout] as? TimeInterval { request.timeoutInterval = value }
+        if let value = settings[CodingKeys.cachePolicy] as? URLRequest.CachePolicy { request.cachePolicy = value }
+        if let value = settings[CodingKeys.cookies] as? Bool { request.httpShouldHandleCookies = value }
+        if let value = settings[CodingKeys.cellular] as? Bool { request.allowsCellularAccess = value }
+        if let value = settings[CodingKeys.serviceType] as? URLRequest.NetworkServiceType {
             request.networkServiceType = value
         }
         return try self.request(bySerializing: request, withParameters: parameters)

@@ -217,7 +217,7 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     }
 
     private enum CodingKeys {
-        static let version = "version"
+        static let version = CodingVersionKey
         static let statusCodes = "acceptableStatusCodes"
         static let contentTypes = "acceptableContentTypes"
         static let stringEncoding = "stringEncoding"
@@ -256,5 +256,8 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     }
 }
 
-/// Written into every serializer archive as `version`, so a later release can read older archives.
+/// Written into every archive the library makes (managers, operations, serializers, policies) under
+/// `CodingVersionKey`, so a later release can read older archives.
 let SerializationCodingVersion = 1
+/// The key of `SerializationCodingVersion` in every archive.
+let CodingVersionKey = "version"

@@ -8,11 +8,23 @@ import FoundationNetworking
 public struct Image: Sendable, Equatable {
     /// The image formats recognised from their headers.
     public enum Format: String, Sendable {
-        case png, jpeg, gif, bmp, webp
+        /// PNG (`image/png`).
+        case png
+        /// JPEG (`image/jpeg`).
+        case jpeg
+        /// GIF 87a or 89a (`image/gif`).
+        case gif
+        /// Windows bitmap (`image/bmp`).
+        case bmp
+        /// WebP, lossy, lossless or extended (`image/webp`).
+        case webp
     }
 
+    /// The format, from the header's signature.
     public let format: Format
+    /// Width in pixels, from the header.
     public let pixelWidth: Int
+    /// Height in pixels, from the header (positive for top-down bitmaps too).
     public let pixelHeight: Int
     /// The encoded image, as received.
     public let data: Data
