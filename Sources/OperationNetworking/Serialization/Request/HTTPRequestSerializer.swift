@@ -16,6 +16,10 @@ public let RequestSerializationErrorDomain = "org.operationnetworking.error.seri
 /// Builds `URLRequest`s: default headers, query strings and url-encoded form bodies
 /// (AFNetworking's `AFHTTPRequestSerializer`).
 ///
+/// Subclassing: override `request(bySerializing:withParameters:)` (call `super` for the headers and the
+/// query or form), keep `required init()` and `required init?(coder:)` — `copy()` and archives create the
+/// subclass through them — and override `copy(with:)` and `encode(with:)` when you add settings.
+///
 /// - Threading: settings are guarded by an internal lock, so a serializer shared by a manager may be
 ///   read while requests are built on several threads.
 open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked Sendable {
