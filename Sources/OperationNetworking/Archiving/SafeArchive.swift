@@ -140,7 +140,7 @@ extension NSCoder {
 /// wrong type the library's decoders found. Corelibs' `NSKeyedUnarchiver` cannot be subclassed from
 /// outside Foundation, so the check travels in the thread's dictionary for the duration of the call.
 /// - Threading: created, used and dropped by one thread within one `unarchive` call.
-final class ArchiveCheck: @unchecked Sendable {   // confined to the decoding thread
+final class ArchiveCheck {
     static let key = "org.operationnetworking.archive-check"
     /// The first invalid value found, if any.
     private(set) var invalidValue: NSError?
