@@ -6,7 +6,6 @@ let package = Package(
     name: "OperationNetworking",
     products: [
         .library(name: "OperationNetworking", targets: ["OperationNetworking"]),
-        .library(name: "OperationNetworkingTestServer", targets: ["OperationNetworkingTestServer"]),
         .executable(name: "onet", targets: ["onet"]),
     ],
     dependencies: [
@@ -35,7 +34,8 @@ let package = Package(
             dependencies: ["CCurl", "CCurlShim", "CTrust", "CNetlink"]
         ),
         // In-process HTTP/1.1 and HTTPS loopback server, and certificates made for each test run, for the
-        // tests and `onet demo` (never used by the library).
+        // tests and `onet demo` (never used by the library). A target, not a product: users of the
+        // library never build SwiftNIO, NIOSSL, swift-certificates or swift-crypto.
         .target(
             name: "OperationNetworkingTestServer",
             dependencies: [

@@ -24,10 +24,10 @@ struct Archive: ParsableCommand {
             let done = DispatchSemaphore(value: 0)
             let status = StatusBox()
             manager.GET(path, parameters: nil, success: { operation, _ in
-                status.set(operation.httpResponse?.statusCode ?? 0)
+                status.set(operation.response?.statusCode ?? 0)
                 done.signal()
             }, failure: { operation, error in
-                status.set(operation?.httpResponse?.statusCode ?? -(error as NSError).code)
+                status.set(operation?.response?.statusCode ?? -(error as NSError).code)
                 done.signal()
             })
             _ = done.wait(timeout: .now() + 10)
@@ -50,7 +50,7 @@ struct Archive: ParsableCommand {
             let done = DispatchSemaphore(value: 0)
             let result = StatusBox()
             operation.setCompletionBlockWithSuccess({ operation, _ in
-                result.set(operation.httpResponse?.statusCode ?? 0)
+                result.set(operation.response?.statusCode ?? 0)
                 done.signal()
             }, failure: { _, error in
                 print("failed: \(error.localizedDescription)")

@@ -40,7 +40,7 @@ struct Demo: ParsableCommand {
             }
             let operation = manager.httpRequestOperation(with: request, success: { operation, _ in
                 let millis = Int((operation.metrics?.total ?? 0) * 1000)
-                console.say("   \(step) finished (\(operation.httpResponse?.statusCode ?? 0), \(millis) ms)")
+                console.say("   \(step) finished (\(operation.response?.statusCode ?? 0), \(millis) ms)")
                 if step == "feed" { done.signal() }
             }, failure: { _, error in
                 console.say("   \(step) failed: \(error.localizedDescription)")
@@ -140,7 +140,7 @@ struct Demo: ParsableCommand {
         guard done.wait(timeout: .now() + 20) == .success else { return false }
         let range = server.requests.last?.header("Range") ?? "none"
         let intact = operation.responseData == Data((0..<size).map { UInt8($0 % 251) })
-        console.say("   resumed with Range: \(range); status \(operation.httpResponse?.statusCode ?? 0); "
+        console.say("   resumed with Range: \(range); status \(operation.response?.statusCode ?? 0); "
                     + "\(operation.responseData?.count ?? 0) bytes, identical to the source: \(intact)")
         return intact && range.hasPrefix("bytes=")
     }

@@ -23,8 +23,9 @@ struct Reachability: ParsableCommand {
             manager = NetworkReachabilityManager.shared
         }
         guard let manager else { throw ValidationError("not an IP address or host name") }
-        manager.setReachabilityStatusChange { status in
-            try? FileHandle.standardOutput.write(contentsOf: Data("status=\(status)\n".utf8))
+        manager.setReachabilityStatusChange { [manager] status in
+            let kind = manager.networkInterfaceKind.map { " kind=\($0.rawValue)" } ?? ""
+            try? FileHandle.standardOutput.write(contentsOf: Data("status=\(status)\(kind)\n".utf8))
         }
         manager.startMonitoring()
         Thread.sleep(forTimeInterval: max(0, seconds))

@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Error domain of archives the library refuses to decode.
+/// Error domain of archives the library refuses to decode; the codes are `ArchiveErrorCode`.
 public let ArchiveErrorDomain = "org.operationnetworking.error.archive"
 
 /// Decodes archives of the library's classes without the ways corelibs' `NSKeyedUnarchiver` crashes.
@@ -11,8 +11,9 @@ public let ArchiveErrorDomain = "org.operationnetworking.error.archive"
 /// On Linux, `NSKeyedUnarchiver` stops the process (instead of throwing) when an archive names a class
 /// other than the one asked for. So before unarchiving, every class name in the archive is checked
 /// against the library's classes and the Foundation value classes they use; the size is bounded; and
-/// nested objects are decoded as `NSObject` and then checked with `as?`. Anything else is an `NSError`
-/// in `ArchiveErrorDomain`.
+/// nested objects are decoded as `NSObject` and then checked with `as?`; a value of the wrong type
+/// where a setting belongs (a string replaced by a number, say) fails the whole decoding rather than
+/// leaving a default in its place. Anything else is an `NSError` in `ArchiveErrorDomain`.
 /// - Threading: stateless; any thread.
 public enum SafeArchive {
     /// Archives larger than this are refused unread (no unbounded allocation).
@@ -26,23 +27,30 @@ public enum SafeArchive {
     /// The object of type `T` in `data`, or a thrown error for anything unexpected.
     public static func unarchive<T: NSObject & NSSecureCoding>(_ type: T.Type, from data: Data) throws -> T {
         guard data.count <= maximumSize else {
-            throw error(1, "The archive is larger than \(maximumSize) bytes.")
+            throw LibraryError.archive(.tooLarge, "The archive is larger than \(maximumSize) bytes.")
         }
         let names = try classNames(in: data)
         // Only the library's own classes may be constructed (NSObject and NSOperation appear solely in
         // class chains; constructing them would stop corelibs' unarchiver).
         let unexpected = names.subtracting(libraryClassNames)
         guard unexpected.isEmpty else {
-            throw error(2, "The archive names classes outside the expected set: \(unexpected.sorted().joined(separator: ", ")).")
+            throw LibraryError.archive(.unexpectedClass, "The archive names classes outside the expected set: \(unexpected.sorted().joined(separator: ", ")).")
         }
         let root: Any?
+        let check = ArchiveCheck()
         do {
+            let previous = Thread.current.threadDictionary[ArchiveCheck.key]
+            Thread.current.threadDictionary[ArchiveCheck.key] = check
+            defer { Thread.current.threadDictionary[ArchiveCheck.key] = previous }
             root = try NSKeyedUnarchiver.unarchivedObject(ofClasses: [NSObject.self], from: data)
         } catch {
-            throw SafeArchive.error(3, "The archive is damaged: \(error.localizedDescription)", underlying: error)
+            // A tampered value makes its object's initializer fail; say so rather than "damaged".
+            throw check.invalidValue ?? LibraryError.archive(.damaged, "The archive is damaged: \(error.localizedDescription)",
+                                                             underlying: error)
         }
+        if let invalid = check.invalidValue { throw invalid }
         guard let object = root as? T else {
-            throw error(4, "The archive holds a \(root.map { String(describing: Swift.type(of: $0)) } ?? "nothing"), not a \(T.self).")
+            throw LibraryError.archive(.wrongRootClass, "The archive holds a \(root.map { String(describing: Swift.type(of: $0)) } ?? "nothing"), not a \(T.self).")
         }
         return object
     }
@@ -54,9 +62,9 @@ public enum SafeArchive {
         do {
             try scanner.scan()
         } catch let invalid as BinaryPropertyListScanner.Invalid {
-            throw error(3, "The archive is damaged: \(invalid.reason).")
+            throw LibraryError.archive(.damaged, "The archive is damaged: \(invalid.reason).")
         }
-        guard !scanner.classNames.isEmpty else { throw error(3, "The data is not a keyed archive.") }
+        guard !scanner.classNames.isEmpty else { throw LibraryError.archive(.damaged, "The data is not a keyed archive.") }
         return scanner.classNames
     }
 
@@ -73,12 +81,6 @@ public enum SafeArchive {
         // tampered input, are never archived by the library.
         return Set(library.map { NSStringFromClass($0) })
     }()
-
-    private static func error(_ code: Int, _ description: String, underlying: Error? = nil) -> NSError {
-        var info: [String: Any] = [NSLocalizedDescriptionKey: description]
-        if let underlying { info[NSUnderlyingErrorKey] = underlying }
-        return NSError(domain: ArchiveErrorDomain, code: code, userInfo: info)
-    }
 }
 
 extension NSCoder {
@@ -95,18 +97,58 @@ extension NSCoder {
         }
     }
 
-    /// A JSON value written by `encodeJSON`, or `nil` when absent, damaged or of another type.
+    /// A JSON value written by `encodeJSON`; `nil` when absent. A value that is damaged or of another
+    /// type (`null` stands for a `nil` setting) fails the decoding (`failInvalidValue`) and gives `nil`.
     func decodeJSON<T>(_ type: T.Type, forKey key: String) -> T? {
-        guard let data = decodeChecked(Data.self, forKey: key),
-              let value = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else { return nil }
-        return value as? T
+        guard let data = decodeChecked(Data.self, forKey: key) else { return nil }
+        guard let value = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
+            failInvalidValue(forKey: key, expected: "JSON value")
+            return nil
+        }
+        if value is NSNull { return nil }
+        guard let typed = value as? T else {
+            failInvalidValue(forKey: key, expected: "\(T.self)")
+            return nil
+        }
+        return typed
     }
 
     /// A nested object of the expected type, decoded without corelibs' crash on a different class:
-    /// any secure-coding class is accepted by the unarchiver, then checked here. `nil` when absent or
-    /// of another type.
+    /// any secure-coding class is accepted by the unarchiver, then checked here. `nil` when absent;
+    /// present but of another type (or an object that failed to decode) fails the decoding, because
+    /// the library never archives `nil` under a key it writes.
     func decodeChecked<T>(_ type: T.Type, forKey key: String) -> T? {
         guard containsValue(forKey: key) else { return nil }
-        return decodeObject(of: [NSObject.self], forKey: key) as? T
+        guard let value = decodeObject(of: [NSObject.self], forKey: key) as? T else {
+            failInvalidValue(forKey: key, expected: "\(T.self)")
+            return nil
+        }
+        return value
     }
+
+    /// Records that the archive holds an unusable value under `key` (a tampered archive), so that
+    /// `SafeArchive.unarchive` fails instead of returning an object with a default in its place. Not
+    /// through `failWithError`: corelibs prints it to stderr, and under its default policy stops the
+    /// process. Other coders get `nil` (the caller's default) as before.
+    func failInvalidValue(forKey key: String, expected: String) {
+        ArchiveCheck.current?.record(
+            LibraryError.archive(.invalidValue, "The archive's value for \"\(key)\" is not a valid \(expected)."))
+    }
+}
+
+/// What `SafeArchive` learns while one decoding runs on the current thread: the first value of the
+/// wrong type the library's decoders found. Corelibs' `NSKeyedUnarchiver` cannot be subclassed from
+/// outside Foundation, so the check travels in the thread's dictionary for the duration of the call.
+/// - Threading: created, used and dropped by one thread within one `unarchive` call.
+final class ArchiveCheck {
+    static let key = "org.operationnetworking.archive-check"
+    /// The first invalid value found, if any.
+    private(set) var invalidValue: NSError?
+
+    func record(_ error: NSError) {
+        if invalidValue == nil { invalidValue = error }
+    }
+
+    /// The check of the decoding running on this thread, if `SafeArchive` started one.
+    static var current: ArchiveCheck? { Thread.current.threadDictionary[key] as? ArchiveCheck }
 }

@@ -5,7 +5,7 @@ import FoundationNetworking
 
 /// Keys of an operation's archive.
 enum OperationCodingKeys {
-    static let version = "version"
+    static let version = CodingVersionKey
     static let url = "request.url"
     static let method = "request.method"
     static let headers = "request.headers"
@@ -105,6 +105,7 @@ extension URLConnectionOperation {
     /// The archived request, or `nil` when the archive has no usable URL.
     static func decodeRequest(from coder: NSCoder) -> URLRequest? {
         guard let url = coder.decodeChecked(String.self, forKey: OperationCodingKeys.url).flatMap({ URL(string: $0) }) else {
+            coder.failInvalidValue(forKey: OperationCodingKeys.url, expected: "URL")
             return nil
         }
         var request = URLRequest(url: url)

@@ -7,7 +7,7 @@ import FoundationNetworking
 
 /// Keys of a manager's archive.
 private enum ManagerCodingKeys {
-    static let version = "version"
+    static let version = CodingVersionKey
     static let baseURL = "baseURL"
     static let requestSerializer = "requestSerializer"
     static let responseSerializer = "responseSerializer"
@@ -64,8 +64,13 @@ extension HTTPRequestOperationManager {
         }
     }
 
-    /// The base URL of an archive.
+    /// The base URL of an archive; a value that is not a URL string fails the decoding.
     static func decodeBaseURL(from coder: NSCoder) -> URL? {
-        coder.decodeChecked(String.self, forKey: ManagerCodingKeys.baseURL).flatMap { URL(string: $0) }
+        guard let text = coder.decodeChecked(String.self, forKey: ManagerCodingKeys.baseURL) else { return nil }
+        guard let url = URL(string: text) else {
+            coder.failInvalidValue(forKey: ManagerCodingKeys.baseURL, expected: "URL")
+            return nil
+        }
+        return url
     }
 }

@@ -2,7 +2,14 @@ import Dispatch
 import Foundation
 
 /// Creates `HTTPRequestOperation`s from URL strings relative to a base URL and enqueues them on its
-/// `operationQueue` (AFNetworking's `AFHTTPRequestOperationManager`, API.md §4).
+/// `operationQueue` (AFNetworking's `AFHTTPRequestOperationManager`).
+///
+/// Subclassing (as AFN apps do): override `manager()`, `init(baseURL:)`, the convenience methods, the
+/// per-method hook `httpRequestOperation(withHTTPMethod:URLString:parameters:success:failure:)` (to
+/// sign or change every request) or `httpRequestOperation(with:success:failure:)` (to configure every
+/// operation). A subclass that overrides `required init(baseURL:)` (its only designated initializer)
+/// inherits `init()`, `init?(coder:)` and `manager()`, which all go through it: copies, archives and
+/// `manager()` are configured by the subclass.
 ///
 /// Settings are copied onto each operation when it is created; changing the manager later does not
 /// affect operations already made. The queue's `maxConcurrentOperationCount` limits how many requests
@@ -44,20 +51,23 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     }
 
     /// Restores an archived manager (see `encode(with:)`): a new, empty queue and default
-    /// completion queue. A required key of the wrong type falls back to the default.
+    /// completion queue. A value of the wrong type fails the decoding (`SafeArchive` throws
+    /// `ArchiveErrorCode.invalidValue`) rather than leaving a default in its place.
     public required convenience init?(coder: NSCoder) {
         self.init(baseURL: HTTPRequestOperationManager.decodeBaseURL(from: coder))
         decodeSettings(from: coder)
     }
 
-    /// A manager without a base URL.
-    public convenience override init() {
+    /// A manager without a base URL (calls `init(baseURL: nil)`, so a subclass's override of that
+    /// initializer runs).
+    public required convenience override init() {
         self.init(baseURL: nil)
     }
 
-    /// A new manager without a base URL (AFN's `+manager`).
-    public static func manager() -> Self {
-        self.init(baseURL: nil)
+    /// A new manager without a base URL (AFN's `+manager`), made through `init()` — so a subclass's
+    /// initializer (its `init()`, or its `init(baseURL:)` that `init()` calls) configures it. Overridable.
+    open class func manager() -> Self {
+        self.init()
     }
 
     /// Builds every request. Default `HTTPRequestSerializer()`.
@@ -132,59 +142,78 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         return operation
     }
 
+    /// AFN 2.6's per-method hook, through which `GET`, `HEAD`, `POST`, `PUT`, `PATCH` and `DELETE` build
+    /// their operation: serializes the request with `requestSerializer` (relative to `baseURL`), builds
+    /// the operation with `httpRequestOperation(with:success:failure:)`, and does not enqueue it.
+    /// Override it to see or change every call (apps sign requests here). When the request cannot be
+    /// built it returns `nil` and calls `failure(nil, error)` asynchronously on the completion queue.
+    open func httpRequestOperation(withHTTPMethod method: String, URLString: String, parameters: Any?,
+                                   success: Success?, failure: Failure?) -> HTTPRequestOperation? {
+        build(URLString, success, failure) { serializer, url in
+            try serializer.request(method: method, urlString: url, parameters: parameters)
+        }
+    }
+
     /// `GET` with `parameters` in the query string; enqueued. `nil` (and `failure(nil, error)` on the
     /// completion queue) when the request cannot be built.
     @discardableResult
-    public func GET(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
-        enqueue("GET", URLString, parameters, success, failure)
+    open func GET(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
+        enqueue(httpRequestOperation(withHTTPMethod: "GET", URLString: URLString, parameters: parameters,
+                                     success: success, failure: failure))
     }
 
     /// `HEAD`; the success block gets only the operation.
     @discardableResult
-    public func HEAD(_ URLString: String, parameters: Any?, success: (@Sendable (HTTPRequestOperation) -> Void)?,
-                     failure: Failure?) -> HTTPRequestOperation? {
+    open func HEAD(_ URLString: String, parameters: Any?, success: (@Sendable (HTTPRequestOperation) -> Void)?,
+                   failure: Failure?) -> HTTPRequestOperation? {
         var adapted: Success?
         if let success {
             adapted = { operation, _ in success(operation) }
         }
-        return enqueue("HEAD", URLString, parameters, adapted, failure)
+        return enqueue(httpRequestOperation(withHTTPMethod: "HEAD", URLString: URLString, parameters: parameters,
+                                            success: adapted, failure: failure))
     }
 
     /// `POST` with `parameters` in the body (url-encoded by default).
     @discardableResult
-    public func POST(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
-        enqueue("POST", URLString, parameters, success, failure)
+    open func POST(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
+        enqueue(httpRequestOperation(withHTTPMethod: "POST", URLString: URLString, parameters: parameters,
+                                     success: success, failure: failure))
     }
 
     /// A multipart form `POST`: `parameters` as fields, then the parts `block` appends; the body is
-    /// streamed. `nil` (and `failure(nil, error)`) when the request cannot be built, including an error
-    /// thrown by `block` (a file that cannot be appended).
+    /// streamed. Built with `httpRequestOperation(with:success:failure:)` (AFN: not through the
+    /// per-method hook). `nil` (and `failure(nil, error)`) when the request cannot be built, including
+    /// an error thrown by `block` (a file that cannot be appended).
     @discardableResult
-    public func POST(_ URLString: String, parameters: [String: Any]?,
-                     constructingBodyWith block: ((MultipartFormData) throws -> Void)?,
-                     success: Success?, failure: Failure?) -> HTTPRequestOperation? {
-        enqueue(URLString, success, failure) { serializer, url in
+    open func POST(_ URLString: String, parameters: Any?,
+                   constructingBodyWith block: ((MultipartFormData) throws -> Void)?,
+                   success: Success?, failure: Failure?) -> HTTPRequestOperation? {
+        enqueue(build(URLString, success, failure) { serializer, url in
             try serializer.multipartFormRequest(method: "POST", urlString: url, parameters: parameters,
                                                 constructingBodyWith: block)
-        }
+        })
     }
 
     /// `PUT` with `parameters` in the body.
     @discardableResult
-    public func PUT(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
-        enqueue("PUT", URLString, parameters, success, failure)
+    open func PUT(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
+        enqueue(httpRequestOperation(withHTTPMethod: "PUT", URLString: URLString, parameters: parameters,
+                                     success: success, failure: failure))
     }
 
     /// `PATCH` with `parameters` in the body.
     @discardableResult
-    public func PATCH(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
-        enqueue("PATCH", URLString, parameters, success, failure)
+    open func PATCH(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
+        enqueue(httpRequestOperation(withHTTPMethod: "PATCH", URLString: URLString, parameters: parameters,
+                                     success: success, failure: failure))
     }
 
     /// `DELETE` with `parameters` in the query string.
     @discardableResult
-    public func DELETE(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
-        enqueue("DELETE", URLString, parameters, success, failure)
+    open func DELETE(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
+        enqueue(httpRequestOperation(withHTTPMethod: "DELETE", URLString: URLString, parameters: parameters,
+                                     success: success, failure: failure))
     }
 
     /// The absolute URL string for `URLString` relative to `baseURL`, or `nil` when it does not parse.
@@ -192,21 +221,19 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         URL(string: URLString, relativeTo: baseURL)?.absoluteString
     }
 
-    private func enqueue(_ method: String, _ URLString: String, _ parameters: Any?, _ success: Success?,
-                         _ failure: Failure?) -> HTTPRequestOperation? {
-        enqueue(URLString, success, failure) { serializer, url in
-            try serializer.request(method: method, urlString: url, parameters: parameters)
-        }
+    /// Adds `operation` (when there is one) to the queue and returns it.
+    private func enqueue(_ operation: HTTPRequestOperation?) -> HTTPRequestOperation? {
+        if let operation { operationQueue.addOperation(operation) }
+        return operation
     }
 
-    private func enqueue(_ URLString: String, _ success: Success?, _ failure: Failure?,
-                         build: (HTTPRequestSerializer, String) throws -> URLRequest) -> HTTPRequestOperation? {
+    /// Builds the request with `build` and the operation for it; on failure reports `failure(nil, error)`
+    /// asynchronously on the completion queue and returns `nil`.
+    private func build(_ URLString: String, _ success: Success?, _ failure: Failure?,
+                       request build: (HTTPRequestSerializer, String) throws -> URLRequest) -> HTTPRequestOperation? {
         let request: URLRequest
         do {
-            guard let resolved = resolve(URLString) else {
-                throw NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL, userInfo: [
-                    NSLocalizedDescriptionKey: "\"\(URLString)\" is not a valid URL."])
-            }
+            guard let resolved = resolve(URLString) else { throw LibraryError.badURL(URLString) }
             request = try build(requestSerializer, resolved)
         } catch {
             let queue = completionQueue ?? CallbackQueues.callback
@@ -217,8 +244,6 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         if let failure {
             operationFailure = { operation, error in failure(operation, error) }
         }
-        let operation = httpRequestOperation(with: request, success: success, failure: operationFailure)
-        operationQueue.addOperation(operation)
-        return operation
+        return httpRequestOperation(with: request, success: success, failure: operationFailure)
     }
 }

@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 
 /// A `URLConnectionOperation` for HTTP and HTTPS that validates and serializes its response and
-/// reports through success and failure blocks (AFNetworking's `AFHTTPRequestOperation`, API.md §3).
+/// reports through success and failure blocks (AFNetworking's `AFHTTPRequestOperation`).
 ///
 /// The response is serialized on a processing queue (neither the network thread nor the completion
 /// queue); then `success` or `failure` runs on the completion queue inside the completion group, and
@@ -38,8 +38,9 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         super.init(request: request)
     }
 
-    /// The HTTP response, once its head arrived.
-    public var httpResponse: HTTPURLResponse? { response as? HTTPURLResponse }
+    /// The HTTP response, once its head arrived (AFN's `NSHTTPURLResponse`-typed `response`): the
+    /// inherited `response` narrowed, so ported code reads `operation.response?.statusCode`.
+    open override var response: HTTPURLResponse? { super.response as? HTTPURLResponse }
 
     /// Validates and decodes the response. Default `HTTPResponseSerializer()` (raw data, 2xx only);
     /// the manager sets its own. Setting it clears a computed `responseObject`.
@@ -72,7 +73,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
             // The library's own serializers validate from the raw head when it passes, so a response
             // nobody reads never pays for building Foundation's HTTPURLResponse.
             if let head = responseHead, serializer.acceptsWithoutResponseObject(head, data: data) {
-                result = try serializer.decodedObject(from: data, textEncodingName: head.textEncodingName)
+                result = try serializer.decodedObject(from: data, head: head)
             } else {
                 result = try serializer.responseObject(for: response, data: data)
             }
@@ -129,6 +130,14 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     }
 
     // MARK: - Internal
+
+    override func releaseBlocks() {
+        lock.withLock {
+            success = nil
+            failure = nil
+        }
+        super.releaseBlocks()
+    }
 
     /// Response bodies up to this size are serialized on the delivery queue, in the hop that brings the
     /// transfer's end off the network thread; larger ones on the concurrent processing queue.

@@ -14,7 +14,7 @@ extension Notification.Name {
 }
 
 /// An asynchronous `Operation` that runs one HTTP request on the shared network thread: the transport
-/// half of AFNetworking's `AFURLConnectionOperation` (API.md §2).
+/// half of AFNetworking's `AFURLConnectionOperation`.
 ///
 /// The operation turns *executing* when it hands its request to the network thread and *finished*
 /// when the transfer ended, failed or was cancelled and every completion handler returned.
@@ -25,7 +25,7 @@ extension Notification.Name {
 ///   issued after the lock is released. Progress blocks run on `completionQueue` (or the library's
 ///   callback queue), coalesced; the redirect block runs on the network thread.
 /// - Warning: waiting for an operation (`waitUntilFinished()`) from inside its own completion queue
-///   would deadlock; on the library's callback queue the wait is refused with a message.
+///   would deadlock; on the library's callback queue the call returns without waiting.
 open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchecked Sendable {
     /// A redirect decision: return the request to follow (possibly changed) or `nil` to stop.
     public typealias RedirectResponseBlock = @Sendable (URLConnectionOperation, URLRequest, URLResponse?) -> URLRequest?
@@ -91,6 +91,8 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     var storedClientCertificate: ClientCertificate?     // guarded by lock
     /// Run once, on the completion queue, just before the operation turns finished (batches use it).
     var finishHooks: [@Sendable () -> Void] = []        // guarded by lock
+    /// The inherited `completionBlock`, kept here so that Foundation never runs it on a global queue.
+    var storedCompletionBlock: (@Sendable () -> Void)?  // guarded by lock
 
     /// Creates an operation for `request` (designated initializer). Nothing is sent until `start()`.
     public required init(request: URLRequest) {
@@ -106,7 +108,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// The request of the transfer under way: after a redirect, the redirected one.
     public var currentRequest: URLRequest { lock.withLock { storedCurrentRequest } }
     /// The last response received (an `HTTPURLResponse` for http and https); `nil` before the first.
-    public var response: URLResponse? {
+    open var response: URLResponse? {
         lock.withLock {
             if storedResponse == nil, let head = storedHead { storedResponse = head.makeResponse() }
             return storedResponse
@@ -116,8 +118,12 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     open var error: Error? { transportError }
     /// The last response head, as received (no `HTTPURLResponse` built).
     final var responseHead: ResponseHead? { lock.withLock { storedHead } }
-    /// The transport (or cancel) error alone, whatever a subclass adds to `error`.
-    final var transportError: Error? { lock.withLock { storedError } }
+    /// The transport (or cancel) error alone, whatever a subclass adds to `error`; completed with the
+    /// failing URL and a description where the transport left them out.
+    final var transportError: Error? {
+        let (error, url) = lock.withLock { (storedError, storedCurrentRequest.url) }
+        return error.map { TransportError.completed($0, url: url) }
+    }
     /// The body received, when no custom `outputStream` was set; `nil` after a transport failure
     /// or cancel (as AFNetworking) and until the transfer ended.
     public var responseData: Data? { lock.withLock { storedResponseData } }
@@ -222,7 +228,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     }
 
     /// Sets the block that decides each redirect (on the network thread: keep it short). Without one,
-    /// redirects are followed per API.md §2 (16 hops at most).
+    /// redirects are followed (16 hops at most, then `URLError(.httpTooManyRedirects)`).
     public func setRedirectResponseBlock(_ block: RedirectResponseBlock?) {
         lock.withLock { redirectBlock = block }
     }
@@ -242,6 +248,14 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     }
     /// Whether the operation is paused.
     public var isPaused: Bool { lock.withLock { state.isPaused } }
+
+    /// Foundation's completion block, run as AFNetworking's override ran it: after the operation
+    /// turned finished, on `completionQueue` (default: the library's callback queue, not a global
+    /// queue) inside `completionGroup`. It is released once it ran, like every block of the operation.
+    open override var completionBlock: (@Sendable () -> Void)? {
+        get { lock.withLock { storedCompletionBlock } }
+        set { lock.withLock { storedCompletionBlock = newValue } }
+    }
 
     /// Hands the request to the network thread; a cancelled operation finishes without network traffic.
     open override func start() {
@@ -279,14 +293,11 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         perform(action, transfer: transfer)
     }
 
-    /// Refuses (with a message) to wait from inside the library's callback queue, where the wait could
-    /// never end; otherwise waits as `Operation` does.
+    /// Waits as `Operation` does — except on the library's callback queue while this operation uses it
+    /// (`completionQueue == nil`): its handlers need that queue, so the wait could never end, and the
+    /// call returns at once without waiting (check `isFinished` afterwards). Nothing is printed.
     open override func waitUntilFinished() {
-        if CallbackQueues.isOnCallbackQueue && completionQueue == nil && !isFinished {
-            try? FileHandle.standardError.write(contentsOf: Data(
-                "OperationNetworking: waitUntilFinished() on the callback queue would deadlock; not waiting.\n".utf8))
-            return
-        }
+        if CallbackQueues.isOnCallbackQueue && completionQueue == nil && !isFinished { return }
         super.waitUntilFinished()
     }
 
@@ -309,7 +320,13 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// it) with a Range request; a finished one comes back ready to run again (AFN). `nil` when the
     /// archive has no usable URL.
     public required convenience init?(coder: NSCoder) {
-        guard let request = URLConnectionOperation.decodeRequest(from: coder) else { return nil }
+        guard let request = URLConnectionOperation.decodeRequest(from: coder) else {
+            // Under SafeArchive the failure is recorded and thrown; a nil here would only make
+            // corelibs print "failed to decode" to stderr on the way.
+            guard ArchiveCheck.current != nil else { return nil }
+            self.init(request: URLRequest(url: URL(fileURLWithPath: "/")))
+            return
+        }
         self.init(request: request)
         restore(from: coder)
     }
@@ -357,7 +374,9 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         }
     }
 
-    /// Runs the finish hooks, closes the output stream and turns the operation finished.
+    /// Runs the finish hooks, closes the output stream, turns the operation finished, then runs the
+    /// completion block on the completion queue. Every block is released here, so an object that its
+    /// own operation's block captured is freed once the operation finished (AFN broke cycles this way).
     func finishOperation() {
         let (hooks, stream) = lock.withLock { () -> ([@Sendable () -> Void], OutputStream?) in
             defer { finishHooks.removeAll() }
@@ -365,12 +384,35 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         }
         hooks.forEach { $0() }
         stream?.close()
-        guard lock.withLock({ state.finish() }) else { return }
+        let (finished, completion) = lock.withLock { () -> (Bool, (@Sendable () -> Void)?) in
+            guard state.finish() else { return (false, nil) }
+            defer { storedCompletionBlock = nil }
+            return (true, storedCompletionBlock)
+        }
+        guard finished else { return }
+        releaseBlocks()
         willChangeValue(forKey: "isExecuting")
         willChangeValue(forKey: "isFinished")
         didChangeValue(forKey: "isExecuting")
         didChangeValue(forKey: "isFinished")
         post(.operationDidFinish)
+        if let completion {
+            effectiveCompletionQueue.async(group: effectiveCompletionGroup, execute: completion)
+        }
+    }
+
+    /// Drops every block the caller set (progress, redirect, challenge, cache); subclasses drop theirs
+    /// and call `super`. Called once, when the operation finishes.
+    func releaseBlocks() {
+        lock.withLock {
+            uploadProgressBlock = nil
+            downloadProgressBlock = nil
+            uploadReporter = nil
+            downloadReporter = nil
+            redirectBlock = nil
+            challengeBlock = nil
+            cacheBlock = nil
+        }
     }
 
     /// Adds work to run on the completion queue just before the operation turns finished.

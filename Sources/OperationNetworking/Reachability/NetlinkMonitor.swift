@@ -15,11 +15,11 @@ final class NetlinkMonitor: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false          // guarded by lock
     private var wakeWrite: Int32 = -1    // guarded by lock
-    private let compute: @Sendable (RoutingSnapshot) -> NetworkReachabilityStatus
-    private let onStatus: @Sendable (NetworkReachabilityStatus) -> Void
+    private let compute: @Sendable (RoutingSnapshot) -> ReachabilityState
+    private let onStatus: @Sendable (ReachabilityState) -> Void
 
-    init(compute: @escaping @Sendable (RoutingSnapshot) -> NetworkReachabilityStatus,
-         onStatus: @escaping @Sendable (NetworkReachabilityStatus) -> Void) {
+    init(compute: @escaping @Sendable (RoutingSnapshot) -> ReachabilityState,
+         onStatus: @escaping @Sendable (ReachabilityState) -> Void) {
         self.compute = compute
         self.onStatus = onStatus
     }
@@ -74,7 +74,7 @@ final class NetlinkMonitor: @unchecked Sendable {
             close(watch)
             close(wake)
         }
-        var last: NetworkReachabilityStatus?
+        var last: ReachabilityState?
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while !lock.withLock({ stopped }) {
             let status = NetlinkMonitor.snapshot().map(compute) ?? .unknown

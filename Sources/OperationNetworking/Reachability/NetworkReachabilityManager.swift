@@ -1,23 +1,61 @@
 import Foundation
 
-/// Whether the network can be reached, and how (AFNetworking's `AFNetworkReachabilityStatus`).
+/// Whether the network can be reached, and how (AFNetworking's `AFNetworkReachabilityStatus`): the
+/// four statuses AFN code switches over, meaning what that code assumes.
 public enum NetworkReachabilityStatus: Int, Sendable {
+    /// Not known yet (before monitoring delivered the first status), or netlink is unavailable.
     case unknown = -1
+    /// No usable route.
     case notReachable = 0
+    /// Reachable over a cellular (WWAN) link.
     case reachableViaWWAN = 1
+    /// Reachable, not over a cellular link: Wi-Fi, and on Linux also wired, VPN or any other
+    /// non-cellular link (AFN's meaning, "reachable, not WWAN"); `networkInterfaceKind` tells which.
     case reachableViaWiFi = 2
-    /// A wired (or any other non-wireless, non-cellular) link: new on Linux, see Migration.md.
-    case reachableViaEthernet = 3
 
-    /// "Unknown", "Not Reachable", "Reachable via WWAN", "Reachable via WiFi", "Reachable via Ethernet".
+    /// "Unknown", "Not Reachable", "Reachable via WWAN", "Reachable via WiFi".
     public var localizedDescription: String {
         switch self {
         case .unknown: return NSLocalizedString("Unknown", comment: "")
         case .notReachable: return NSLocalizedString("Not Reachable", comment: "")
         case .reachableViaWWAN: return NSLocalizedString("Reachable via WWAN", comment: "")
         case .reachableViaWiFi: return NSLocalizedString("Reachable via WiFi", comment: "")
-        case .reachableViaEthernet: return NSLocalizedString("Reachable via Ethernet", comment: "")
         }
+    }
+}
+
+/// The kind of link a reachable route leaves through (not in AFN, whose status folded it in): for
+/// code that cares whether "reachable via WiFi" is really Wi-Fi.
+public enum NetworkInterfaceKind: String, Sendable {
+    /// Ethernet, and any other link that is neither wireless nor cellular (bridge, VPN tunnel, PPP).
+    case wired
+    /// A wireless LAN link (`/sys/class/net/<if>/wireless` or `phy80211`).
+    case wifi
+    /// A cellular (WWAN) device: `wwan*`, `rmnet*`, or one the kernel marks `DEVTYPE=wwan`.
+    case cellular
+    /// The loopback interface (a watched loopback address).
+    case loopback
+}
+
+/// A reachability answer with the link behind it; the monitor reports it when it changes.
+enum ReachabilityState: Equatable, Sendable {
+    case unknown
+    case notReachable
+    case reachable(NetworkInterfaceKind)
+
+    /// AFN's status: cellular is WWAN, every other reachable link "WiFi" (reachable, not WWAN).
+    var status: NetworkReachabilityStatus {
+        switch self {
+        case .unknown: return .unknown
+        case .notReachable: return .notReachable
+        case .reachable(.cellular): return .reachableViaWWAN
+        case .reachable: return .reachableViaWiFi
+        }
+    }
+
+    var kind: NetworkInterfaceKind? {
+        if case .reachable(let kind) = self { return kind }
+        return nil
     }
 }
 
@@ -31,12 +69,13 @@ extension Notification.Name {
 public let ReachabilityNotificationStatusItem = "OperationNetworkingReachabilityNotificationStatusItem"
 
 /// Watches whether the network (or a host) is reachable, from the kernel's routing and link state
-/// (netlink) — AFNetworking's `AFNetworkReachabilityManager` on Linux (API.md §8).
+/// (netlink) — AFNetworking's `AFNetworkReachabilityManager` on Linux.
 ///
 /// Reachable means: a route (the default route, or for a host the longest-prefix route to one of its
-/// addresses) goes out through a link that is up and has an address. The link's kind gives the status:
-/// wireless (`/sys/class/net/<if>/wireless` or `phy80211`) → `.reachableViaWiFi`; `wwan*`, `ppp*`,
-/// `rmnet*` → `.reachableViaWWAN`; anything else → `.reachableViaEthernet`.
+/// addresses) goes out through a link that is up and has an address. A cellular link (`wwan*`,
+/// `rmnet*`, or `DEVTYPE=wwan` in the kernel's device description) gives `.reachableViaWWAN`; every
+/// other link — Wi-Fi, wired, VPN, PPP — gives `.reachableViaWiFi`, AFN's "reachable, not WWAN", so
+/// AFN code's `switch` treats a wired server as online. `networkInterfaceKind` tells the links apart.
 /// Reachability is a hint for pausing and resuming a queue, not a pre-flight check (as in AFN).
 /// - Threading: any thread. The status block and notification run on `callbackQueue` (default: the
 ///   library's callback queue), only when the status changes, the first one promptly after
@@ -54,7 +93,7 @@ open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
 
     private let target: Target
     private let lock = NSLock()
-    private var status: NetworkReachabilityStatus = .unknown                          // guarded by lock
+    private var state: ReachabilityState = .unknown                                   // guarded by lock
     private var block: (@Sendable (NetworkReachabilityStatus) -> Void)?               // guarded by lock
     private var monitor: NetlinkMonitor?                                              // guarded by lock
     private var queue: DispatchQueue?                                                 // guarded by lock
@@ -83,12 +122,14 @@ open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
     }
 
     /// The last status seen; `.unknown` until monitoring delivered the first one.
-    public var networkReachabilityStatus: NetworkReachabilityStatus { lock.withLock { status } }
+    public var networkReachabilityStatus: NetworkReachabilityStatus { lock.withLock { state.status } }
+    /// The kind of link behind the last status; `nil` while not reachable or unknown.
+    public var networkInterfaceKind: NetworkInterfaceKind? { lock.withLock { state.kind } }
     /// Reachable by any link.
-    public var isReachable: Bool { [.reachableViaWWAN, .reachableViaWiFi, .reachableViaEthernet].contains(networkReachabilityStatus) }
+    public var isReachable: Bool { isReachableViaWWAN || isReachableViaWiFi }
     /// Reachable over a cellular link.
     public var isReachableViaWWAN: Bool { networkReachabilityStatus == .reachableViaWWAN }
-    /// Reachable over a wireless link.
+    /// Reachable over a link that is not cellular (AFN's meaning; wired links included).
     public var isReachableViaWiFi: Bool { networkReachabilityStatus == .reachableViaWiFi }
     /// The status in words.
     public var localizedNetworkReachabilityStatusString: String { networkReachabilityStatus.localizedDescription }
@@ -99,7 +140,8 @@ open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
         set { lock.withLock { queue = newValue } }
     }
 
-    /// Sets the block called with each new status (on `callbackQueue`). `nil` removes it.
+    /// Sets the block called with each new status (on `callbackQueue`), also when only the link behind
+    /// it changed (Ethernet to Wi-Fi: read `networkInterfaceKind`). `nil` removes it.
     public func setReachabilityStatusChange(_ block: (@Sendable (NetworkReachabilityStatus) -> Void)?) {
         lock.withLock { self.block = block }
     }
@@ -110,14 +152,14 @@ open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
         let target = self.target
         let sysfs = sysfsRoot
         let monitor = NetlinkMonitor(compute: { snapshot in
-            NetworkReachabilityManager.status(of: target, in: snapshot, sysfsRoot: sysfs)
-        }, onStatus: { [weak self] status in
-            self?.deliver(status)
+            NetworkReachabilityManager.state(of: target, in: snapshot, sysfsRoot: sysfs)
+        }, onStatus: { [weak self] state in
+            self?.deliver(state)
         })
         lock.withLock { self.monitor = monitor }
         if !monitor.start() {
             lock.withLock { self.monitor = nil }
-            deliver(.unknown)
+            deliver(ReachabilityState.unknown)
         }
     }
 
@@ -132,9 +174,10 @@ open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
 
     // MARK: - Internal
 
-    private func deliver(_ newStatus: NetworkReachabilityStatus) {
+    private func deliver(_ newState: ReachabilityState) {
+        let newStatus = newState.status
         let (block, queue) = lock.withLock { () -> ((@Sendable (NetworkReachabilityStatus) -> Void)?, DispatchQueue) in
-            status = newStatus
+            state = newState
             return (self.block, self.queue ?? CallbackQueues.callback)
         }
         queue.async { [self] in
@@ -144,27 +187,32 @@ open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
         }
     }
 
-    static func status(of target: Target, in snapshot: RoutingSnapshot, sysfsRoot: String) -> NetworkReachabilityStatus {
+    static func state(of target: Target, in snapshot: RoutingSnapshot, sysfsRoot: String) -> ReachabilityState {
         let classify = { (name: String) in classifyInterface(name, sysfsRoot: sysfsRoot) }
         switch target {
         case .anyRoute:
-            return snapshot.statusForAnyRoute(classify: classify)
+            return snapshot.stateForAnyRoute(classify: classify)
         case .address(let bytes):
-            return snapshot.status(for: bytes, classify: classify)
+            return snapshot.state(for: bytes, classify: classify)
         case .domain(let name):
-            let statuses = resolve(name).map { snapshot.status(for: $0, classify: classify) }
-            return statuses.first { $0 != .notReachable } ?? .notReachable
+            let states = resolve(name).map { snapshot.state(for: $0, classify: classify) }
+            return states.first { $0 != .notReachable } ?? .notReachable
         }
     }
 
-    /// The kind of link an interface name is.
-    static func classifyInterface(_ name: String, sysfsRoot: String) -> NetworkReachabilityStatus {
-        if ["wwan", "ppp", "rmnet"].contains(where: { name.hasPrefix($0) }) { return .reachableViaWWAN }
+    /// The kind of link an interface name is. PPP is not assumed cellular (it is also DSL and VPNs).
+    static func classifyInterface(_ name: String, sysfsRoot: String) -> NetworkInterfaceKind {
+        if name == "lo" { return .loopback }
+        if ["wwan", "rmnet"].contains(where: { name.hasPrefix($0) }) { return .cellular }
         let base = sysfsRoot + "/" + name
-        if FileManager.default.fileExists(atPath: base + "/wireless") || FileManager.default.fileExists(atPath: base + "/phy80211") {
-            return .reachableViaWiFi
+        if let uevent = FileManager.default.contents(atPath: base + "/uevent"),
+           String(decoding: uevent, as: UTF8.self).split(separator: "\n").contains("DEVTYPE=wwan") {
+            return .cellular
         }
-        return .reachableViaEthernet
+        if FileManager.default.fileExists(atPath: base + "/wireless") || FileManager.default.fileExists(atPath: base + "/phy80211") {
+            return .wifi
+        }
+        return .wired
     }
 
     /// IPv4 or IPv6 literal → bytes.

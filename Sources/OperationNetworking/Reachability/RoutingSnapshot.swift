@@ -87,16 +87,16 @@ struct RoutingSnapshot: Equatable {
 
     // MARK: - Decisions
 
-    /// The status for "any network": a default route over a link that is up and has an address.
-    func statusForAnyRoute(classify: (String) -> NetworkReachabilityStatus) -> NetworkReachabilityStatus {
+    /// "Any network": a default route over a link that is up and has an address.
+    func stateForAnyRoute(classify: (String) -> NetworkInterfaceKind) -> ReachabilityState {
         let usable = routes.filter { $0.prefixLength == 0 }.compactMap(usableLink)
         return best(usable.map(classify))
     }
 
-    /// The status for one address (IPv4 or IPv6 bytes): the longest-prefix route to it must be usable.
-    func status(for address: [UInt8], classify: (String) -> NetworkReachabilityStatus) -> NetworkReachabilityStatus {
+    /// One address (IPv4 or IPv6 bytes): the longest-prefix route to it must be usable.
+    func state(for address: [UInt8], classify: (String) -> NetworkInterfaceKind) -> ReachabilityState {
         let family: UInt8 = address.count == 4 ? 2 : 10
-        if address == [127, 0, 0, 1] || address == [UInt8](repeating: 0, count: 15) + [1] { return .reachableViaEthernet }
+        if address == [127, 0, 0, 1] || address == [UInt8](repeating: 0, count: 15) + [1] { return .reachable(.loopback) }
         let matching = routes.filter { $0.family == family && RoutingSnapshot.matches(address, $0) }
         guard let longest = matching.map(\.prefixLength).max() else { return .notReachable }
         let usable = matching.filter { $0.prefixLength == longest }.compactMap(usableLink)
@@ -109,11 +109,10 @@ struct RoutingSnapshot: Equatable {
         return link.name
     }
 
-    private func best(_ statuses: [NetworkReachabilityStatus]) -> NetworkReachabilityStatus {
+    private func best(_ kinds: [NetworkInterfaceKind]) -> ReachabilityState {
         // Prefer the cheaper link, as a user would: wired, then WiFi, then cellular.
-        for preferred in [NetworkReachabilityStatus.reachableViaEthernet, .reachableViaWiFi, .reachableViaWWAN]
-        where statuses.contains(preferred) {
-            return preferred
+        for preferred in [NetworkInterfaceKind.wired, .wifi, .loopback, .cellular] where kinds.contains(preferred) {
+            return .reachable(preferred)
         }
         return .notReachable
     }

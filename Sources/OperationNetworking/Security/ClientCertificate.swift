@@ -7,16 +7,21 @@ import Foundation
 public struct ClientCertificate: Sendable, Equatable {
     /// How certificate and key bytes are encoded.
     public enum Format: String, Sendable {
+        /// Base64 text between `-----BEGIN …-----` lines.
         case pem = "PEM"
+        /// Binary ASN.1.
         case der = "DER"
     }
 
     /// The certificate (optionally followed by intermediates, in PEM).
     public let certificate: Data
+    /// How `certificate` is encoded.
     public let certificateFormat: Format
     /// The private key; PEM may be encrypted, then `passphrase` unlocks it.
     public let privateKey: Data
+    /// How `privateKey` is encoded.
     public let privateKeyFormat: Format
+    /// Unlocks an encrypted PEM key; `nil` for a key that is not encrypted.
     public let passphrase: String?
 
     /// A certificate and key from bytes.

@@ -11,8 +11,8 @@ public enum SSLPinningMode: UInt, Sendable {
     case certificate = 2
 }
 
-/// Decides whether a server's TLS certificate chain is trusted (AFNetworking's `AFSecurityPolicy`,
-/// API.md §7). The decision is enforced before the first request byte is written: a refused server
+/// Decides whether a server's TLS certificate chain is trusted (AFNetworking's `AFSecurityPolicy`).
+/// The decision is enforced before the first request byte is written: a refused server
 /// never receives the request, and the operation fails with `URLError(.serverCertificateUntrusted)`.
 ///
 /// Certificates are DER `Data`. Verification runs in the same OpenSSL that libcurl uses for TLS.
@@ -26,16 +26,36 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     private var storedAllowInvalid = false                     // guarded by lock
     private var storedValidatesDomainName = true               // guarded by lock
 
-    /// A policy with `pinningMode` and no pinned certificates (pinning then refuses everything).
-    public required init(pinningMode: SSLPinningMode) {
+    /// A policy with `pinningMode` pinning the certificates among the resources of `Bundle.main`
+    /// (its `.cer`, `.der`, `.crt` and `.pem` files: AFN's `defaultPinnedCertificates`). With none
+    /// there, a pinning policy refuses every server, and the refusal's error says the pinned set is empty.
+    public convenience init(pinningMode: SSLPinningMode) {
+        let pinned = pinningMode == .none ? [] : SecurityPolicy.defaultPinnedCertificates(in: .main)
+        self.init(pinningMode: pinningMode, withPinnedCertificates: pinned)
+    }
+
+    /// A policy with `pinningMode` and `pinnedCertificates` (DER). The designated initializer;
+    /// subclasses keep it (copies are made through it).
+    public required init(pinningMode: SSLPinningMode, withPinnedCertificates pinnedCertificates: Set<Data>) {
         storedMode = pinningMode
+        storedPinned = pinnedCertificates
         super.init()
     }
 
-    /// A policy with `pinningMode` and `pinnedCertificates` (DER).
-    public convenience init(pinningMode: SSLPinningMode, withPinnedCertificates pinnedCertificates: Set<Data>) {
-        self.init(pinningMode: pinningMode)
-        self.pinnedCertificates = pinnedCertificates
+    /// The certificates among `bundle`'s resources (AFN's `defaultPinnedCertificates` for the main
+    /// bundle): on Linux, the `.cer`, `.der`, `.crt` and `.pem` files in its resource directory.
+    static func defaultPinnedCertificates(in bundle: Bundle) -> Set<Data> {
+        certificates(in: bundle.resourceURL ?? bundle.bundleURL)
+    }
+
+    /// Why a pinning policy refused a server, for the refusal's error: an empty pinned set is named as
+    /// the cause, since it refuses everything.
+    static func refusalReason(_ policy: Snapshot) -> String {
+        guard policy.mode != .none, policy.pinned.isEmpty else {
+            return "The server's certificate chain does not satisfy the pinning policy."
+        }
+        return "The pinning policy has no pinned certificates, so it refuses every server "
+            + "(none were given and Bundle.main has no .cer, .der, .crt or .pem resource)."
     }
 
     /// No pinning, system trust, host name validated: a new instance each call.
@@ -92,12 +112,13 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
         return result
     }
 
-    /// Whether `chain` (DER, leaf first) is trusted for `domain` under this policy (API.md §7).
+    /// Whether `chain` (DER, leaf first) is trusted for `domain` under this policy.
     public func evaluateServerTrust(_ chain: [Data], forDomain domain: String?) -> Bool {
         SecurityPolicy.evaluate(snapshot, chain: chain, domain: domain)
     }
 
-    /// The decision of API.md §7 for a snapshot of settings (the transport calls this too).
+    /// The decision for a snapshot of settings (the transport calls this too): see the rules in
+    /// `evaluateServerTrust` and Migration.md, "Security".
     static func evaluate(_ policy: Snapshot, chain: [Data], domain: String?) -> Bool {
         let (mode, pinned, anchors, allowInvalid, validatesDomain) =
             (policy.mode, policy.pinned, policy.anchors, policy.allowInvalid, policy.validatesDomainName)
@@ -129,9 +150,8 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
 
     /// A copy sharing no mutable state with the original.
     open func copy(with zone: NSZone? = nil) -> Any {
-        let copy = type(of: self).init(pinningMode: sslPinningMode)
+        let copy = type(of: self).init(pinningMode: sslPinningMode, withPinnedCertificates: pinnedCertificates)
         lock.withLock {
-            copy.storedPinned = storedPinned
             copy.storedAnchors = storedAnchors
             copy.storedAllowInvalid = storedAllowInvalid
             copy.storedValidatesDomainName = storedValidatesDomainName
@@ -147,7 +167,7 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     /// Archives mode, pinned certificates, added anchors and both flags (certificates are public data).
     open func encode(with coder: NSCoder) {
         let policy = snapshot
-        coder.encode(SerializationCodingVersion, forKey: "version")
+        coder.encode(SerializationCodingVersion, forKey: CodingVersionKey)
         coder.encode(Int(policy.mode.rawValue), forKey: "SSLPinningMode")
         coder.encodeJSON(policy.pinned.map { $0.base64EncodedString() }.sorted(), forKey: "pinnedCertificates")
         coder.encodeJSON(policy.anchors.map { $0.base64EncodedString() }.sorted(), forKey: "additionalTrustAnchors")
@@ -158,7 +178,12 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     /// Restores an archived policy; an unknown mode fails the decoding.
     public required init?(coder: NSCoder) {
         guard let mode = SSLPinningMode(rawValue: UInt(max(0, coder.decodeInteger(forKey: "SSLPinningMode")))) else {
-            return nil
+            coder.failInvalidValue(forKey: "SSLPinningMode", expected: "pinning mode")
+            // Under SafeArchive the failure is thrown; a nil would only make corelibs print to stderr.
+            guard ArchiveCheck.current != nil else { return nil }
+            storedMode = .none
+            super.init()
+            return
         }
         storedMode = mode
         super.init()

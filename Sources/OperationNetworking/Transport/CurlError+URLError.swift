@@ -9,7 +9,8 @@ public let CurlErrorCodeKey = "OperationNetworkingCurlErrorCode"
 /// `userInfo` key of a transport error: curl's message for the failure (a `String`), when curl gave one.
 public let CurlErrorMessageKey = "OperationNetworkingCurlErrorMessage"
 
-/// Builds every transport error of the library in one place (API.md §9).
+/// Builds every transport error of the library in one place: curl results become the `URLError` code a
+/// Foundation user already handles, with the failing URL, the curl code and curl's message.
 ///
 /// - Threading: pure functions; call from any thread.
 enum TransportError {
@@ -69,6 +70,33 @@ enum TransportError {
         var info: [String: Any] = [:]
         addURL(url, to: &info)
         return URLError(.cancelled, userInfo: info)
+    }
+
+    /// `error` as the operation reports it: a `URLError` the library made without a failing URL or a
+    /// description (a bare `URLError(.cannotWriteToFile)`, say) gets the operation's URL and a
+    /// description here, once, so every call site need not remember them. Other errors pass unchanged.
+    static func completed(_ error: Error, url: URL?) -> Error {
+        guard let urlError = error as? URLError else { return error }
+        var info = urlError.userInfo
+        var changed = false
+        if info[NSURLErrorFailingURLErrorKey] == nil, let url {
+            addURL(url, to: &info)
+            changed = true
+        }
+        if info[NSLocalizedDescriptionKey] == nil {
+            info[NSLocalizedDescriptionKey] = defaultDescription(of: urlError.code)
+            changed = true
+        }
+        return changed ? URLError(urlError.code, userInfo: info) : error
+    }
+
+    /// A description for a `URLError` code the library raises without one.
+    private static func defaultDescription(of code: URLError.Code) -> String {
+        switch code {
+        case .cancelled: return "The operation was cancelled."
+        case .cannotWriteToFile: return "The response body could not be written to the output stream."
+        default: return "The request failed (NSURLErrorDomain \(code.rawValue))."
+        }
     }
 
     private static func addURL(_ url: URL?, to info: inout [String: Any]) {

@@ -2,7 +2,7 @@ import CCurl
 import CCurlShim
 import Foundation
 
-/// The one thread per process that drives every transfer through one curl multi handle (API.md §1).
+/// The one thread per process that drives every transfer through one curl multi handle.
 ///
 /// Other threads never touch curl handles: they append a command to the inbox and, only when the
 /// thread is parked in `curl_multi_poll`, wake it with `curl_multi_wakeup` (the only multi call

@@ -129,7 +129,7 @@ extension Transfer {
         return true
     }
 
-    /// Keeps or discards what a paused download already had, by the 206/200 rule of API.md §2.
+    /// Keeps or discards what a paused download already had: a 206 continues it, a 200 restarts the body.
     private func prepareSinkForResponse(status: Int, head: ResponseHead) -> Bool {
         let length = head.expectedContentLength
         guard let resume = resumeFrom, resume.offset > 0 else {

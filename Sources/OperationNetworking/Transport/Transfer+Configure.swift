@@ -135,7 +135,7 @@ extension Transfer {
         callerRange = nil
         for (name, value) in request.allHTTPHeaderFields ?? [:] {
             guard Transfer.isValidHeader(name: name, value: value) else {
-                throw TransportError.make(.badURL, "The header \"\(name)\" contains CR, LF or NUL.", url: url)
+                throw LibraryError.invalidHeader(name, url: url)
             }
             let lowered = name.lowercased()
             // curl computes the length of the body it sends; a second, stale value would corrupt the request.

@@ -16,7 +16,8 @@ extension Transfer {
         case fail(Error)
     }
 
-    /// Applies the redirect rules of API.md §2, then lets the delegate's redirect block decide.
+    /// Applies the redirect rules (hop limit, method and body by status, credentials kept to one origin),
+    /// then lets the delegate's redirect block decide.
     func redirectDecision() -> RedirectDecision {
         guard let head, let currentURL = currentRequest.url,
               let location = headerParser.value(for: "Location"),

@@ -96,7 +96,7 @@ extension Transfer {
             return false
         }
         guard SecurityPolicy.evaluate(policy, chain: chain, domain: url.host) else {
-            refuse("The server's certificate chain does not satisfy the pinning policy.", url: url)
+            refuse(SecurityPolicy.refusalReason(policy), url: url)
             return false
         }
         network?.trustedConnections.insert(key)

@@ -53,7 +53,7 @@ enum CallerRange: Equatable {
 enum TransferOutcome {
     /// A response was received completely (any status code).
     case completed
-    /// The transport failed; the error is a `URLError` per API.md §9.
+    /// The transport failed; the error is a `URLError` built by `TransportError`.
     case failed(Error)
     /// `cancel` reached the network thread before the transfer ended.
     case cancelled
@@ -92,7 +92,7 @@ protocol TransferDelegate: AnyObject, Sendable {
 final class Transfer: @unchecked Sendable {
     /// The largest response header block accepted; more fails with `URLError(.cannotParseResponse)`.
     static let maxHeaderBytes = 64 * 1024
-    /// At most this many redirects are followed (API.md §2).
+    /// At most this many redirects are followed; one more fails with `URLError(.httpTooManyRedirects)`.
     static let maxRedirects = 16
 
     // MARK: Fixed at creation

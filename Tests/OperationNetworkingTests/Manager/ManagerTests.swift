@@ -53,6 +53,22 @@ final class ManagerTests: ServerTestCase {
         XCTAssertEqual(json["method"] as? String, "GET")
     }
 
+    /// On the wire, numbers in the query and the form body look as AFN (NSNumber) wrote them.
+    func testNumbersOnTheWireAsAFNSentThem() throws {
+        let manager = manager()
+        let done = expectation(description: "both requests")
+        done.expectedFulfillmentCount = 2
+        manager.GET("/echo", parameters: ["count": 3, "ratio": 1.5, "on": true], success: { _, _ in done.fulfill() },
+                    failure: { _, error in XCTFail("\(error)"); done.fulfill() })
+        manager.POST("/echo", parameters: ["count": 3, "ratio": 1.5], success: { _, _ in done.fulfill() },
+                     failure: { _, error in XCTFail("\(error)"); done.fulfill() })
+        wait(for: [done], timeout: 5)
+        let get = try XCTUnwrap(server.requests.first { $0.method == "GET" })
+        XCTAssertEqual(get.uri, "/echo?count=3&on=1&ratio=1.5")
+        let post = try XCTUnwrap(server.requests.first { $0.method == "POST" })
+        XCTAssertEqual(String(decoding: post.body, as: UTF8.self), "count=3&ratio=1.5")
+    }
+
     func testPOSTSendsAFormBody() throws {
         let manager = manager()
         let done = expectation(description: "success")

@@ -14,7 +14,7 @@ final class ReadmeExampleTests: ServerTestCase {
         manager.operationQueue.maxConcurrentOperationCount = 4
 
         let token = manager.GET("echo", parameters: ["user": "ada"], success: { operation, json in
-            print("token:", operation.httpResponse?.statusCode ?? 0, json ?? "nil")
+            print("token:", operation.response?.statusCode ?? 0, json ?? "nil")
             finished.fulfill()
         }, failure: { operation, error in
             print("token failed:", error.localizedDescription)

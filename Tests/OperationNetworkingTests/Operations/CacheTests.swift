@@ -21,7 +21,7 @@ final class CacheTests: ServerTestCase {
         XCTAssertTrue(run(second).isSuccess)
         XCTAssertEqual(second.responseData, deterministicBytes(64))
         XCTAssertEqual(server.requests.count, 1, "the second answer came from the cache")
-        XCTAssertEqual(second.httpResponse?.statusCode, 200)
+        XCTAssertEqual(second.response?.statusCode, 200)
     }
 
     func testBlockReturningNilStoresNothing() throws {

@@ -3,7 +3,7 @@ import Foundation
 import OperationNetworkingTestServer
 import XCTest
 
-/// Pause keeps the bytes; resume continues with a Range request, or restarts cleanly (API.md §2).
+/// Pause keeps the bytes; resume continues with a Range request, or restarts cleanly.
 final class PauseResumeTests: ServerTestCase {
     private let size = 400_000
 
@@ -39,7 +39,7 @@ final class PauseResumeTests: ServerTestCase {
         XCTAssertEqual(server.requests.count, 2)
         XCTAssertEqual(resumed.header("Range"), "bytes=\(offset)-")
         XCTAssertEqual(resumed.header("If-Range"), "\"bytes-\(size)\"")
-        XCTAssertEqual(operation.httpResponse?.statusCode, 206)
+        XCTAssertEqual(operation.response?.statusCode, 206)
         XCTAssertTrue(eventually { operation.isFinished })
     }
 
@@ -62,7 +62,7 @@ final class PauseResumeTests: ServerTestCase {
         wait(for: [done], timeout: 20)
         XCTAssertTrue(box.value?.isSuccess ?? false)
         XCTAssertEqual(server.requests.last?.header("If-Range"), "\"stale\"")
-        XCTAssertEqual(operation.httpResponse?.statusCode, 200)
+        XCTAssertEqual(operation.response?.statusCode, 200)
         XCTAssertEqual(operation.responseData, deterministicBytes(size))
     }
 

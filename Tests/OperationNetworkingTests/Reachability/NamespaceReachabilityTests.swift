@@ -76,11 +76,11 @@ final class NamespaceReachabilityTests: XCTestCase {
         try inNamespace("link set v0 up")
         try inNamespace("addr add 10.77.0.2/24 dev v0")
         try inNamespace("route add default via 10.77.0.1 dev v0")
-        expect(lines, count: 2, last: "status=reachableViaEthernet")
+        expect(lines, count: 2, last: "status=reachableViaWiFi kind=wired")
         try inNamespace("route del default")
         expect(lines, count: 3, last: "status=notReachable")
         try inNamespace("route add default via 10.77.0.1 dev v0")
-        expect(lines, count: 4, last: "status=reachableViaEthernet")
+        expect(lines, count: 4, last: "status=reachableViaWiFi kind=wired")
         try inNamespace("link set v0 down")
         expect(lines, count: 5, last: "status=notReachable")
     }
@@ -94,7 +94,7 @@ final class NamespaceReachabilityTests: XCTestCase {
         try inNamespace("link set wwan0 up")
         try inNamespace("addr add 10.78.0.2/24 dev wwan0")
         try inNamespace("route add default via 10.78.0.1 dev wwan0")
-        expect(lines, count: 2, last: "status=reachableViaWWAN")
+        expect(lines, count: 2, last: "status=reachableViaWWAN kind=cellular")
     }
 
     func testAnAddressIsReachableThroughItsRoute() throws {
@@ -105,7 +105,7 @@ final class NamespaceReachabilityTests: XCTestCase {
         try inNamespace("link set v1 up")
         try inNamespace("link set v0 up")
         try inNamespace("addr add 10.79.0.2/24 dev v0")
-        expect(lines, count: 2, last: "status=reachableViaEthernet")
+        expect(lines, count: 2, last: "status=reachableViaWiFi kind=wired")
         try inNamespace("addr del 10.79.0.2/24 dev v0")
         expect(lines, count: 3, last: "status=notReachable")
     }

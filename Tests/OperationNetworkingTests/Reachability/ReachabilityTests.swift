@@ -41,21 +41,21 @@ final class ReachabilityTests: XCTestCase {
         return snapshot
     }
 
-    private let ethernet: (String) -> NetworkReachabilityStatus = { _ in .reachableViaEthernet }
+    private let ethernet: (String) -> NetworkInterfaceKind = { _ in .wired }
 
     func testDefaultRouteOverAnUpLinkWithAnAddressIsReachable() {
         let up = snapshot([Self.link(2, "eth0", up: true), Self.address(2, [10, 0, 0, 2]), Self.route(2)])
-        XCTAssertEqual(up.statusForAnyRoute(classify: ethernet), .reachableViaEthernet)
+        XCTAssertEqual(up.stateForAnyRoute(classify: ethernet), .reachable(.wired))
         XCTAssertEqual(up.links[2]?.name, "eth0")
         let noRoute = snapshot([Self.link(2, "eth0", up: true), Self.address(2, [10, 0, 0, 2])])
-        XCTAssertEqual(noRoute.statusForAnyRoute(classify: ethernet), .notReachable)
+        XCTAssertEqual(noRoute.stateForAnyRoute(classify: ethernet), .notReachable)
         let down = snapshot([Self.link(2, "eth0", up: false), Self.address(2, [10, 0, 0, 2]), Self.route(2)])
-        XCTAssertEqual(down.statusForAnyRoute(classify: ethernet), .notReachable)
+        XCTAssertEqual(down.stateForAnyRoute(classify: ethernet), .notReachable)
         let noAddress = snapshot([Self.link(2, "eth0", up: true), Self.route(2)])
-        XCTAssertEqual(noAddress.statusForAnyRoute(classify: ethernet), .notReachable)
+        XCTAssertEqual(noAddress.stateForAnyRoute(classify: ethernet), .notReachable)
         let removed = snapshot([Self.link(2, "eth0", up: true), Self.address(2, [10, 0, 0, 2]), Self.route(2),
                                 Self.route(2, type: 25)])
-        XCTAssertEqual(removed.statusForAnyRoute(classify: ethernet), .notReachable)
+        XCTAssertEqual(removed.stateForAnyRoute(classify: ethernet), .notReachable)
     }
 
     func testAddressesUseTheLongestPrefixRoute() {
@@ -63,21 +63,21 @@ final class ReachabilityTests: XCTestCase {
                               Self.link(3, "wwan0", up: false), Self.address(3, [100, 64, 0, 2]),
                               Self.route(2, destination: [10, 0, 0, 0], prefix: 24),
                               Self.route(3, destination: [198, 51, 100, 0], prefix: 24)])
-        XCTAssertEqual(table.status(for: [10, 0, 0, 9], classify: ethernet), .reachableViaEthernet)
-        XCTAssertEqual(table.status(for: [198, 51, 100, 7], classify: ethernet), .notReachable, "its link is down")
-        XCTAssertEqual(table.status(for: [203, 0, 113, 1], classify: ethernet), .notReachable, "no route")
-        XCTAssertEqual(table.status(for: [127, 0, 0, 1], classify: ethernet), .reachableViaEthernet)
+        XCTAssertEqual(table.state(for: [10, 0, 0, 9], classify: ethernet), .reachable(.wired))
+        XCTAssertEqual(table.state(for: [198, 51, 100, 7], classify: ethernet), .notReachable, "its link is down")
+        XCTAssertEqual(table.state(for: [203, 0, 113, 1], classify: ethernet), .notReachable, "no route")
+        XCTAssertEqual(table.state(for: [127, 0, 0, 1], classify: ethernet), .reachable(.loopback))
     }
 
     func testDomainsAreResolvedThenRouted() {
         let empty = RoutingSnapshot()
-        XCTAssertEqual(NetworkReachabilityManager.status(of: .domain("localhost"), in: empty, sysfsRoot: "/nonexistent"),
-                       .reachableViaEthernet, "localhost resolves to loopback")
-        XCTAssertEqual(NetworkReachabilityManager.status(of: .domain("no-such-host.invalid"), in: empty, sysfsRoot: "/nonexistent"),
+        XCTAssertEqual(NetworkReachabilityManager.state(of: .domain("localhost"), in: empty, sysfsRoot: "/nonexistent"),
+                       .reachable(.loopback), "localhost resolves to loopback")
+        XCTAssertEqual(NetworkReachabilityManager.state(of: .domain("no-such-host.invalid"), in: empty, sysfsRoot: "/nonexistent"),
                        .notReachable, "a name that does not resolve is not reachable")
         let routed = snapshot([Self.link(2, "eth0", up: true), Self.address(2, [10, 0, 0, 2]), Self.route(2)])
-        XCTAssertEqual(NetworkReachabilityManager.status(of: .address([192, 0, 2, 10]), in: routed, sysfsRoot: "/nonexistent"),
-                       .reachableViaEthernet, "the default route covers every address")
+        XCTAssertEqual(NetworkReachabilityManager.state(of: .address([192, 0, 2, 10]), in: routed, sysfsRoot: "/nonexistent"),
+                       .reachable(.wired), "the default route covers every address")
     }
 
     func testMalformedMessagesAreSkipped() {
@@ -96,12 +96,37 @@ final class ReachabilityTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: root) }
         try FileManager.default.createDirectory(at: root.appendingPathComponent("wlan0/wireless"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: root.appendingPathComponent("wlp2s0/phy80211"), withIntermediateDirectories: true)
-        XCTAssertEqual(NetworkReachabilityManager.classifyInterface("wlan0", sysfsRoot: root.path), .reachableViaWiFi)
-        XCTAssertEqual(NetworkReachabilityManager.classifyInterface("wlp2s0", sysfsRoot: root.path), .reachableViaWiFi)
-        for name in ["wwan0", "ppp0", "rmnet_data0"] {
-            XCTAssertEqual(NetworkReachabilityManager.classifyInterface(name, sysfsRoot: root.path), .reachableViaWWAN)
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("usb0"), withIntermediateDirectories: true)
+        try Data("INTERFACE=usb0\nDEVTYPE=wwan\n".utf8).write(to: root.appendingPathComponent("usb0/uevent"))
+        XCTAssertEqual(NetworkReachabilityManager.classifyInterface("wlan0", sysfsRoot: root.path), .wifi)
+        XCTAssertEqual(NetworkReachabilityManager.classifyInterface("wlp2s0", sysfsRoot: root.path), .wifi)
+        for name in ["wwan0", "rmnet_data0", "usb0"] {
+            XCTAssertEqual(NetworkReachabilityManager.classifyInterface(name, sysfsRoot: root.path), .cellular, name)
         }
-        XCTAssertEqual(NetworkReachabilityManager.classifyInterface("eth0", sysfsRoot: root.path), .reachableViaEthernet)
+        for name in ["eth0", "ppp0", "tun0"] {
+            XCTAssertEqual(NetworkReachabilityManager.classifyInterface(name, sysfsRoot: root.path), .wired, name)
+        }
+        XCTAssertEqual(NetworkReachabilityManager.classifyInterface("lo", sysfsRoot: root.path), .loopback)
+    }
+
+    /// AFN code switches over four statuses and treats anything else as offline; a wired route must
+    /// read as "reachable, not WWAN" there, with the link kind available on its own.
+    func testEveryNonCellularLinkIsReachableViaWiFiForAFNCode() {
+        func afnAppIsOnline(_ status: NetworkReachabilityStatus) -> Bool {
+            switch status {
+            case .reachableViaWiFi, .reachableViaWWAN: return true
+            default: return false
+            }
+        }
+        let wired = snapshot([Self.link(2, "eth0", up: true), Self.address(2, [10, 0, 0, 2]), Self.route(2)])
+            .stateForAnyRoute(classify: { NetworkReachabilityManager.classifyInterface($0, sysfsRoot: "/nonexistent") })
+        XCTAssertEqual(wired, .reachable(.wired))
+        XCTAssertEqual(wired.status, .reachableViaWiFi)
+        XCTAssertTrue(afnAppIsOnline(wired.status), "a wired server is online for AFN code")
+        XCTAssertEqual(ReachabilityState.reachable(.wifi).status, .reachableViaWiFi)
+        XCTAssertEqual(ReachabilityState.reachable(.cellular).status, .reachableViaWWAN)
+        XCTAssertEqual(ReachabilityState.notReachable.status, .notReachable)
+        XCTAssertNil(ReachabilityState.notReachable.kind)
     }
 
     func testPublicSurface() {
@@ -121,17 +146,18 @@ final class ReachabilityTests: XCTestCase {
         let first = expectation(description: "first status")
         manager.setReachabilityStatusChange { status in
             dispatchPrecondition(condition: .onQueue(queue))
-            XCTAssertEqual(status, .reachableViaEthernet)
+            XCTAssertEqual(status, .reachableViaWiFi, "reachable, not WWAN: AFN's meaning")
             first.fulfill()
         }
         let notified = expectation(forNotification: .reachabilityDidChange, object: manager) { note in
-            note.userInfo?[ReachabilityNotificationStatusItem] as? Int == NetworkReachabilityStatus.reachableViaEthernet.rawValue
+            note.userInfo?[ReachabilityNotificationStatusItem] as? Int == NetworkReachabilityStatus.reachableViaWiFi.rawValue
         }
         let started = Date()
         manager.startMonitoring()
         wait(for: [first, notified], timeout: 5)
         XCTAssertLessThan(Date().timeIntervalSince(started), 1)
         XCTAssertTrue(manager.isReachable)
+        XCTAssertEqual(manager.networkInterfaceKind, .loopback, "the link kind is reported separately")
         manager.stopMonitoring()
         XCTAssertTrue(eventually { openFileDescriptorCount() <= before }, "fds \(before) → \(openFileDescriptorCount())")
     }

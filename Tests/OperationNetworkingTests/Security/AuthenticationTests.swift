@@ -18,7 +18,7 @@ final class AuthenticationTests: ServerTestCase {
     func testBasicCredentialAnswersTheChallenge() throws {
         let op = operation("/auth/basic/ada/secret", credential: credential("ada", "secret"))
         XCTAssertTrue(run(op).isSuccess)
-        XCTAssertEqual(op.httpResponse?.statusCode, 200)
+        XCTAssertEqual(op.response?.statusCode, 200)
         let logged = server.requests
         XCTAssertEqual(logged.count, 2)
         XCTAssertNil(logged[0].header("Authorization"), "no credential is sent before the server asks")
@@ -29,7 +29,7 @@ final class AuthenticationTests: ServerTestCase {
         let op = operation("/auth/basic/ada/secret", credential: credential("ada", "wrong"))
         let outcome = run(op)
         XCTAssertEqual((outcome.error as NSError?)?.code, NSURLErrorBadServerResponse)
-        XCTAssertEqual(op.httpResponse?.statusCode, 401)
+        XCTAssertEqual(op.response?.statusCode, 401)
         XCTAssertEqual(op.responseData, Data("{\"error\":\"unauthorized\"}".utf8))
         XCTAssertEqual(server.requests.count, 2)
     }
@@ -37,7 +37,7 @@ final class AuthenticationTests: ServerTestCase {
     func testDigestCredentialAnswersTheChallenge() throws {
         let op = operation("/auth/digest/ada/secret", credential: credential("ada", "secret"))
         XCTAssertTrue(run(op).isSuccess, "\(String(describing: op.error))")
-        XCTAssertEqual(op.httpResponse?.statusCode, 200)
+        XCTAssertEqual(op.response?.statusCode, 200)
         XCTAssertTrue(server.requests.last?.header("Authorization")?.hasPrefix("Digest ") ?? false)
         XCTAssertFalse(server.requests.contains { $0.header("Authorization")?.hasPrefix("Basic") ?? false },
                        "Digest never sends the password")
@@ -46,14 +46,14 @@ final class AuthenticationTests: ServerTestCase {
     func testWrongDigestPasswordEndsInThe401() throws {
         let op = operation("/auth/digest/ada/secret", credential: credential("ada", "wrong"))
         XCTAssertNotNil(run(op).error)
-        XCTAssertEqual(op.httpResponse?.statusCode, 401)
+        XCTAssertEqual(op.response?.statusCode, 401)
         XCTAssertLessThanOrEqual(server.requests.count, 4)
     }
 
     func testWithoutCredentialThe401IsDelivered() {
         let op = operation("/auth/basic/ada/secret")
         XCTAssertNotNil(run(op).error)
-        XCTAssertEqual(op.httpResponse?.statusCode, 401)
+        XCTAssertEqual(op.response?.statusCode, 401)
         XCTAssertEqual(server.requests.count, 1)
     }
 
@@ -94,7 +94,7 @@ final class AuthenticationTests: ServerTestCase {
         op.setWillSendRequestForAuthenticationChallengeBlock { _, _ in (.cancelAuthenticationChallenge, nil) }
         let outcome = run(op)
         XCTAssertEqual(outcome.urlErrorCode, .userCancelledAuthentication)
-        XCTAssertEqual(op.httpResponse?.statusCode, 401, "the 401 is delivered as the response")
+        XCTAssertEqual(op.response?.statusCode, 401, "the 401 is delivered as the response")
         XCTAssertEqual(server.requests.count, 1)
         XCTAssertNil(server.requests.first?.header("Authorization"))
     }
@@ -106,7 +106,7 @@ final class AuthenticationTests: ServerTestCase {
         let rejected = operation("/auth/basic/ada/secret", credential: credential("ada", "secret"))
         rejected.setWillSendRequestForAuthenticationChallengeBlock { _, _ in (.rejectProtectionSpace, nil) }
         XCTAssertNotNil(run(rejected).error)
-        XCTAssertEqual(rejected.httpResponse?.statusCode, 401)
+        XCTAssertEqual(rejected.response?.statusCode, 401)
     }
 
     func testCredentialNeverFollowsARedirectToAnotherOrigin() throws {
@@ -114,7 +114,7 @@ final class AuthenticationTests: ServerTestCase {
         let op = operation("/redirect-to?url=\(target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")",
                            credential: credential("ada", "secret"))
         XCTAssertNotNil(run(op).error)
-        XCTAssertEqual(op.httpResponse?.statusCode, 401)
+        XCTAssertEqual(op.response?.statusCode, 401)
         XCTAssertTrue(server.requests.allSatisfy { $0.header("Authorization") == nil })
     }
 

@@ -95,10 +95,46 @@ final class PinningTests: XCTestCase {
                                                                withPinnedCertificates: [f.unrelated.certificate])))
     }
 
-    func testPinningWithAnEmptySetRefusesEverything() throws {
+    func testPinningWithAnEmptySetRefusesEverythingAndSaysWhy() throws {
         let f = try fixtures
-        assertRefused(try fetch(f.leaf, policy: SecurityPolicy(pinningMode: .certificate)))
-        assertRefused(try fetch(f.leaf, policy: SecurityPolicy(pinningMode: .publicKey)))
+        for mode in [SSLPinningMode.certificate, .publicKey] {
+            let result = try fetch(f.leaf, policy: SecurityPolicy(pinningMode: mode, withPinnedCertificates: []))
+            assertRefused(result)
+            let description = (result.0 as NSError?)?.localizedDescription ?? ""
+            XCTAssertTrue(description.contains("no pinned certificates"), description)
+        }
+        let wrongPin = try fetch(f.leaf, policy: SecurityPolicy(pinningMode: .certificate,
+                                                                withPinnedCertificates: [f.unrelated.certificate]))
+        XCTAssertFalse((wrongPin.0 as NSError?)?.localizedDescription.contains("no pinned certificates") ?? true,
+                       "a non-empty set that does not match is a different refusal")
+    }
+
+    /// AFN's `policyWithPinningMode:` pinned the app bundle's certificates; here `Bundle.main`'s
+    /// `.cer/.der/.crt/.pem` resources, so a pinning policy made without certificates pins them.
+    func testPinningModeWithoutCertificatesPinsTheMainBundlesCertificates() throws {
+        let f = try fixtures
+        let resources = Bundle.main.resourceURL ?? Bundle.main.bundleURL
+        let file = resources.appendingPathComponent("onet-pin-\(UUID().uuidString).cer")
+        do {
+            try f.root.certificate.write(to: file)
+        } catch {
+            throw XCTSkip("Bundle.main's resource directory is not writable here: \(error)")
+        }
+        defer { try? FileManager.default.removeItem(at: file) }
+        let policy = SecurityPolicy(pinningMode: .certificate)
+        XCTAssertTrue(policy.pinnedCertificates.contains(f.root.certificate))
+        XCTAssertEqual(policy.pinnedCertificates, SecurityPolicy.certificates(in: resources))
+        assertAccepted(try fetch(f.leaf, policy: policy))
+        XCTAssertTrue(SecurityPolicy(pinningMode: .none).pinnedCertificates.isEmpty, "no pinning, nothing loaded")
+        XCTAssertTrue(SecurityPolicy.default().pinnedCertificates.isEmpty)
+        // A directory bundle of its own: only the certificate files count.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("onet-bundle-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try f.unrelated.certificate.write(to: directory.appendingPathComponent("server.der"))
+        try Data("not a certificate".utf8).write(to: directory.appendingPathComponent("notes.txt"))
+        let bundle = try XCTUnwrap(Bundle(url: directory))
+        XCTAssertEqual(SecurityPolicy.defaultPinnedCertificates(in: bundle), [f.unrelated.certificate])
     }
 
     func testExpiredNotYetValidAndWrongHostAreRefusedUnderPinning() throws {

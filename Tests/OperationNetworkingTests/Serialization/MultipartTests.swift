@@ -3,7 +3,7 @@ import Foundation
 import OperationNetworkingTestServer
 import XCTest
 
-/// Multipart bodies on the wire: parts, exact length, streaming, failures (API.md §5).
+/// Multipart bodies on the wire: parts, exact length, streaming, failures.
 final class MultipartTests: ServerTestCase {
     private var directory: URL!
 

@@ -2,7 +2,7 @@ import Foundation
 @testable import OperationNetworking
 import XCTest
 
-/// HTTP, JSON and property-list request serializers (API.md §5, afn2-api.md §6).
+/// HTTP, JSON and property-list request serializers.
 final class RequestSerializerTests: XCTestCase {
     private let url = "http://example.com/resource"
 

@@ -3,7 +3,7 @@ import FoundationXML
 @testable import OperationNetworking
 import XCTest
 
-/// Response validation and every response serializer (API.md §6, afn2-api.md §7).
+/// Response validation and every response serializer.
 final class ResponseSerializerTests: XCTestCase {
     private func response(_ status: Int = 200, _ contentType: String? = "application/json") -> HTTPURLResponse {
         HTTPURLResponse(url: URL(string: "http://example.com/x")!, statusCode: status, httpVersion: "HTTP/1.1",

@@ -3,7 +3,7 @@ import Foundation
 import OperationNetworkingTestServer
 import XCTest
 
-/// Redirects are followed by the library, hop by hop, by the rules of API.md §2.
+/// Redirects are followed by the library, hop by hop, by AFN's rules: method by status, credentials kept to one origin, 16 hops.
 final class RedirectTests: ServerTestCase {
     func testChainIsFollowedAndCounted() throws {
         let (operation, outcome) = run(request("/redirect/3"))
@@ -12,7 +12,7 @@ final class RedirectTests: ServerTestCase {
         XCTAssertEqual(operation.metrics?.redirectCount, 3)
         XCTAssertEqual(operation.currentRequest.url?.path, "/redirect/0")
         XCTAssertEqual(operation.request.url?.path, "/redirect/3")
-        XCTAssertEqual(operation.httpResponse?.statusCode, 200)
+        XCTAssertEqual(operation.response?.statusCode, 200)
         XCTAssertEqual(server.acceptedConnections, 1, "hops reuse the connection")
     }
 
@@ -88,7 +88,7 @@ final class RedirectTests: ServerTestCase {
         operation.responseSerializer.acceptableStatusCodes = nil
         XCTAssertTrue(run(operation).isSuccess)
         XCTAssertEqual(seen.all, ["302 /redirect/1"])
-        XCTAssertEqual(operation.httpResponse?.statusCode, 302)
+        XCTAssertEqual(operation.response?.statusCode, 302)
         XCTAssertEqual(server.requests.count, 1)
     }
 

@@ -10,7 +10,7 @@ final class TransportWireTests: ServerTestCase {
         request.setValue("yes", forHTTPHeaderField: "X-Test")
         let (operation, outcome) = run(request)
         XCTAssertTrue(outcome.isSuccess, "\(String(describing: outcome.error))")
-        XCTAssertEqual(operation.httpResponse?.statusCode, 200)
+        XCTAssertEqual(operation.response?.statusCode, 200)
         let logged = try XCTUnwrap(server.requests(path: "/echo").first)
         XCTAssertEqual(logged.method, "GET")
         XCTAssertEqual(logged.uri, "/echo?a=1")
@@ -48,7 +48,7 @@ final class TransportWireTests: ServerTestCase {
         let (operation, outcome) = run(request("/bytes/1000", method: "HEAD"))
         XCTAssertTrue(outcome.isSuccess)
         XCTAssertEqual(server.requests.first?.method, "HEAD")
-        XCTAssertEqual(operation.httpResponse?.expectedContentLength, 1000)
+        XCTAssertEqual(operation.response?.expectedContentLength, 1000)
         XCTAssertEqual(operation.responseData, Data())
     }
 
@@ -67,7 +67,7 @@ final class TransportWireTests: ServerTestCase {
         XCTAssertTrue(outcome.isSuccess)
         let offered = try XCTUnwrap(server.requests.first?.header("Accept-Encoding"))
         XCTAssertTrue(offered.contains("gzip"), offered)
-        XCTAssertEqual(operation.httpResponse?.value(forHTTPHeaderField: "Content-Encoding"), "gzip")
+        XCTAssertEqual(operation.response?.value(forHTTPHeaderField: "Content-Encoding"), "gzip")
         XCTAssertEqual(operation.responseString, String(repeating: "hello gzip ", count: 1000))
     }
 

@@ -8,21 +8,23 @@ extension HTTPRequestSerializer {
     /// unescaped), then `block` appends parts. The body is a stream read during the upload, with an
     /// exact `Content-Length` and a random boundary. `GET` and `HEAD` cannot carry a body: they throw.
     /// Without any part the request keeps the empty url-encoded body (AFN).
-    public func multipartFormRequest(method: String, urlString: String, parameters: [String: Any]?,
+    public func multipartFormRequest(method: String, urlString: String, parameters: Any?,
                                      constructingBodyWith block: ((MultipartFormData) throws -> Void)?) throws -> URLRequest {
         guard method.uppercased() != "GET" && method.uppercased() != "HEAD" else {
-            throw NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL, userInfo: [
-                NSLocalizedDescriptionKey: "A \(method) request cannot carry a multipart body."])
+            throw LibraryError.requestSerialization(.methodCannotCarryBody, "A \(method) request cannot carry a multipart body.",
+                                                    url: URL(string: urlString))
         }
         var request = try self.request(method: method, urlString: urlString, parameters: nil)
         let builder = MultipartFormDataBuilder()
         let encoding = stringEncoding
-        for (name, value) in QueryString.flatten(parameters ?? [:]) {
+        var fields: [(name: String, value: Any?)] = []
+        if let parameters { fields = QueryString.flatten(parameters) }
+        for (name, value) in fields {
             let data: Data?
             switch value {
             case let bytes as Data: data = bytes
             case nil, is NSNull: data = Data()
-            case let other?: data = QueryString.render(other).flatMap { $0.data(using: encoding) }
+            case let other?: data = try QueryString.render(other).data(using: encoding)
             }
             if let data { builder.appendPart(withFormData: data, name: name) }
         }
@@ -70,13 +72,11 @@ private final class StreamCopy: @unchecked Sendable {   // handed over once, the
 
     private func copy() -> Error? {
         guard let source else {
-            return NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL,
-                           userInfo: [NSLocalizedDescriptionKey: "The request has no body stream."])
+            return LibraryError.requestSerialization(.missingBodyStream, "The request has no body stream.")
         }
         guard destination.isFileURL, FileManager.default.createFile(atPath: destination.path, contents: nil),
               let output = try? FileHandle(forWritingTo: destination) else {
-            return NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorCannotCreateFile,
-                           userInfo: [NSLocalizedDescriptionKey: "Cannot write \(destination.path)."])
+            return LibraryError.requestSerialization(.cannotCreateFile, "Cannot write \(destination.path).", url: destination)
         }
         defer { try? output.close() }
         source.open()
@@ -87,7 +87,10 @@ private final class StreamCopy: @unchecked Sendable {   // handed over once, the
                 guard let base = chunk.baseAddress else { return -1 }
                 return source.read(base, maxLength: chunk.count)
             }
-            if count < 0 { return source.streamError ?? URLError(.cannotOpenFile) }
+            if count < 0 {
+                return source.streamError ?? LibraryError.requestSerialization(.bodyStreamExhausted,
+                                                                               "The request's body stream could not be read.")
+            }
             if count == 0 { return nil }
             do {
                 try output.write(contentsOf: buffer[0..<count])

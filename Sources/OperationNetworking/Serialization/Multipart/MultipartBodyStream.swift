@@ -156,7 +156,6 @@ final class MultipartBodyStream: InputStream {
     }
 
     private static func error(_ message: String) -> NSError {
-        NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorRequestBodyStreamExhausted,
-                userInfo: [NSLocalizedDescriptionKey: message])
+        LibraryError.requestSerialization(.bodyStreamExhausted, message)
     }
 }

@@ -5,7 +5,7 @@ public let UploadStream3GSuggestedPacketSize = 16384
 /// Suggested delay for `throttleBandwidth(withPacketSize:delay:)` on slow links (0.2 s).
 public let UploadStream3GSuggestedDelay: TimeInterval = 0.2
 
-/// Builds a `multipart/form-data` body part by part (AFNetworking's `AFMultipartFormData`, API.md §5).
+/// Builds a `multipart/form-data` body part by part (AFNetworking's `AFMultipartFormData`).
 ///
 /// Files and streams are read during the upload, piece by piece as curl asks for bytes, never loaded
 /// whole; `Content-Length` is exact. A missing or unreadable file is an error when it is appended.
@@ -58,12 +58,12 @@ final class MultipartFormDataBuilder: MultipartFormData {
 
     func appendPart(withFileURL fileURL: URL, name: String, fileName: String, mimeType: String) throws {
         guard fileURL.isFileURL else {
-            throw MultipartFormDataBuilder.error("Expected URL to be a file URL", url: fileURL)
+            throw LibraryError.requestSerialization(.notAFileURL, "Expected URL to be a file URL", url: fileURL)
         }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: fileURL.path, isDirectory: &isDirectory), !isDirectory.boolValue,
               FileManager.default.isReadableFile(atPath: fileURL.path) else {
-            throw MultipartFormDataBuilder.error("File URL not reachable.", url: fileURL)
+            throw LibraryError.requestSerialization(.fileNotReadable, "File URL not reachable.", url: fileURL)
         }
         let attributes = try FileManager.default.attributesOfItem(atPath: fileURL.path)
         let size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
@@ -98,10 +98,5 @@ final class MultipartFormDataBuilder: MultipartFormData {
 
     private func fileHeaders(name: String, fileName: String, mimeType: String) -> [(String, String)] {
         [("Content-Disposition", "form-data; name=\"\(name)\"; filename=\"\(fileName)\""), ("Content-Type", mimeType)]
-    }
-
-    private static func error(_ reason: String, url: URL) -> NSError {
-        NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL, userInfo: [
-            NSLocalizedFailureReasonErrorKey: reason, NSLocalizedDescriptionKey: reason, NSURLErrorFailingURLErrorKey: url])
     }
 }

@@ -6,9 +6,9 @@ import FoundationNetworking
 // MARK: - NSCopying, NSSecureCoding
 
 extension HTTPRequestSerializer {
-    /// Keys of the request serializers' archives.
+    /// Keys of the request serializers' archives; the request-setting ones also key `changed`.
     enum CodingKeys {
-        static let version = "version"
+        static let version = CodingVersionKey
         static let headers = "httpRequestHeaders"
         static let style = "queryStringSerializationStyle"
         static let encoding = "stringEncoding"
@@ -44,14 +44,14 @@ extension HTTPRequestSerializer {
         coder.encode(Int(style.rawValue), forKey: CodingKeys.style)
         coder.encode(Int(encoding.rawValue), forKey: CodingKeys.encoding)
         coder.encodeJSON(methods.sorted(), forKey: CodingKeys.methods)
-        if let value = changed["timeoutInterval"] as? TimeInterval { coder.encode(value, forKey: CodingKeys.timeout) }
-        if let value = changed["cachePolicy"] as? URLRequest.CachePolicy {
+        if let value = changed[CodingKeys.timeout] as? TimeInterval { coder.encode(value, forKey: CodingKeys.timeout) }
+        if let value = changed[CodingKeys.cachePolicy] as? URLRequest.CachePolicy {
             coder.encode(Int(value.rawValue), forKey: CodingKeys.cachePolicy)
         }
-        if let value = changed["httpShouldHandleCookies"] as? Bool { coder.encode(value, forKey: CodingKeys.cookies) }
-        if let value = changed["httpShouldUsePipelining"] as? Bool { coder.encode(value, forKey: CodingKeys.pipelining) }
-        if let value = changed["allowsCellularAccess"] as? Bool { coder.encode(value, forKey: CodingKeys.cellular) }
-        if let value = changed["networkServiceType"] as? URLRequest.NetworkServiceType {
+        if let value = changed[CodingKeys.cookies] as? Bool { coder.encode(value, forKey: CodingKeys.cookies) }
+        if let value = changed[CodingKeys.pipelining] as? Bool { coder.encode(value, forKey: CodingKeys.pipelining) }
+        if let value = changed[CodingKeys.cellular] as? Bool { coder.encode(value, forKey: CodingKeys.cellular) }
+        if let value = changed[CodingKeys.serviceType] as? URLRequest.NetworkServiceType {
             coder.encode(Int(value.rawValue), forKey: CodingKeys.serviceType)
         }
     }
@@ -63,18 +63,17 @@ extension HTTPRequestSerializer {
             headers = decoded
         }
         var changed: [String: Any] = [:]
-        if coder.containsValue(forKey: CodingKeys.timeout) { changed["timeoutInterval"] = coder.decodeDouble(forKey: CodingKeys.timeout) }
+        if coder.containsValue(forKey: CodingKeys.timeout) { changed[CodingKeys.timeout] = coder.decodeDouble(forKey: CodingKeys.timeout) }
         if coder.containsValue(forKey: CodingKeys.cachePolicy),
            let policy = URLRequest.CachePolicy(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.cachePolicy)))) {
-            changed["cachePolicy"] = policy
+            changed[CodingKeys.cachePolicy] = policy
         }
-        for (key, name) in [(CodingKeys.cookies, "httpShouldHandleCookies"), (CodingKeys.pipelining, "httpShouldUsePipelining"),
-                            (CodingKeys.cellular, "allowsCellularAccess")] where coder.containsValue(forKey: key) {
-            changed[name] = coder.decodeBool(forKey: key)
+        for key in [CodingKeys.cookies, CodingKeys.pipelining, CodingKeys.cellular] where coder.containsValue(forKey: key) {
+            changed[key] = coder.decodeBool(forKey: key)
         }
         if coder.containsValue(forKey: CodingKeys.serviceType),
            let type = URLRequest.NetworkServiceType(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.serviceType)))) {
-            changed["networkServiceType"] = type
+            changed[CodingKeys.serviceType] = type
         }
         let methods = coder.decodeJSON([String].self, forKey: CodingKeys.methods).map(Set.init)
         let style = QueryStringSerializationStyle(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.style)))) ?? .default

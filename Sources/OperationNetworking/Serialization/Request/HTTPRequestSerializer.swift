@@ -4,17 +4,21 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Builds requests from a request and parameters (API.md §5).
+/// Builds requests from a request and parameters.
 public protocol URLRequestSerialization: NSSecureCoding, NSCopying {
     /// A copy of `request` with the serializer's headers and `parameters` applied.
     func request(bySerializing request: URLRequest, withParameters parameters: Any?) throws -> URLRequest
 }
 
-/// The error domain of request serialization failures (codes reuse `NSURLError` numbers).
+/// The error domain of request serialization failures; the codes are `RequestSerializationErrorCode`.
 public let RequestSerializationErrorDomain = "org.operationnetworking.error.serialization.request"
 
 /// Builds `URLRequest`s: default headers, query strings and url-encoded form bodies
-/// (AFNetworking's `AFHTTPRequestSerializer`, API.md §5).
+/// (AFNetworking's `AFHTTPRequestSerializer`).
+///
+/// Subclassing: override `request(bySerializing:withParameters:)` (call `super` for the headers and the
+/// query or form), keep `required init()` and `required init?(coder:)` — `copy()` and archives create the
+/// subclass through them — and override `copy(with:)` and `encode(with:)` when you add settings.
 ///
 /// - Threading: settings are guarded by an internal lock, so a serializer shared by a manager may be
 ///   read while requests are built on several threads.
@@ -75,34 +79,34 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
     }
     /// Applied to each request only when set. Default (as `URLRequest`): 60.
     public var timeoutInterval: TimeInterval {
-        get { setting("timeoutInterval", 60.0) }
-        set { lock.withLock { changed["timeoutInterval"] = newValue } }
+        get { setting(CodingKeys.timeout, 60.0) }
+        set { lock.withLock { changed[CodingKeys.timeout] = newValue } }
     }
     /// Applied to each request only when set. Default `.useProtocolCachePolicy`.
     public var cachePolicy: URLRequest.CachePolicy {
-        get { setting("cachePolicy", URLRequest.CachePolicy.useProtocolCachePolicy) }
-        set { lock.withLock { changed["cachePolicy"] = newValue } }
+        get { setting(CodingKeys.cachePolicy, URLRequest.CachePolicy.useProtocolCachePolicy) }
+        set { lock.withLock { changed[CodingKeys.cachePolicy] = newValue } }
     }
     /// Applied to each request only when set. Default `true`.
     public var httpShouldHandleCookies: Bool {
-        get { setting("httpShouldHandleCookies", true) }
-        set { lock.withLock { changed["httpShouldHandleCookies"] = newValue } }
+        get { setting(CodingKeys.cookies, true) }
+        set { lock.withLock { changed[CodingKeys.cookies] = newValue } }
     }
     /// Kept for AFN compatibility; has no effect: curl never pipelines HTTP/1.1 and multiplexes HTTP/2.
     /// Default `false`.
     public var httpShouldUsePipelining: Bool {
-        get { setting("httpShouldUsePipelining", false) }
-        set { lock.withLock { changed["httpShouldUsePipelining"] = newValue } }
+        get { setting(CodingKeys.pipelining, false) }
+        set { lock.withLock { changed[CodingKeys.pipelining] = newValue } }
     }
     /// Applied to each request only when set. Default `true`.
     public var allowsCellularAccess: Bool {
-        get { setting("allowsCellularAccess", true) }
-        set { lock.withLock { changed["allowsCellularAccess"] = newValue } }
+        get { setting(CodingKeys.cellular, true) }
+        set { lock.withLock { changed[CodingKeys.cellular] = newValue } }
     }
     /// Applied to each request only when set. Default `.default`.
     public var networkServiceType: URLRequest.NetworkServiceType {
-        get { setting("networkServiceType", URLRequest.NetworkServiceType.default) }
-        set { lock.withLock { changed["networkServiceType"] = newValue } }
+        get { setting(CodingKeys.serviceType, URLRequest.NetworkServiceType.default) }
+        set { lock.withLock { changed[CodingKeys.serviceType] = newValue } }
     }
     /// Methods whose parameters go in the query string. Default `GET`, `HEAD`, `DELETE`.
     public var httpMethodsEncodingParametersInURI: Set<String> {
@@ -145,20 +149,20 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
     // MARK: - Building requests
 
     /// A request for `method` and `urlString` with `parameters` in the query or body.
-    /// Throws `URLError(.badURL)` for a string that is not a URL.
+    /// Throws `URLError(.badURL)` for a string that is not an absolute URL, and the errors of
+    /// `request(bySerializing:withParameters:)`.
     open func request(method: String, urlString: String, parameters: Any?) throws -> URLRequest {
         guard let url = URL(string: urlString), url.scheme != nil else {
-            throw NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL, userInfo: [
-                NSLocalizedDescriptionKey: "\"\(urlString)\" is not a valid URL."])
+            throw LibraryError.badURL(urlString)
         }
         var request = URLRequest(url: url)
         request.httpMethod = method
         let settings = lock.withLock { changed }
-        if let value = settings["timeoutInterval"] as? TimeInterval { request.timeoutInterval = value }
-        if let value = settings["cachePolicy"] as? URLRequest.CachePolicy { request.cachePolicy = value }
-        if let value = settings["httpShouldHandleCookies"] as? Bool { request.httpShouldHandleCookies = value }
-        if let value = settings["allowsCellularAccess"] as? Bool { request.allowsCellularAccess = value }
-        if let value = settings["networkServiceType"] as? URLRequest.NetworkServiceType {
+        if let value = settings[CodingKeys.timeout] as? TimeInterval { request.timeoutInterval = value }
+        if let value = settings[CodingKeys.cachePolicy] as? URLRequest.CachePolicy { request.cachePolicy = value }
+        if let value = settings[CodingKeys.cookies] as? Bool { request.httpShouldHandleCookies = value }
+        if let value = settings[CodingKeys.cellular] as? Bool { request.allowsCellularAccess = value }
+        if let value = settings[CodingKeys.serviceType] as? URLRequest.NetworkServiceType {
             request.networkServiceType = value
         }
         return try self.request(bySerializing: request, withParameters: parameters)
@@ -170,7 +174,7 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
         var result = request
         let headers = lock.withLock { self.headers }
         // Checked here, before Foundation's URLRequest silently drops such a value.
-        try HTTPRequestSerializer.validate(headers)
+        try HTTPRequestSerializer.validate(headers, url: request.url)
         for (field, value) in headers where result.value(forHTTPHeaderField: field) == nil {
             result.setValue(value, forHTTPHeaderField: field)
         }
@@ -205,15 +209,14 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
         return result
     }
 
-    /// Throws when a header name or value contains CR, LF or NUL (no header injection).
+    /// Throws `invalidHeader` when a header name or value contains CR, LF or NUL (no header injection).
     static func validateHeaders(of request: URLRequest) throws {
-        try validate(request.allHTTPHeaderFields ?? [:])
+        try validate(request.allHTTPHeaderFields ?? [:], url: request.url)
     }
 
-    private static func validate(_ headers: [String: String]) throws {
+    private static func validate(_ headers: [String: String], url: URL?) throws {
         for (name, value) in headers where !Transfer.isValidHeader(name: name, value: value) {
-            throw NSError(domain: RequestSerializationErrorDomain, code: NSURLErrorBadURL, userInfo: [
-                NSLocalizedDescriptionKey: "The header \"\(name)\" contains a character not allowed in a header."])
+            throw LibraryError.invalidHeader(name, url: url)
         }
     }
 

@@ -3,10 +3,6 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Error code of a request whose parameters cannot be encoded (JSON or property list), in
-/// `RequestSerializationErrorDomain`; the encoder's error is the `NSUnderlyingErrorKey`.
-let unencodableParametersCode = NSURLErrorCannotDecodeRawData
-
 /// Sends parameters as a JSON body (`Content-Type: application/json`) for methods that carry a body;
 /// `GET`, `HEAD` and `DELETE` still put them in the query string (AFNetworking's `AFJSONRequestSerializer`).
 /// Parameters that are not valid JSON throw; nothing crashes.
@@ -50,14 +46,14 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
         guard let parameters else { return result }
         let options = writingOptions
         guard JSONSerialization.isValidJSONObject(parameters) || (options.contains(.fragmentsAllowed) && isJSONScalar(parameters)) else {
-            throw NSError(domain: RequestSerializationErrorDomain, code: unencodableParametersCode, userInfo: [
-                NSLocalizedDescriptionKey: "The parameters cannot be encoded as JSON."])
+            throw LibraryError.requestSerialization(.unencodableParameters, "The parameters cannot be encoded as JSON.",
+                                                    url: request.url)
         }
         do {
             result.httpBody = try JSONSerialization.data(withJSONObject: parameters, options: options)
         } catch {
-            throw NSError(domain: RequestSerializationErrorDomain, code: unencodableParametersCode, userInfo: [
-                NSLocalizedDescriptionKey: "The parameters cannot be encoded as JSON.", NSUnderlyingErrorKey: error])
+            throw LibraryError.requestSerialization(.unencodableParameters, "The parameters cannot be encoded as JSON.",
+                                                    url: request.url, underlying: error)
         }
         if result.value(forHTTPHeaderField: "Content-Type") == nil {
             result.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -128,8 +124,8 @@ open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Send
             result.httpBody = try PropertyListSerialization.data(fromPropertyList: parameters, format: format,
                                                                  options: writeOptions)
         } catch {
-            throw NSError(domain: RequestSerializationErrorDomain, code: unencodableParametersCode, userInfo: [
-                NSLocalizedDescriptionKey: "The parameters cannot be encoded as a property list.", NSUnderlyingErrorKey: error])
+            throw LibraryError.requestSerialization(.unencodableParameters, "The parameters cannot be encoded as a property list.",
+                                                    url: request.url, underlying: error)
         }
         if result.value(forHTTPHeaderField: "Content-Type") == nil {
             result.setValue("application/x-plist", forHTTPHeaderField: "Content-Type")

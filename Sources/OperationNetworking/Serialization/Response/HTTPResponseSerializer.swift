@@ -12,14 +12,19 @@ public let FailingURLResponseDataErrorKey = "org.operationnetworking.serializati
 /// `userInfo` key carrying an object decoded despite a validation failure (the JSON of a 404).
 let ResponseObjectErrorKey = "org.operationnetworking.serialization.response.error.object"
 
-/// Turns a response and its body into an object (API.md §6).
+/// Turns a response and its body into an object.
 public protocol URLResponseSerialization: NSSecureCoding, NSCopying {
     /// The object for the response, or a thrown validation or decoding error.
     func responseObject(for response: URLResponse?, data: Data?) throws -> Any?
 }
 
 /// Validates a response (status code, then content type) and returns its body as `Data`
-/// (AFNetworking's `AFHTTPResponseSerializer`, API.md §6). Subclasses decode the body.
+/// (AFNetworking's `AFHTTPResponseSerializer`). Subclasses decode the body.
+///
+/// Subclassing: override `responseObject(for:data:)` (call `super` to validate and get the body, or
+/// `validate(_:data:)` yourself), and keep `required init()` and `required init?(coder:)`; copies
+/// (`copy(with:)`) and archives (`encode(with:)`) are made through them, so override those two as
+/// well when the subclass adds settings.
 ///
 /// Errors are `NSError`s in `ResponseSerializationErrorDomain` carrying the response and the body; a
 /// status error chains a content-type error, and a decoding error chains the status error, through
@@ -107,7 +112,9 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
         do {
             object = try decodedObject(from: data, textEncodingName: response?.textEncodingName)
         } catch {
-            throw HTTPResponseSerializer.attach(error as NSError, underlying: validationError)
+            let failure = HTTPResponseSerializer.addingContext(to: error as NSError, url: response?.url,
+                                                               response: response, data: data)
+            throw HTTPResponseSerializer.attach(failure, underlying: validationError)
         }
         guard let validationError else { return object }
         guard let object else { throw validationError }
@@ -124,6 +131,27 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     /// The object for a body (here: the body itself); `textEncodingName` is the response's charset.
     func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
         data
+    }
+
+    /// `decodedObject` for the operation's raw-head path: a decoding error carries the failing URL, the
+    /// response and the body, as on the documented path.
+    func decodedObject(from data: Data?, head: ResponseHead) throws -> Any? {
+        do {
+            return try decodedObject(from: data, textEncodingName: head.textEncodingName)
+        } catch {
+            throw HTTPResponseSerializer.addingContext(to: error as NSError, url: head.url, response: head.makeResponse(),
+                                                       data: data)
+        }
+    }
+
+    /// `error` with the failing URL, the response and the body added where it lacks them (decoding
+    /// errors are made where only the body is at hand).
+    static func addingContext(to error: NSError, url: URL?, response: URLResponse?, data: Data?) -> NSError {
+        var info = error.userInfo
+        if info[NSURLErrorFailingURLErrorKey] == nil, let url { info[NSURLErrorFailingURLErrorKey] = url }
+        if info[FailingURLResponseErrorKey] == nil, let response { info[FailingURLResponseErrorKey] = response }
+        if info[FailingURLResponseDataErrorKey] == nil, let data { info[FailingURLResponseDataErrorKey] = data }
+        return NSError(domain: error.domain, code: error.code, userInfo: info)
     }
 
     /// True when `head` passes `validate` and the class is one of the library's own, whose
@@ -190,7 +218,7 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     }
 
     private enum CodingKeys {
-        static let version = "version"
+        static let version = CodingVersionKey
         static let statusCodes = "acceptableStatusCodes"
         static let contentTypes = "acceptableContentTypes"
         static let stringEncoding = "stringEncoding"
@@ -229,5 +257,8 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     }
 }
 
-/// Written into every serializer archive as `version`, so a later release can read older archives.
+/// Written into every archive the library makes (managers, operations, serializers, policies) under
+/// `CodingVersionKey`, so a later release can read older archives.
 let SerializationCodingVersion = 1
+/// The key of `SerializationCodingVersion` in every archive.
+let CodingVersionKey = "version"

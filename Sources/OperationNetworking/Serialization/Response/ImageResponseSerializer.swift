@@ -8,11 +8,23 @@ import FoundationNetworking
 public struct Image: Sendable, Equatable {
     /// The image formats recognised from their headers.
     public enum Format: String, Sendable {
-        case png, jpeg, gif, bmp, webp
+        /// PNG (`image/png`).
+        case png
+        /// JPEG (`image/jpeg`).
+        case jpeg
+        /// GIF 87a or 89a (`image/gif`).
+        case gif
+        /// Windows bitmap (`image/bmp`).
+        case bmp
+        /// WebP, lossy, lossless or extended (`image/webp`).
+        case webp
     }
 
+    /// The format, from the header's signature.
     public let format: Format
+    /// Width in pixels, from the header.
     public let pixelWidth: Int
+    /// Height in pixels, from the header (positive for top-down bitmaps too).
     public let pixelHeight: Int
     /// The encoded image, as received.
     public let data: Data
@@ -31,6 +43,11 @@ public struct Image: Sendable, Equatable {
 
 /// Returns an `Image` for image bodies (AFNetworking's `AFImageResponseSerializer`); a body that is not
 /// a PNG, JPEG, GIF, BMP or WebP image is an error. An empty body is `nil`.
+///
+/// It accepts only the content types of the formats it can describe: `image/png`, `image/jpeg`,
+/// `image/gif`, `image/bmp`, `image/x-bmp`, `image/x-ms-bmp`, `image/webp`. AFN's TIFF, ICO and XBM
+/// types fail validation (`NSURLErrorCannotDecodeContentData`, the response attached) instead of
+/// failing later in decoding.
 open class ImageResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     /// A serializer for the image content types.
     public required init() {
@@ -43,8 +60,7 @@ open class ImageResponseSerializer: HTTPResponseSerializer, @unchecked Sendable 
     }
 
     override class var defaultAcceptableContentTypes: Set<String>? {
-        ["image/tiff", "image/jpeg", "image/gif", "image/png", "image/ico", "image/x-icon", "image/bmp",
-         "image/x-bmp", "image/x-xbitmap", "image/x-win-bitmap", "image/webp"]
+        ["image/png", "image/jpeg", "image/gif", "image/bmp", "image/x-bmp", "image/x-ms-bmp", "image/webp"]
     }
     override var gatesOnContentType: Bool { true }
 

@@ -1,5 +1,7 @@
 import Foundation
-import FoundationXML
+// Re-exported: the serializers return `XMLParser` and `XMLDocument`, which `import OperationNetworking`
+// alone must let a caller use.
+@_exported import FoundationXML
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -29,8 +31,10 @@ open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Senda
 }
 
 /// Parses `application/xml` and `text/xml` bodies into an `XMLDocument` (FoundationXML on Linux;
-/// AFNetworking's `AFXMLDocumentResponseSerializer`). A body that is not XML is an error; entity
-/// expansion is not enabled, so a "billion laughs" body is refused.
+/// AFNetworking's `AFXMLDocumentResponseSerializer`). A body that is not well-formed XML (`<a><b></a>`)
+/// is an error, `NSURLErrorCannotDecodeContentData` in `ResponseSerializationErrorDomain` — libxml2
+/// would otherwise repair it silently and print to stderr. Entity declarations are refused, so a
+/// "billion laughs" body never reaches the parser.
 open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     private var storedOptions: XMLNode.Options = []   // guarded by lock
 
@@ -51,6 +55,12 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
     override func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
         guard let data, !data.isEmpty else { return nil }
         try refuseEntityDeclarations(data)
+        // XMLDocument recovers from errors; XMLParser reports them (a started but malformed document
+        // still returns true from parse(), so parserError is what tells).
+        let checker = XMLParser(data: data)
+        if !checker.parse() || checker.parserError != nil {
+            throw decodingError("The body is not a well-formed XML document.", underlying: checker.parserError)
+        }
         let document: XMLDocument
         do {
             document = try XMLDocument(data: data, options: options)

@@ -1,0 +1,78 @@
+import Foundation
+@testable import OperationNetworking
+import XCTest
+
+/// A clean package: no test-only product, no comment citing a document outside the repository, and a
+/// library that never writes to stderr.
+final class PackageHygieneTests: XCTestCase {
+    private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    private func sources(under path: String) throws -> [(String, String)] {
+        let base = root.appendingPathComponent(path)
+        let enumerator = FileManager.default.enumerator(at: base, includingPropertiesForKeys: nil)
+        var files: [(String, String)] = []
+        while let url = enumerator?.nextObject() as? URL {
+            guard ["swift", "c", "h"].contains(url.pathExtension) else { continue }
+            files.append((url.path, try String(contentsOf: url, encoding: .utf8)))
+        }
+        return files
+    }
+
+    func testTheTestServerIsNotAProduct() throws {
+        let manifest = try String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        XCTAssertFalse(manifest.contains(#".library(name: "OperationNetworkingTestServer""#),
+                       "users must not be able to depend on (and build) SwiftNIO through the test server")
+        XCTAssertTrue(manifest.contains(#".library(name: "OperationNetworking""#))
+    }
+
+    func testNoCommentCitesADocumentOutsideTheRepository() throws {
+        for (path, text) in try sources(under: "Sources") + sources(under: "Tests") {
+            for name in ["API" + ".md", "afn2-" + "api"] {
+                XCTAssertFalse(text.contains(name), "\(path) cites \(name), which is not in the repository")
+            }
+        }
+    }
+
+    func testTheLibrarySourcesHaveNoWayToStderr() throws {
+        for (path, text) in try sources(under: "Sources/OperationNetworking") {
+            for call in ["standardError", "print(", "fputs(", "NSLog("] {
+                XCTAssertFalse(text.contains(call), "\(path) uses \(call)")
+            }
+        }
+    }
+
+    /// Runs `body` with file descriptor 2 pointed at a file; returns what was written to it.
+    private func capturingStderr(_ body: () throws -> Void) throws -> String {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("onet-stderr-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let handle = try FileHandle(forWritingTo: file)
+        let saved = dup(2)
+        dup2(handle.fileDescriptor, 2)
+        defer {
+            dup2(saved, 2)
+            close(saved)
+            try? handle.close()
+        }
+        try body()
+        return try String(contentsOf: file, encoding: .utf8)
+    }
+
+    func testRefusedWaitAndMalformedXMLPrintNothing() throws {
+        let written = try capturingStderr {
+            let operation = HTTPRequestOperation(request: URLRequest(url: URL(fileURLWithPath: "/never-started")))
+            let returned = expectation(description: "wait returned")
+            CallbackQueues.callback.async {
+                operation.waitUntilFinished()   // would deadlock: refused, silently
+                returned.fulfill()
+            }
+            wait(for: [returned], timeout: 5)
+            XCTAssertThrowsError(try XMLDocumentResponseSerializer().responseObject(
+                for: HTTPURLResponse(url: URL(fileURLWithPath: "/x"), statusCode: 200, httpVersion: nil,
+                                     headerFields: ["Content-Type": "text/xml"]),
+                data: Data("<a><b></a>".utf8)))
+        }
+        XCTAssertEqual(written, "", "the library wrote to stderr")
+    }
+}
