@@ -24,14 +24,8 @@ CURLcode ccurl_easy_setopt_read_function(CURL *handle, curl_read_callback callba
 CURLcode ccurl_easy_setopt_seek_function(CURL *handle, curl_seek_callback callback) {
     return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, callback);
 }
-CURLcode ccurl_easy_setopt_xferinfo_function(CURL *handle, curl_xferinfo_callback callback) {
-    return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
-}
 CURLcode ccurl_easy_setopt_prereq_function(CURL *handle, curl_prereq_callback callback) {
     return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
-}
-CURLcode ccurl_easy_setopt_ssl_ctx_function(CURL *handle, curl_ssl_ctx_callback callback) {
-    return curl_easy_setopt(handle, CURLOPT_SSL_CTX_FUNCTION, callback);
 }
 
 CURLcode ccurl_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length) {

@@ -166,12 +166,7 @@ final class NetworkThread: @unchecked Sendable {
             switch command {
             case .add(let transfer):
                 if let delegate = transfer.delegate { events.append(.started(transfer, delegate)) }
-                // A cancel or pause from another thread may have overtaken the add.
-                guard transfer.phase == .created else { continue }
-                transfer.network = self
-                transfer.phase = .waiting
-                transfer.startTime = monotonicNow()
-                waiting.append(transfer)
+                if transfer.takeIn(by: self, at: monotonicNow()) { waiting.append(transfer) }
             case .cancel(let transfer):
                 stop(transfer, with: .cancelled)
             case .pause(let transfer):
@@ -181,21 +176,13 @@ final class NetworkThread: @unchecked Sendable {
         drained.removeAll(keepingCapacity: true)
     }
 
-    /// Ends a transfer early (cancel, pause, stall), wherever it is.
+    /// Ends a transfer early (cancel, pause, stall), wherever it is. A waiting transfer stays in the
+    /// FIFO and is skipped when its turn comes.
     private func stop(_ transfer: Transfer, with outcome: TransferOutcome) {
-        switch transfer.phase {
-        case .finished:
-            return
-        case .active:
-            if let easy = transfer.easy, let multi {
-                curl_multi_remove_handle(multi, easy.raw)
-                active.removeValue(forKey: easy.raw)
-                transfer.collectMetrics(from: easy)
-                transfer.easy = nil
-                recycle(easy)
-            }
-        case .created, .waiting:
-            break   // a waiting transfer stays in the FIFO and is skipped when its turn comes
+        if let easy = transfer.leaveCurlEarly(), let multi {
+            curl_multi_remove_handle(multi, easy.raw)
+            active.removeValue(forKey: easy.raw)
+            recycle(easy)
         }
         end(transfer, outcome)
     }
@@ -204,7 +191,7 @@ final class NetworkThread: @unchecked Sendable {
         while active.count < NetworkThread.maxActiveTransfers && waitingHead < waiting.count {
             let transfer = waiting[waitingHead]
             waitingHead += 1
-            guard transfer.phase == .waiting else { continue }
+            guard case .waiting = transfer.state else { continue }
             start(transfer, multi)
         }
         if waitingHead == waiting.count {
@@ -224,7 +211,7 @@ final class NetworkThread: @unchecked Sendable {
             return
         }
         do {
-            try transfer.configure(easy)
+            try transfer.admit(on: easy)
         } catch {
             recycle(easy)
             end(transfer, .failed(error))
@@ -236,11 +223,10 @@ final class NetworkThread: @unchecked Sendable {
                                                         url: transfer.currentRequest.url)))
             return
         }
-        transfer.easy = easy
-        transfer.phase = .active
         active[easy.raw] = transfer
     }
 
+    /// Carries out what each transfer decides about its hop that curl reports done.
     private func readFinished(_ multi: UnsafeMutableRawPointer) {
         var left: Int32 = 0
         while let message = curl_multi_info_read(multi, &left) {
@@ -248,50 +234,21 @@ final class NetworkThread: @unchecked Sendable {
             let code = message.pointee.data.result
             curl_multi_remove_handle(multi, raw)
             guard let transfer = active.removeValue(forKey: raw), let easy = transfer.easy else { continue }
-            transfer.collectMetrics(from: easy)
-            hopEnded(transfer, easy: easy, code: code, multi: multi)
-        }
-    }
-
-    /// One hop is over: finish, or follow a redirect on the same easy handle.
-    private func hopEnded(_ transfer: Transfer, easy: CurlEasyHandle, code: CURLcode, multi: UnsafeMutableRawPointer) {
-        let outcome: TransferOutcome
-        if let error = transfer.abortError {
-            outcome = .failed(error)
-        } else if code != CURLE_OK {
-            outcome = .failed(TransportError.fromCurl(code, message: easy.errorMessage, url: transfer.currentRequest.url))
-        } else if transfer.isRedirectCandidate {
-            switch transfer.redirectDecision() {
-            case .follow(let request):
-                if !Transfer.sameOrigin(transfer.currentRequest.url, request.url) { transfer.serverCredential = nil }
-                transfer.currentRequest = request
-                transfer.redirectCount += 1
-                guard let failure = restartHop(transfer, easy: easy, multi: multi) else { return }
-                outcome = failure
-            case .deliver:
-                outcome = transfer.deliverSetAsideResponse() ? .completed
-                    : .failed(transfer.abortError ?? URLError(.cannotWriteToFile))
-            case .fail(let error):
-                outcome = .failed(error)
+            switch transfer.hopEnded(code: code) {
+            case .finish(let outcome):
+                recycle(easy)
+                end(transfer, outcome)
+            case .sendNextHop:
+                guard let failure = sendNextHop(transfer, easy: easy, multi: multi) else { continue }
+                recycle(easy)
+                end(transfer, failure)
             }
-        } else if transfer.isChallengeCandidate {
-            switch answerChallenge(transfer, easy: easy, multi: multi) {
-            case .none:
-                return
-            case .some(let result):
-                outcome = result
-            }
-        } else {
-            outcome = .completed
         }
-        transfer.easy = nil
-        recycle(easy)
-        end(transfer, outcome)
     }
 
     /// Sends the transfer's next hop (a redirect or a challenge answer) on the same easy handle:
     /// `nil` when it is back on curl, else how the transfer ends.
-    private func restartHop(_ transfer: Transfer, easy: CurlEasyHandle, multi: UnsafeMutableRawPointer) -> TransferOutcome? {
+    private func sendNextHop(_ transfer: Transfer, easy: CurlEasyHandle, multi: UnsafeMutableRawPointer) -> TransferOutcome? {
         easy.reset()
         do {
             try transfer.configure(easy)
@@ -315,32 +272,8 @@ final class NetworkThread: @unchecked Sendable {
         guard !pausedUploads.isEmpty else { return }
         let due = pausedUploads.filter { $0.at <= now }
         pausedUploads.removeAll { $0.at <= now }
-        for entry in due where entry.transfer.phase == .active {
+        for entry in due {
             if let easy = entry.transfer.easy { curl_easy_pause(easy.raw, CURLPAUSE_CONT) }
-        }
-    }
-
-    /// Asks the delegate about a 401/407 and either restarts the hop with a credential (`nil`) or
-    /// returns how the transfer ends.
-    private func answerChallenge(_ transfer: Transfer, easy: CurlEasyHandle,
-                                 multi: UnsafeMutableRawPointer) -> TransferOutcome? {
-        guard let head = transfer.head else { return .completed }
-        let info = transfer.challengeInfo(head)
-        let resolution: ChallengeResolution = transfer.challengeRounds >= Transfer.maxChallengeRounds || info.schemes == 0
-            ? .deliver : (transfer.delegate?.transfer(transfer, didReceiveChallenge: info) ?? .deliver)
-        switch resolution {
-        case .answer(let user, let password):
-            let credential = TransferCredential(user: user, password: password, schemes: info.schemes)
-            if info.isProxy { transfer.proxyCredential = credential } else { transfer.serverCredential = credential }
-            transfer.challengeRounds += 1
-            return restartHop(transfer, easy: easy, multi: multi)
-        case .deliver:
-            return transfer.deliverSetAsideResponse() ? .completed
-                : .failed(transfer.abortError ?? URLError(.cannotWriteToFile))
-        case .cancel:
-            _ = transfer.deliverSetAsideResponse()
-            return .completedWithError(TransportError.make(
-                .userCancelledAuthentication, "The authentication challenge was cancelled.", url: transfer.currentRequest.url))
         }
     }
 

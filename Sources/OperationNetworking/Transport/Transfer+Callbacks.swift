@@ -26,7 +26,7 @@ extension Transfer {
     /// A piece of the response body arrived; false aborts the transfer.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         lastActivity = monotonicNow()
-        if isRedirectCandidate || isChallengeCandidate {
+        if hop.setsBodyAside {
             setAsideBody.append(contentsOf: bytes)
             return true
         }
@@ -115,11 +115,10 @@ extension Transfer {
             storeCookies(from: head.values(for: "Set-Cookie"), url: url)
         }
         let status = head.statusCode
-        isRedirectCandidate = (300..<400).contains(status) && status != 304
-            && headerParser.hasField("Location")
-        isChallengeCandidate = isAnswerableChallenge(head)
+        let isRedirect = (300..<400).contains(status) && status != 304 && headerParser.hasField("Location")
+        hop = isRedirect ? .redirect : isAnswerableChallenge(head) ? .challenge : .delivering
         setAsideBody.removeAll()
-        if isRedirectCandidate || isChallengeCandidate { return true }
+        if hop.setsBodyAside { return true }
         guard prepareSinkForResponse(status: status, head: head) else { return false }
         let length = head.expectedContentLength
         if outputStream == nil, length > 0, length < 64 << 20 {

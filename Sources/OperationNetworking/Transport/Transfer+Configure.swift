@@ -84,8 +84,7 @@ extension Transfer {
     /// Per-hop state back to its start.
     private func beginHop() {
         headerParser = ResponseHeaderParser()
-        isRedirectCandidate = false
-        isChallengeCandidate = false
+        hop = .awaitingHead
         hopStartTime = monotonicNow()
         lastActivity = hopStartTime
     }

@@ -82,8 +82,7 @@ extension Transfer {
     /// The redirect is not followed (or the challenge not answered): its head and body become the response.
     func deliverSetAsideResponse() -> Bool {
         guard let head else { return true }
-        isRedirectCandidate = false
-        isChallengeCandidate = false
+        hop = .delivering
         if let outputStream {
             if !setAsideBody.isEmpty {
                 let ok = setAsideBody.withUnsafeBytes { bytes -> Bool in

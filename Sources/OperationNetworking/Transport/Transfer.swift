@@ -85,10 +85,14 @@ protocol TransferDelegate: AnyObject, Sendable {
 
 /// One HTTP exchange (with its redirect hops) driven by the network thread through one easy handle.
 ///
+/// Its life is the `State` enum and the transitions in `Transfer+Lifecycle.swift`; the network
+/// thread calls them and carries out the `HopEndAction`s they return, and never reaches into the
+/// redirect, challenge or resume details itself.
 /// - Threading: created on any thread, then handed to `NetworkThread` once; from then on every
-///   stored property is touched only on the network thread, until `didFinishWith` hands the results
-///   back (the delegate reads `body`, `response` and `metrics` only after that call).
-///   That single hand-over is why the class may be `@unchecked Sendable`.
+///   stored property is written only on the network thread. `finish()` ends that: the network
+///   thread dispatches the end to the delivery queue, where the delegate reads `body`, `head` and
+///   `metrics` (the network thread writes nothing after it). That single hand-over is why the class
+///   may be `@unchecked Sendable`.
 final class Transfer: @unchecked Sendable {
     /// The largest response header block accepted; more fails with `URLError(.cannotParseResponse)`.
     static let maxHeaderBytes = 64 * 1024
@@ -112,8 +116,6 @@ final class Transfer: @unchecked Sendable {
     var currentRequest: URLRequest
     /// The network thread that admitted the transfer (set when it takes the transfer in).
     var network: NetworkThread?
-    /// The easy handle, created when the network thread admits the transfer.
-    var easy: CurlEasyHandle?
     /// The last complete response head.
     var head: ResponseHead?
     /// Response body received in memory (when `outputStream` is nil).
@@ -131,15 +133,13 @@ final class Transfer: @unchecked Sendable {
     var metrics: TransferMetrics?
     /// Set by a callback that aborted the transfer, so the outcome says why rather than curl's generic code.
     var abortError: Error?
-    /// Where the transfer is in its life on the network thread.
-    var phase: Phase = .created
+    /// Where the transfer is in its life (see `Transfer+Lifecycle.swift`).
+    var state: State = .created
 
     /// Parsing state of the header block currently arriving.
     var headerParser = ResponseHeaderParser()
-    /// Whether the current response is a redirect the transfer may follow (its body is set aside).
-    var isRedirectCandidate = false
-    /// Whether the current response is a 401/407 the transfer may answer (its body is set aside).
-    var isChallengeCandidate = false
+    /// What the current hop's response is.
+    var hop: Hop = .awaitingHead
     /// Body of a redirect or challenge candidate, kept in case it becomes the response.
     var setAsideBody = Data()
     /// Challenge rounds answered so far.
@@ -164,8 +164,6 @@ final class Transfer: @unchecked Sendable {
     /// Full length of the body being received, counting a resumed prefix; -1 when unknown.
     var expectedBodyLength: Int64 = -1
 
-    /// Life of a transfer on the network thread.
-    enum Phase { case created, waiting, active, finished }
 
     /// - Parameters:
     ///   - initialBody: bytes a paused in-memory download already holds; appended to on a 206.
@@ -191,8 +189,8 @@ final class Transfer: @unchecked Sendable {
     /// Ends the transfer and hands back its delegate, to be told of the outcome once; `nil` when the
     /// transfer had already ended. The transfer drops its own reference to the delegate.
     func finish() -> TransferDelegate? {
-        guard phase != .finished else { return nil }
-        phase = .finished
+        if case .finished = state { return nil }
+        state = .finished
         upload?.close()
         defer { delegate = nil }
         return delegate

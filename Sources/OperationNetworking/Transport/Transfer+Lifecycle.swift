@@ -1,0 +1,136 @@
+import CCurl
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// MARK: - Network thread: the transfer's states and the transitions the network thread drives
+
+extension Transfer {
+    /// Where a transfer is in its life. The network thread moves it along with the transitions below
+    /// and carries out what they return; only `.active` holds an easy handle.
+    enum State {
+        /// Built and handed to `submit`; the network thread has not taken it in yet.
+        case created
+        /// In the network thread's FIFO, without an easy handle.
+        case waiting
+        /// On curl with this handle.
+        case active(CurlEasyHandle)
+        /// Over; its delegate is told once (`finish()`).
+        case finished
+    }
+
+    /// What the response of the current hop turned out to be once its head arrived.
+    enum Hop {
+        /// No final head yet (nothing, or only 1xx blocks, arrived).
+        case awaitingHead
+        /// The response the caller gets: its body goes to the sink.
+        case delivering
+        /// A 3xx the library may follow: its body is set aside in case it becomes the response.
+        case redirect
+        /// A 401/407 the library may answer: its body is set aside likewise.
+        case challenge
+
+        /// Whether body bytes go to `setAsideBody` rather than the sink.
+        var setsBodyAside: Bool { self == .redirect || self == .challenge }
+    }
+
+    /// What the network thread does once curl reports the current hop done.
+    enum HopEndAction {
+        /// Recycle the handle and end the transfer with this outcome.
+        case finish(TransferOutcome)
+        /// Send the next hop (a redirect to follow, a challenge to answer) on the same handle.
+        case sendNextHop
+    }
+
+    /// The easy handle while the transfer is on curl.
+    var easy: CurlEasyHandle? {
+        if case .active(let easy) = state { return easy }
+        return nil
+    }
+
+    /// `created → waiting`: the network thread takes the transfer in. False when a cancel or pause
+    /// from another thread overtook the add (the transfer already ended).
+    func takeIn(by network: NetworkThread, at now: UInt64) -> Bool {
+        guard case .created = state else { return false }
+        self.network = network
+        startTime = now
+        state = .waiting
+        return true
+    }
+
+    /// `waiting → active`: configures `easy` for the first hop. On a throw the handle is not the
+    /// transfer's and the transfer must end with the error.
+    func admit(on easy: CurlEasyHandle) throws {
+        try configure(easy)
+        state = .active(easy)
+    }
+
+    /// Leaves curl early (cancel, pause, stall): the handle to take off curl and recycle, if the
+    /// transfer had one, with its metrics read first. `finish()` follows at once.
+    func leaveCurlEarly() -> CurlEasyHandle? {
+        guard case .active(let easy) = state else { return nil }
+        collectMetrics(from: easy)
+        return easy
+    }
+
+    /// curl finished the current hop with `code` (the handle is already off the multi handle):
+    /// end the transfer (`finish()` follows, the handle is recycled), or go on with a redirect or a
+    /// challenge answer on the same handle.
+    func hopEnded(code: CURLcode) -> HopEndAction {
+        guard case .active(let easy) = state else { return .finish(.cancelled) }
+        collectMetrics(from: easy)
+        if let error = abortError { return .finish(.failed(error)) }
+        guard code == CURLE_OK else {
+            return .finish(.failed(TransportError.fromCurl(code, message: easy.errorMessage, url: currentRequest.url)))
+        }
+        switch hop {
+        case .redirect: return redirectEnded()
+        case .challenge: return challengeEnded()
+        case .awaitingHead, .delivering: return .finish(.completed)
+        }
+    }
+
+    /// A followable 3xx is complete: follow it, deliver it, or fail.
+    private func redirectEnded() -> HopEndAction {
+        switch redirectDecision() {
+        case .follow(let request):
+            if !Transfer.sameOrigin(currentRequest.url, request.url) { serverCredential = nil }
+            currentRequest = request
+            redirectCount += 1
+            return .sendNextHop
+        case .deliver:
+            return .finish(deliverSetAside())
+        case .fail(let error):
+            return .finish(.failed(error))
+        }
+    }
+
+    /// An answerable 401/407 is complete: the delegate decides (once per round) whether to send it
+    /// again with a credential, deliver it, or cancel.
+    private func challengeEnded() -> HopEndAction {
+        guard let head else { return .finish(.completed) }
+        let info = challengeInfo(head)
+        let resolution: ChallengeResolution = challengeRounds >= Transfer.maxChallengeRounds || info.schemes == 0
+            ? .deliver : (delegate?.transfer(self, didReceiveChallenge: info) ?? .deliver)
+        switch resolution {
+        case .answer(let user, let password):
+            let credential = TransferCredential(user: user, password: password, schemes: info.schemes)
+            if info.isProxy { proxyCredential = credential } else { serverCredential = credential }
+            challengeRounds += 1
+            return .sendNextHop
+        case .deliver:
+            return .finish(deliverSetAside())
+        case .cancel:
+            _ = deliverSetAsideResponse()
+            return .finish(.completedWithError(TransportError.make(
+                .userCancelledAuthentication, "The authentication challenge was cancelled.", url: currentRequest.url)))
+        }
+    }
+
+    /// The set-aside response becomes the caller's: completed, or failed if the sink refused it.
+    private func deliverSetAside() -> TransferOutcome {
+        deliverSetAsideResponse() ? .completed : .failed(abortError ?? TransportError.make(
+            .cannotWriteToFile, "The output stream did not accept the response body.", url: currentRequest.url))
+    }
+}
