@@ -23,11 +23,21 @@ private let lastModified = "Wed, 21 Oct 2015 07:28:00 GMT"
 private let maximumResourceSize = 1 << 30
 
 extension TestServerHandler {
-    /// `/bytes/<n>`: the pattern resource with validators and single-range support.
+    /// `/bytes/<n>`: the pattern resource with validators and single-range support; `headDelayMs=`
+    /// holds the response head back that long (a client can pause before any byte arrived).
     func serveBytes(_ context: ChannelHandlerContext, _ request: IncomingRequest, _ argument: String) {
         guard let length = integer(argument, in: 0...maximumResourceSize) else {
             return badRequest(context, request, "size must be 0...\(maximumResourceSize)")
         }
+        if let delay = request.uri.int("headDelayMs"), delay > 0 {
+            return schedule(context, after: min(delay, 60_000)) {
+                self.serveBytes(context, request, length)
+            }
+        }
+        serveBytes(context, request, length)
+    }
+
+    private func serveBytes(_ context: ChannelHandlerContext, _ request: IncomingRequest, _ length: Int) {
         let query = request.uri.query
         let etag = query["etag"].map { quotedETag(headerSafe($0)) } ?? "\"bytes-\(length)\""
         let ignoreRange = query["ignoreRange"] == "1"

@@ -58,7 +58,7 @@ extension Transfer {
         }
         if count > 0 {
             lastActivity = monotonicNow()
-            bytesSent += Int64(count)
+            bytesSent = bytesSent.saturatingAdd(Int64(count))
             delegate?.transfer(self, didSendBytes: count, totalBytes: bytesSent, expectedBytes: upload.length ?? -1)
         }
         return count
@@ -80,7 +80,7 @@ extension Transfer {
         } else {
             body.append(contentsOf: bytes)
         }
-        bytesReceived += Int64(bytes.count)
+        bytesReceived = bytesReceived.saturatingAdd(Int64(bytes.count))
         delegate?.transfer(self, didReceiveBytes: bytes.count, totalBytes: bytesReceived,
                            expectedBytes: expectedBodyLength)
         return true
@@ -140,7 +140,7 @@ extension Transfer {
             return true
         }
         if sentRange && status == 206 {
-            expectedBodyLength = length >= 0 ? resume.offset + length : -1
+            expectedBodyLength = length >= 0 ? resume.offset.saturatingAdd(length) : -1
             return true
         }
         expectedBodyLength = length

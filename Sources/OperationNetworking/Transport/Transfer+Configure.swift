@@ -132,6 +132,9 @@ extension Transfer {
         var lines: [String] = []
         var hasCookie = false, hasExpect = false
         callerRange = nil
+        // A continuation sends its own Range (and If-Range) in place of the caller's; without one (paused
+        // before any byte arrived, or a range the library cannot continue) the caller's stand as sent.
+        let continuation = resumeFrom.flatMap { $0.offset > 0 && $0.rangesSupported ? $0 : nil }
         for (name, value) in request.allHTTPHeaderFields ?? [:] {
             guard Transfer.isValidHeader(name: name, value: value) else {
                 throw LibraryError.invalidHeader(name, url: url)
@@ -139,7 +142,7 @@ extension Transfer {
             let lowered = name.lowercased()
             // curl computes the length of the body it sends; a second, stale value would corrupt the request.
             if lowered == "content-length" && upload != nil { continue }
-            if lowered == "range" || lowered == "if-range", resumeFrom != nil { continue }
+            if lowered == "range" || lowered == "if-range", continuation != nil { continue }
             if lowered == "range" { callerRange = CallerRange(header: value) }
             hasCookie = hasCookie || lowered == "cookie"
             hasExpect = hasExpect || lowered == "expect"
@@ -153,7 +156,7 @@ extension Transfer {
             lines.append("Cookie: \(header)")
         }
         sentRange = false
-        if let resume = resumeFrom, resume.offset > 0, resume.rangesSupported {
+        if let resume = continuation {
             lines.append("Range: bytes=\(resume.offset)-\(resume.rangeEnd.map(String.init) ?? "")")
             if let validator = resume.validator { lines.append("If-Range: \(validator)") }
             sentRange = true

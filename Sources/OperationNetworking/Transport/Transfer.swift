@@ -198,6 +198,10 @@ final class Transfer: @unchecked Sendable {
 
     /// Where the bytes of a paused transfer leave off.
     func resumePoint() -> ResumePoint {
+        if hop != .delivering, let resumeFrom {
+            // Paused before the continuation's response arrived: it still continues from the same place.
+            return resumeFrom
+        }
         let etag = head?.value(for: "ETag")
         let modified = head?.value(for: "Last-Modified")
         let supported = head?.value(for: "Accept-Ranges")?.lowercased().contains("bytes") ?? false
@@ -209,8 +213,17 @@ final class Transfer: @unchecked Sendable {
         }
         var rangeEnd = resumeFrom?.rangeEnd
         if case .bytes(_, let end) = callerRange, honoured { rangeEnd = end }
-        return ResumePoint(offset: rangeBase + bytesReceived, rangeEnd: rangeEnd, validator: etag ?? modified,
+        return ResumePoint(offset: rangeBase.saturatingAdd(bytesReceived), rangeEnd: rangeEnd, validator: etag ?? modified,
                            rangesSupported: supported || honoured)
+    }
+}
+
+extension Int64 {
+    /// `self + other`, stuck at `Int64.max` instead of trapping: byte counts and offsets come from
+    /// servers and archives, and an absurd one must not stop the process.
+    func saturatingAdd(_ other: Int64) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other < 0 ? .min : .max) : sum
     }
 }
 

@@ -56,4 +56,42 @@ final class ResumeOffsetTests: ServerTestCase {
         XCTAssertTrue(resumed.hasPrefix("bytes=") && resumed.hasSuffix("-299999"), resumed)
         XCTAssertEqual(server.requests.count, 2)
     }
+
+    /// Paused before the response head arrived: the resume sends the caller's own Range again.
+    func testPausedBeforeAnyByteTheResumeKeepsTheCallersRange() throws {
+        let prefix = 100_000
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("onet-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try deterministicBytes(prefix).write(to: URL(fileURLWithPath: path))
+        var request = request("/bytes/\(size)?headDelayMs=300")
+        request.setValue("bytes=\(prefix)-", forHTTPHeaderField: "Range")
+        let operation = HTTPRequestOperation(request: request)
+        operation.outputStream = OutputStream(toFileAtPath: path, append: true)
+        let (done, box) = recordOutcome(of: operation)
+        let pausedNotice = expectation(forNotification: .operationDidFinish, object: operation)
+        operation.start()
+        let server = self.server!
+        XCTAssertTrue(eventually { server.requests.count == 1 })
+        operation.pause()
+        wait(for: [pausedNotice], timeout: 5)
+        XCTAssertTrue(eventually { operation.resumePointForTesting != nil })
+        operation.resume()
+        wait(for: [done], timeout: 20)
+
+        XCTAssertTrue(box.value?.isSuccess ?? false, "\(String(describing: box.value?.error))")
+        XCTAssertEqual(server.requests.compactMap { $0.header("Range") }, ["bytes=\(prefix)-", "bytes=\(prefix)-"])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), deterministicBytes(size))
+    }
+
+    /// A suffix range cannot be continued: the resume asks for the same range again, and the bytes
+    /// already in the sink are not duplicated.
+    func testASuffixRangeIsAskedForAgainWithoutDuplicatingBytes() throws {
+        var request = request("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5")
+        request.setValue("bytes=-300000", forHTTPHeaderField: "Range")
+        let operation = HTTPRequestOperation(request: request)
+
+        XCTAssertTrue(pauseAndResume(operation).isSuccess)
+        XCTAssertEqual(server.requests.compactMap { $0.header("Range") }, ["bytes=-300000", "bytes=-300000"])
+        XCTAssertEqual(operation.responseData, deterministicBytes(300_000, from: size - 300_000))
+    }
 }

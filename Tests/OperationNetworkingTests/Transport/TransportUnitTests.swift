@@ -56,6 +56,21 @@ final class TransportUnitTests: XCTestCase {
         }
     }
 
+    func testCallerRangesAndOffsetsNeverTrap() {
+        XCTAssertEqual(CallerRange(header: "bytes=100-"), .bytes(start: 100, end: nil))
+        XCTAssertEqual(CallerRange(header: " Bytes=5-9 "), .bytes(start: 5, end: 9))
+        for unusable in ["bytes=-500", "bytes=1-2,4-5", "items=1-", "bytes=9-1", "bytes=a-", "bytes=99999999999999999999-"] {
+            XCTAssertEqual(CallerRange(header: unusable), .unusable, unusable)
+        }
+        // Offsets from a server's Content-Range or an archive can be absurd: sums saturate, never trap.
+        XCTAssertEqual(Int64.max.saturatingAdd(1), .max)
+        XCTAssertEqual(Int64(9_000_000_000_000_000_000).saturatingAdd(9_000_000_000_000_000_000), .max)
+        XCTAssertEqual(Int64(5).saturatingAdd(7), 12)
+        XCTAssertEqual(Transfer.contentRangeStart("bytes 9223372036854775807-9223372036854775807/*"), .max)
+        XCTAssertNil(Transfer.contentRangeStart("bytes 99999999999999999999-1/2"))
+        XCTAssertEqual(Transfer.contentRangeStart("bytes 100-199/1000"), 100)
+    }
+
     func testOversizedHeaderBlockIsReported() {
         var parser = ResponseHeaderParser(limit: 100)
         _ = feed(&parser, "HTTP/1.1 200 OK\r\n")
