@@ -12,6 +12,8 @@ final class UploadSource {
     private let storage: Storage
     /// Read position in `data`.
     private var offset = 0
+    /// Bytes taken from the stream so far (checked against `length`).
+    private var streamed: Int64 = 0
     /// Whether the stream was opened by us (so we close it).
     private var opened = false
     /// Total length when known; `nil` sends the body chunked.
@@ -78,13 +80,42 @@ final class UploadSource {
                 opened = true
                 if stream.streamStatus == .notOpen { stream.open() }
             }
-            let count = stream.read(buffer, maxLength: capacity)
+            // A declared length is a promise to the server: never hand curl more than it, and hold the
+            // stream to it both ways, or the server waits for bytes that never come (short) or the
+            // request silently goes out cut (long).
+            let wanted = length.map { Int(clamping: max(0, min(Int64(capacity), $0 - streamed))) } ?? capacity
+            guard wanted > 0 else { return 0 }
+            let count = stream.read(buffer, maxLength: wanted)
             if count < 0 {
                 streamError = stream.streamError
                 return -1
             }
+            streamed += Int64(count)
+            if let length {
+                if count == 0 && streamed < length {
+                    streamError = UploadSource.lengthMismatch("ended after \(streamed) of the \(length) bytes its Content-Length declares")
+                    return -1
+                }
+                if streamed == length && UploadSource.hasMore(stream) {
+                    streamError = UploadSource.lengthMismatch("has more than the \(length) bytes its Content-Length declares")
+                    return -1
+                }
+            }
             return count
         }
+    }
+
+    /// Whether a stream that delivered its declared length still has bytes (one is read to find out:
+    /// the transfer fails anyway when there is one).
+    private static func hasMore(_ stream: InputStream) -> Bool {
+        var probe: UInt8 = 0
+        return stream.read(&probe, maxLength: 1) > 0
+    }
+
+    /// The error a body stream that breaks its declared length fails the transfer with.
+    private static func lengthMismatch(_ detail: String) -> Error {
+        NSError(domain: NSURLErrorDomain, code: URLError.requestBodyStreamExhausted.rawValue,
+                userInfo: [NSLocalizedDescriptionKey: "The request body stream \(detail)."])
     }
 
     /// Starts over from the first byte; false when the body cannot be replayed.
