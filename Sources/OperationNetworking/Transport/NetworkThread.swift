@@ -5,8 +5,9 @@ import Foundation
 /// The one thread per process that drives every transfer through one curl multi handle.
 ///
 /// Other threads never touch curl handles: they append a command to the inbox and, only when the
-/// thread is parked in `curl_multi_poll`, wake it with `curl_multi_wakeup` (the only multi call
-/// libcurl allows from any thread), so a burst of submissions costs one wake-up. The thread adds,
+/// thread is parked in `curl_multi_poll`, wake it through the library's own `WakeupChannel` (an
+/// `eventfd` polled beside curl's sockets, which can be made again if the process was out of
+/// descriptors when the thread started), so a burst of submissions costs one wake-up. The thread adds,
 /// removes and reconfigures easy handles, runs `curl_multi_perform`, reads finished transfers and
 /// sleeps in `curl_multi_poll`. Transfers beyond `maxActiveTransfers` wait in a FIFO without an
 /// easy handle, so ten thousand queued requests cost little memory.
@@ -50,6 +51,10 @@ final class NetworkThread: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer?
     /// TLS sessions shared by every easy handle (`nil` if libcurl could not allocate it: no resumption).
     private let share: UnsafeMutableRawPointer?
+    /// How other threads wake the loop (not `curl_multi_wakeup`: see `WakeupChannel`).
+    private let wakeup = WakeupChannel()
+    /// How long the loop sleeps, at most, while the wake-up channel has no descriptor.
+    private static let unwakeablePollMilliseconds: Int32 = 10
     private let inboxLock = NSLock()
     /// Commands not yet seen by the thread; guarded by `inboxLock`.
     private var inbox: [Command] = []
@@ -78,7 +83,8 @@ final class NetworkThread: @unchecked Sendable {
     private var events: [TransferEvent] = []
     private var lastTimeoutScan: UInt64 = 0
 
-    private init() {
+    /// A thread with its own multi handle; the library uses `shared` (tests make their own).
+    init() {
         curl_global_init(Int(CURL_GLOBAL_ALL))
         multi = curl_multi_init()
         if let multi {
@@ -98,7 +104,7 @@ final class NetworkThread: @unchecked Sendable {
 
     /// Hands a command to the network thread (any thread).
     func submit(_ command: Command) {
-        guard let multi else {
+        guard multi != nil else {
             // Without a multi handle there is no network thread: the transfer was never handed over,
             // so it ends here, on the caller's thread.
             if case .add(let transfer) = command, let delegate = transfer.finish() {
@@ -112,7 +118,7 @@ final class NetworkThread: @unchecked Sendable {
             defer { parked = false }
             return parked
         }
-        if wake { curl_multi_wakeup(multi) }
+        if wake { wakeup.signal() }
     }
 
     /// Whether the thread is asleep in (or entering) `curl_multi_poll`, so a new command must wake it.
@@ -144,6 +150,10 @@ final class NetworkThread: @unchecked Sendable {
             flushEvents()
             publishStatistics()
             var timeout: Int32 = active.isEmpty ? 1000 : 50
+            if !wakeup.reopenIfNeeded() {
+                // Out of descriptors: nothing can wake the poll, so it must not sleep long.
+                timeout = min(timeout, NetworkThread.unwakeablePollMilliseconds)
+            }
             if let next = pausedUploads.map(\.at).min() {
                 timeout = min(timeout, Int32(clamping: (next &- min(next, monotonicNow())) / 1_000_000 + 1))
             }
@@ -152,8 +162,18 @@ final class NetworkThread: @unchecked Sendable {
                 parked = inbox.isEmpty
                 return parked
             }
-            if idle { curl_multi_poll(multi, nil, 0, timeout, nil) }
+            if idle { poll(multi, timeout: timeout) }
         }
+    }
+
+    /// Sleeps until curl's sockets or the wake-up channel have something, or `timeout` ms passed.
+    private func poll(_ multi: UnsafeMutableRawPointer, timeout: Int32) {
+        guard var extra = wakeup.waitDescriptor else {
+            curl_multi_poll(multi, nil, 0, timeout, nil)
+            return
+        }
+        curl_multi_poll(multi, &extra, 1, timeout, nil)
+        if extra.revents != 0 { wakeup.drain() }
     }
 
     private func drainInbox() {
