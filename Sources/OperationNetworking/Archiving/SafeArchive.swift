@@ -25,15 +25,22 @@ public enum SafeArchive {
     }
 
     /// The object of type `T` in `data`, or a thrown error for anything unexpected.
-    public static func unarchive<T: NSObject & NSSecureCoding>(_ type: T.Type, from data: Data) throws -> T {
+    ///
+    /// The archive may name the library's archivable classes, `T` itself (your subclass of a manager,
+    /// an operation, a serializer or the policy) and the classes in `allowing` — the subclasses nested
+    /// inside it, e.g. your response serializer subclass held by a manager. Any other class is refused
+    /// with `ArchiveErrorCode.unexpectedClass` before the unarchiver sees it. Only top-level classes
+    /// that adopt `NSSecureCoding` can be allowed (others cannot be archived); any other entry is ignored.
+    public static func unarchive<T: NSObject & NSSecureCoding>(_ type: T.Type, from data: Data,
+                                                               allowing classes: [AnyClass] = []) throws -> T {
         guard data.count <= maximumSize else {
             throw LibraryError.archive(.tooLarge, "The archive is larger than \(maximumSize) bytes.")
         }
         let scanner = try scan(data)
         let names = scanner.classNames
-        // Only the library's own classes may be constructed (NSObject and NSOperation appear solely in
-        // class chains; constructing them would stop corelibs' unarchiver).
-        let allowed = libraryClasses
+        // Only the allowed classes may be constructed (NSObject and NSOperation appear solely in class
+        // chains; constructing them, or any class not asked for, would stop corelibs' unarchiver).
+        let allowed = allowedClasses(T.self, classes)
         let unexpected = names.subtracting(allowed.keys)
         guard unexpected.isEmpty else {
             throw LibraryError.archive(.unexpectedClass, "The archive names classes outside the expected set: \(unexpected.sorted().joined(separator: ", ")).")
@@ -69,6 +76,26 @@ public enum SafeArchive {
         }
         guard !scanner.classNames.isEmpty else { throw LibraryError.archive(.damaged, "The data is not a keyed archive.") }
         return scanner
+    }
+
+    /// The classes an `unarchive` call accepts, by archived name: the library's, `root` and `extra`.
+    static func allowedClasses(_ root: AnyClass, _ extra: [AnyClass]) -> [String: AnyClass] {
+        var allowed = libraryClasses
+        for candidate in [root] + extra {
+            // corelibs stops the process when secure decoding meets a class without secure coding.
+            guard (candidate as? NSSecureCoding.Type)?.supportsSecureCoding == true,
+                  let name = archivedName(of: candidate) else { continue }
+            allowed[name] = candidate
+        }
+        return allowed
+    }
+
+    /// The name an archive gives `type`, or `nil` for a class no archive can hold: corelibs'
+    /// `NSStringFromClass` stops the process for a nested, private, local or generic class.
+    static func archivedName(of type: AnyClass) -> String? {
+        let qualified = String(reflecting: type)
+        guard qualified.split(separator: ".", omittingEmptySubsequences: false).count == 2 else { return nil }
+        return NSStringFromClass(type)
     }
 
     /// The library's archivable classes, by archived name.
