@@ -10,10 +10,11 @@ public let ArchiveErrorDomain = "org.operationnetworking.error.archive"
 ///
 /// On Linux, `NSKeyedUnarchiver` stops the process (instead of throwing) when an archive names a class
 /// other than the one asked for. So before unarchiving, every class name in the archive is checked
-/// against the library's classes and the Foundation value classes they use; the size is bounded; and
-/// nested objects are decoded as `NSObject` and then checked with `as?`; a value of the wrong type
-/// where a setting belongs (a string replaced by a number, say) fails the whole decoding rather than
-/// leaving a default in its place. Anything else is an `NSError` in `ArchiveErrorDomain`.
+/// against the library's classes, the requested class and the caller's `allowing:` list; the size is
+/// bounded; nested objects are decoded as `NSObject` and then checked with `as?`; and a value of the
+/// wrong type where a setting belongs (a string replaced by a number or the reverse) fails the whole
+/// decoding rather than leaving a default in its place. Anything else is an `NSError` in
+/// `ArchiveErrorDomain`.
 /// - Threading: stateless; any thread.
 public enum SafeArchive {
     /// Archives larger than this are refused unread (no unbounded allocation).
