@@ -109,8 +109,4 @@ long ctrust_next_pem_certificate(const char *pem, size_t pem_length, size_t *off
     return 0;
 }
 
-const char *ctrust_error_string(int code) {
-    return code < 0 ? "unparsable certificate" : X509_verify_cert_error_string(code);
-}
-
 void ctrust_free(void *pointer) { free(pointer); }

@@ -25,9 +25,6 @@ long ctrust_public_key(const unsigned char *der, size_t length, unsigned char **
 /// at `*offset` and advancing it past the certificate. Returns the length, or 0 when none is left.
 long ctrust_next_pem_certificate(const char *pem, size_t pem_length, size_t *offset, unsigned char **out);
 
-/// A human-readable text for an X509_V_ERR_* code.
-const char *ctrust_error_string(int code);
-
 void ctrust_free(void *pointer);
 
 #endif

@@ -19,6 +19,10 @@ struct BinaryPropertyListScanner {
     private var offsetTableStart = 0
     /// The `$classname` values found.
     private(set) var classNames = Set<String>()
+    /// For each key of an archived object's dictionary, the `$classname`s of the objects that hold
+    /// something other than a number or a boolean under it. `NSCoder`'s number decoders read such a
+    /// value as 0 or `false` without a word, so `SafeArchive` checks number-typed keys against this.
+    private(set) var nonNumericValues: [String: Set<String>] = [:]
 
     static let maximumObjects = 1_000_000
     static let maximumDepth = 256
@@ -60,12 +64,13 @@ struct BinaryPropertyListScanner {
                 // corelibs casts the target of `$class` without checking it: it must be a class description.
                 guard let uid = uidValue(classReference), uid < entries.count,
                       bytes[offsets[entries[uid]]] >> 4 == 0xD,
-                      let name = try dictionaryValue(of: entries[uid], forKey: "$classname"), string(at: name) != nil,
+                      let name = try dictionaryValue(of: entries[uid], forKey: "$classname"), let className = string(at: name),
                       let chain = try dictionaryValue(of: entries[uid], forKey: "$classes"),
                       bytes[offsets[chain]] >> 4 == 0xA,
                       try children(of: chain).allSatisfy({ string(at: $0) != nil }) else {
                     throw Invalid(reason: "bad class reference")
                 }
+                try recordNonNumericValues(of: object, className: className)
             }
             for value in try dictionaryValues(of: object) {
                 guard let uid = uidValue(value) else { continue }
@@ -113,6 +118,32 @@ struct BinaryPropertyListScanner {
     private mutating func dictionaryValues(of object: Int) throws -> [Int] {
         let refs = try children(of: object)
         return Array(refs[(refs.count / 2)...])
+    }
+
+    /// Notes the keys of the archived object `object` whose values are not numbers or booleans.
+    private mutating func recordNonNumericValues(of object: Int, className: String) throws {
+        let refs = try children(of: object)
+        let count = refs.count / 2
+        for index in 0..<count {
+            guard let key = keyString(at: refs[index]), key != "$class" else { continue }
+            let value = refs[count + index]
+            guard value >= 0, value < offsets.count else { throw Invalid(reason: "reference out of range") }
+            let start = offsets[value]
+            let kind = bytes[start] >> 4, info = bytes[start] & 0x0F
+            let isNumber = kind == 0x1 || kind == 0x2 || (kind == 0x0 && (info == 8 || info == 9))
+            if !isNumber { nonNumericValues[key, default: []].insert(className) }
+        }
+    }
+
+    /// A dictionary key's text: ASCII or UTF-16 (both are strings to Foundation's parser).
+    private func keyString(at object: Int) -> String? {
+        if let ascii = string(at: object) { return ascii }
+        guard object >= 0, object < offsets.count else { return nil }
+        let start = offsets[object]
+        guard bytes[start] >> 4 == 0x6, let (length, body) = try? lengthAndStart(start, Int(bytes[start] & 0x0F)),
+              body + 2 * length <= offsetTableStart else { return nil }
+        let units = (0..<length).map { UInt16(bytes[body + 2 * $0]) << 8 | UInt16(bytes[body + 2 * $0 + 1]) }
+        return String(decoding: units, as: UTF16.self)
     }
 
     /// The integer of a UID object, or `nil` when `object` is not one.

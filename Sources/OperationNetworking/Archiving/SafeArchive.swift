@@ -10,10 +10,11 @@ public let ArchiveErrorDomain = "org.operationnetworking.error.archive"
 ///
 /// On Linux, `NSKeyedUnarchiver` stops the process (instead of throwing) when an archive names a class
 /// other than the one asked for. So before unarchiving, every class name in the archive is checked
-/// against the library's classes and the Foundation value classes they use; the size is bounded; and
-/// nested objects are decoded as `NSObject` and then checked with `as?`; a value of the wrong type
-/// where a setting belongs (a string replaced by a number, say) fails the whole decoding rather than
-/// leaving a default in its place. Anything else is an `NSError` in `ArchiveErrorDomain`.
+/// against the library's classes, the requested class and the caller's `allowing:` list; the size is
+/// bounded; nested objects are decoded as `NSObject` and then checked with `as?`; and a value of the
+/// wrong type where a setting belongs (a string replaced by a number or the reverse) fails the whole
+/// decoding rather than leaving a default in its place. Anything else is an `NSError` in
+/// `ArchiveErrorDomain`.
 /// - Threading: stateless; any thread.
 public enum SafeArchive {
     /// Archives larger than this are refused unread (no unbounded allocation).
@@ -25,19 +26,28 @@ public enum SafeArchive {
     }
 
     /// The object of type `T` in `data`, or a thrown error for anything unexpected.
-    public static func unarchive<T: NSObject & NSSecureCoding>(_ type: T.Type, from data: Data) throws -> T {
+    ///
+    /// The archive may name the library's archivable classes, `T` itself (your subclass of a manager,
+    /// an operation, a serializer or the policy) and the classes in `allowing` — the subclasses nested
+    /// inside it, e.g. your response serializer subclass held by a manager. Any other class is refused
+    /// with `ArchiveErrorCode.unexpectedClass` before the unarchiver sees it. Only top-level classes
+    /// that adopt `NSSecureCoding` can be allowed (others cannot be archived); any other entry is ignored.
+    public static func unarchive<T: NSObject & NSSecureCoding>(_ type: T.Type, from data: Data,
+                                                               allowing classes: [AnyClass] = []) throws -> T {
         guard data.count <= maximumSize else {
             throw LibraryError.archive(.tooLarge, "The archive is larger than \(maximumSize) bytes.")
         }
-        let names = try classNames(in: data)
-        // Only the library's own classes may be constructed (NSObject and NSOperation appear solely in
-        // class chains; constructing them would stop corelibs' unarchiver).
-        let unexpected = names.subtracting(libraryClassNames)
+        let scanner = try scan(data)
+        let names = scanner.classNames
+        // Only the allowed classes may be constructed (NSObject and NSOperation appear solely in class
+        // chains; constructing them, or any class not asked for, would stop corelibs' unarchiver).
+        let allowed = allowedClasses(T.self, classes)
+        let unexpected = names.subtracting(allowed.keys)
         guard unexpected.isEmpty else {
             throw LibraryError.archive(.unexpectedClass, "The archive names classes outside the expected set: \(unexpected.sorted().joined(separator: ", ")).")
         }
         let root: Any?
-        let check = ArchiveCheck()
+        let check = ArchiveCheck(nonNumericValues: scanner.nonNumericValues, classes: allowed)
         do {
             let previous = Thread.current.threadDictionary[ArchiveCheck.key]
             Thread.current.threadDictionary[ArchiveCheck.key] = check
@@ -55,9 +65,10 @@ public enum SafeArchive {
         return object
     }
 
-    /// Every `$classname` an `NSKeyedArchiver` archive mentions, after checking the property list's
-    /// structure (only binary archives, as `NSKeyedArchiver` writes them, are accepted).
-    static func classNames(in data: Data) throws -> Set<String> {
+    /// The scanned archive — every `$classname` it mentions and which keys hold non-numbers — after
+    /// checking the property list's structure (only binary archives, as `NSKeyedArchiver` writes them,
+    /// are accepted).
+    static func scan(_ data: Data) throws -> BinaryPropertyListScanner {
         var scanner = BinaryPropertyListScanner(data)
         do {
             try scanner.scan()
@@ -65,11 +76,31 @@ public enum SafeArchive {
             throw LibraryError.archive(.damaged, "The archive is damaged: \(invalid.reason).")
         }
         guard !scanner.classNames.isEmpty else { throw LibraryError.archive(.damaged, "The data is not a keyed archive.") }
-        return scanner.classNames
+        return scanner
     }
 
-    /// The library's archivable classes.
-    static let libraryClassNames: Set<String> = {
+    /// The classes an `unarchive` call accepts, by archived name: the library's, `root` and `extra`.
+    static func allowedClasses(_ root: AnyClass, _ extra: [AnyClass]) -> [String: AnyClass] {
+        var allowed = libraryClasses
+        for candidate in [root] + extra {
+            // corelibs stops the process when secure decoding meets a class without secure coding.
+            guard (candidate as? NSSecureCoding.Type)?.supportsSecureCoding == true,
+                  let name = archivedName(of: candidate) else { continue }
+            allowed[name] = candidate
+        }
+        return allowed
+    }
+
+    /// The name an archive gives `type`, or `nil` for a class no archive can hold: corelibs'
+    /// `NSStringFromClass` stops the process for a nested, private, local or generic class.
+    static func archivedName(of type: AnyClass) -> String? {
+        let qualified = String(reflecting: type)
+        guard qualified.split(separator: ".", omittingEmptySubsequences: false).count == 2 else { return nil }
+        return NSStringFromClass(type)
+    }
+
+    /// The library's archivable classes, by archived name.
+    static let libraryClasses: [String: AnyClass] = {
         let library: [AnyClass] = [
             HTTPRequestOperationManager.self, SecurityPolicy.self, URLConnectionOperation.self, HTTPRequestOperation.self,
             HTTPRequestSerializer.self, JSONRequestSerializer.self, PropertyListRequestSerializer.self,
@@ -79,7 +110,7 @@ public enum SafeArchive {
         ]
         // Strings, data and numbers are stored inline; Foundation collections, whose decoders crash on
         // tampered input, are never archived by the library.
-        return Set(library.map { NSStringFromClass($0) })
+        return Dictionary(library.map { (NSStringFromClass($0), $0) }, uniquingKeysWith: { first, _ in first })
     }()
 }
 
@@ -137,13 +168,35 @@ extension NSCoder {
 }
 
 /// What `SafeArchive` learns while one decoding runs on the current thread: the first value of the
-/// wrong type the library's decoders found. Corelibs' `NSKeyedUnarchiver` cannot be subclassed from
-/// outside Foundation, so the check travels in the thread's dictionary for the duration of the call.
+/// wrong type the library's decoders found, and — from the scan before decoding — which keys hold
+/// values that are not numbers (corelibs' number decoders cannot tell). Corelibs' `NSKeyedUnarchiver`
+/// cannot be subclassed from outside Foundation, so the check travels in the thread's dictionary for
+/// the duration of the call.
 /// - Threading: created, used and dropped by one thread within one `unarchive` call.
 final class ArchiveCheck {
     static let key = "org.operationnetworking.archive-check"
     /// The first invalid value found, if any.
     private(set) var invalidValue: NSError?
+    /// Archived key → `$classname`s of the objects holding a non-number under it.
+    private let nonNumericValues: [String: Set<String>]
+    /// The classes the archive may name, by archived name.
+    private let classes: [String: AnyClass]
+
+    init(nonNumericValues: [String: Set<String>], classes: [String: AnyClass]) {
+        self.nonNumericValues = nonNumericValues
+        self.classes = classes
+    }
+
+    /// Whether an object of `owner` (or a subclass) holds something other than a number under `key`.
+    func holdsNonNumber(forKey key: String, in owner: AnyClass) -> Bool {
+        // NSKeyedArchiver escapes a key that starts with "$" with one more "$".
+        let archived = key.hasPrefix("$") ? "$" + key : key
+        return nonNumericValues[archived, default: []].contains { name in
+            // Every name was checked against `classes` before decoding; an unknown one is refused anyway.
+            guard let type = classes[name] as? NSObject.Type else { return true }
+            return type.isSubclass(of: owner)
+        }
+    }
 
     func record(_ error: NSError) {
         if invalidValue == nil { invalidValue = error }

@@ -113,12 +113,13 @@ extension URLConnectionOperation {
         for (name, value) in coder.decodeJSON([String: String].self, forKey: OperationCodingKeys.headers) ?? [:] {
             request.setValue(value, forHTTPHeaderField: name)
         }
-        if coder.containsValue(forKey: OperationCodingKeys.timeout) {
-            let timeout = coder.decodeDouble(forKey: OperationCodingKeys.timeout)
-            if timeout.isFinite && timeout > 0 { request.timeoutInterval = timeout }
+        let owner = URLConnectionOperation.self
+        if let timeout = coder.decodeCheckedDouble(forKey: OperationCodingKeys.timeout, of: owner),
+           timeout.isFinite && timeout > 0 {
+            request.timeoutInterval = timeout
         }
-        if coder.containsValue(forKey: OperationCodingKeys.cookies) {
-            request.httpShouldHandleCookies = coder.decodeBool(forKey: OperationCodingKeys.cookies)
+        if let cookies = coder.decodeCheckedBool(forKey: OperationCodingKeys.cookies, of: owner) {
+            request.httpShouldHandleCookies = cookies
         }
         request.httpBody = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.body)
         return request
@@ -126,37 +127,49 @@ extension URLConnectionOperation {
 
     /// Restores state, response, error, bytes and settings from an archive.
     func restoreArchive(from coder: NSCoder) {
+        let owner = URLConnectionOperation.self
+        coder.checkCodingVersion(of: owner)
         let head: ResponseHead? = {
-            guard coder.containsValue(forKey: OperationCodingKeys.statusCode),
+            guard let statusCode = coder.decodeCheckedInteger(forKey: OperationCodingKeys.statusCode, of: owner),
                   let url = coder.decodeChecked(String.self, forKey: OperationCodingKeys.responseURL).flatMap({ URL(string: $0) }) else {
                 return nil
             }
             let fields = (coder.decodeJSON([String: String].self, forKey: OperationCodingKeys.responseHeaders) ?? [:])
                 .sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
-            return ResponseHead(url: url, statusCode: coder.decodeInteger(forKey: OperationCodingKeys.statusCode),
+            return ResponseHead(url: url, statusCode: statusCode,
                                 httpVersion: coder.decodeChecked(String.self, forKey: OperationCodingKeys.httpVersion) ?? "HTTP/1.1",
                                 fields: fields)
         }()
         let error: NSError? = coder.decodeChecked(String.self, forKey: OperationCodingKeys.errorDomain).map {
-            NSError(domain: $0, code: coder.decodeInteger(forKey: OperationCodingKeys.errorCode), userInfo: [
+            NSError(domain: $0, code: coder.decodeCheckedInteger(forKey: OperationCodingKeys.errorCode, of: owner) ?? 0, userInfo: [
                 NSLocalizedDescriptionKey: coder.decodeChecked(String.self, forKey: OperationCodingKeys.errorDescription) ?? ""])
         }
-        let paused = ArchivedState(rawValue: coder.decodeInteger(forKey: OperationCodingKeys.state)) == .paused
-            && coder.containsValue(forKey: OperationCodingKeys.offset)
-        let offset = max(0, coder.decodeInt64(forKey: OperationCodingKeys.offset))
-        let rangeEnd = coder.containsValue(forKey: OperationCodingKeys.rangeEnd)
-            ? coder.decodeInt64(forKey: OperationCodingKeys.rangeEnd) : nil
-        let resume = ResumePoint(offset: offset, rangeEnd: rangeEnd.flatMap { $0 >= offset ? $0 : nil },
+        let archivedState = coder.decodeCheckedInteger(forKey: OperationCodingKeys.state, of: owner)
+            .flatMap(ArchivedState.init(rawValue:))
+        let archivedOffset = coder.decodeCheckedInt64(forKey: OperationCodingKeys.offset, of: owner)
+        let paused = archivedState == .paused && archivedOffset != nil
+        let offset = archivedOffset ?? 0
+        let rangeEnd = coder.decodeCheckedInt64(forKey: OperationCodingKeys.rangeEnd, of: owner)
+        // A resume point no transfer could have reached is a tampered archive, not a place to continue
+        // from: 2^53 bytes is beyond any real download and keeps every later sum far from overflow.
+        let largest: Int64 = 1 << 53
+        if !(0...largest).contains(offset) {
+            coder.failInvalidValue(forKey: OperationCodingKeys.offset, expected: "resume offset")
+        }
+        if let rangeEnd, !(offset...largest).contains(rangeEnd) {
+            coder.failInvalidValue(forKey: OperationCodingKeys.rangeEnd, expected: "range end (at or after the offset)")
+        }
+        let resume = ResumePoint(offset: min(max(0, offset), largest),
+                                 rangeEnd: rangeEnd.flatMap { (offset...largest).contains($0) ? $0 : nil },
                                  validator: coder.decodeChecked(String.self, forKey: OperationCodingKeys.validator),
-                                 rangesSupported: coder.decodeBool(forKey: OperationCodingKeys.rangesSupported))
+                                 rangesSupported: coder.decodeCheckedBool(forKey: OperationCodingKeys.rangesSupported, of: owner) ?? false)
         let partial = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.partialData) ?? Data()
+        let useStorage = coder.decodeCheckedBool(forKey: OperationCodingKeys.shouldUseCredentialStorage, of: owner)
         lock.withLock {
             storedHead = head
             storedError = paused ? nil : error
             storedResponseData = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.responseData)
-            if coder.containsValue(forKey: OperationCodingKeys.shouldUseCredentialStorage) {
-                storedShouldUseCredentialStorage = coder.decodeBool(forKey: OperationCodingKeys.shouldUseCredentialStorage)
-            }
+            if let useStorage { storedShouldUseCredentialStorage = useStorage }
             if let policy = coder.decodeChecked(SecurityPolicy.self, forKey: OperationCodingKeys.securityPolicy) {
                 storedSecurityPolicy = policy
             }

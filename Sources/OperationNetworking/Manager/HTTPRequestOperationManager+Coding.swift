@@ -50,6 +50,7 @@ extension HTTPRequestOperationManager {
 
     /// Restores the settings of `coder` (called by `init?(coder:)`); missing keys keep defaults.
     func decodeSettings(from coder: NSCoder) {
+        coder.checkCodingVersion(of: HTTPRequestOperationManager.self)
         if let serializer = coder.decodeChecked(HTTPRequestSerializer.self, forKey: ManagerCodingKeys.requestSerializer) {
             requestSerializer = serializer
         }
@@ -59,8 +60,9 @@ extension HTTPRequestOperationManager {
         if let policy = coder.decodeChecked(SecurityPolicy.self, forKey: ManagerCodingKeys.securityPolicy) {
             securityPolicy = policy
         }
-        if coder.containsValue(forKey: ManagerCodingKeys.shouldUseCredentialStorage) {
-            shouldUseCredentialStorage = coder.decodeBool(forKey: ManagerCodingKeys.shouldUseCredentialStorage)
+        if let value = coder.decodeCheckedBool(forKey: ManagerCodingKeys.shouldUseCredentialStorage,
+                                               of: HTTPRequestOperationManager.self) {
+            shouldUseCredentialStorage = value
         }
     }
 

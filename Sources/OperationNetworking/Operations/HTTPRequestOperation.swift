@@ -112,7 +112,8 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         coder.encode(responseSerializer, forKey: OperationCodingKeys.responseSerializer)
     }
 
-    override func restore(from coder: NSCoder) {
+    /// Restores everything `URLConnectionOperation` does, plus the response serializer.
+    open override func restore(from coder: NSCoder) {
         super.restore(from: coder)
         if let serializer = coder.decodeChecked(HTTPResponseSerializer.self, forKey: OperationCodingKeys.responseSerializer) {
             responseSerializer = serializer

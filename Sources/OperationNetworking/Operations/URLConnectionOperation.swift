@@ -331,8 +331,11 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         restore(from: coder)
     }
 
-    /// Restores archived state; subclasses add their own keys.
-    func restore(from coder: NSCoder) {
+    /// Restores the archived state onto an operation that `init?(coder:)` just created for the archived
+    /// request — the decoding half of `encode(with:)`. A subclass that archives keys of its own
+    /// overrides both: `encode(with:)` writes them after `super`, `restore(from:)` calls `super` first,
+    /// then reads them (`init?(coder:)` is a required convenience initializer and stays the library's).
+    open func restore(from coder: NSCoder) {
         restoreArchive(from: coder)
     }
 

@@ -15,11 +15,6 @@ enum CertificateData {
         }
     }
 
-    /// OpenSSL's words for a verification result code.
-    static func describe(_ code: Int32) -> String {
-        String(cString: ctrust_error_string(code))
-    }
-
     /// Whether `certificate` matches `host`; `true` when `host` is nil (no host check asked).
     static func matches(_ certificate: Data, host: String?) -> Bool {
         guard let host else { return true }

@@ -175,9 +175,12 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
         coder.encode(policy.validatesDomainName, forKey: "validatesDomainName")
     }
 
-    /// Restores an archived policy; an unknown mode fails the decoding.
+    /// Restores an archived policy; an unknown mode, or a setting that is not a number, fails the decoding.
     public required init?(coder: NSCoder) {
-        guard let mode = SSLPinningMode(rawValue: UInt(max(0, coder.decodeInteger(forKey: "SSLPinningMode")))) else {
+        coder.checkCodingVersion(of: SecurityPolicy.self)
+        // A mode that is not a number is recorded by the checked decoder (SafeArchive throws it).
+        let raw = coder.decodeCheckedInteger(forKey: "SSLPinningMode", of: SecurityPolicy.self) ?? 0
+        guard let mode = SSLPinningMode(rawValue: UInt(max(0, raw))) else {
             coder.failInvalidValue(forKey: "SSLPinningMode", expected: "pinning mode")
             // Under SafeArchive the failure is thrown; a nil would only make corelibs print to stderr.
             guard ArchiveCheck.current != nil else { return nil }
@@ -189,9 +192,8 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
         super.init()
         storedPinned = SecurityPolicy.decodeCertificates(coder, "pinnedCertificates")
         storedAnchors = SecurityPolicy.decodeCertificates(coder, "additionalTrustAnchors")
-        storedAllowInvalid = coder.decodeBool(forKey: "allowInvalidCertificates")
-        storedValidatesDomainName = coder.containsValue(forKey: "validatesDomainName")
-            ? coder.decodeBool(forKey: "validatesDomainName") : true
+        storedAllowInvalid = coder.decodeCheckedBool(forKey: "allowInvalidCertificates", of: SecurityPolicy.self) ?? false
+        storedValidatesDomainName = coder.decodeCheckedBool(forKey: "validatesDomainName", of: SecurityPolicy.self) ?? true
     }
 
     private static func decodeCertificates(_ coder: NSCoder, _ key: String) -> Set<Data> {

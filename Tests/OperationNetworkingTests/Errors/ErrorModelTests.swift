@@ -75,6 +75,42 @@ final class ErrorModelTests: ServerTestCase {
         XCTAssertFalse(codes.contains(NSURLErrorBadURL), "NSURLErrorBadURL is not reused for other failures")
     }
 
+    /// A custom query block's text is never a reason to send a request without a URL. This Foundation
+    /// percent-encodes what a URL cannot hold (every Unicode scalar was tried), so the serializer's
+    /// `URLError(.badURL)` for an unparseable result is a guard this test cannot reach; it checks the
+    /// outcome callers rely on instead.
+    func testACustomQueryNeverLeavesTheRequestWithoutAURL() throws {
+        let serializer = HTTPRequestSerializer()
+        serializer.setQueryStringSerialization { _, _ in "q=a b<>" }
+        let request = try serializer.request(method: "GET", urlString: "http://h/x", parameters: ["q": "1"])
+        XCTAssertEqual(request.url?.absoluteString, "http://h/x?q=a%20b%3C%3E")
+    }
+
+    func testWritingAMultipartBodyToAFileNamesTheRequestURLInItsErrors() throws {
+        let serializer = HTTPRequestSerializer()
+        let url = try XCTUnwrap(URL(string: "http://h/upload"))
+        let target = FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID().uuidString).multipart")
+        defer { try? FileManager.default.removeItem(at: target) }
+        let errors = Recorder<NSError?>()
+        var unreadable = URLRequest(url: url)
+        unreadable.httpBodyStream = UnreadableStream()
+        for request in [URLRequest(url: url), unreadable] {   // one after the other, so the order is known
+            let done = expectation(description: "copy ended")
+            _ = serializer.request(withMultipartFormRequest: request, writingStreamContentsTo: target) {
+                errors.append($0 as NSError?)
+                done.fulfill()
+            }
+            wait(for: [done], timeout: 5)
+        }
+        let codes = errors.all.map { $0?.code }
+        XCTAssertEqual(codes, [RequestSerializationErrorCode.missingBodyStream.rawValue,
+                               RequestSerializationErrorCode.bodyStreamExhausted.rawValue])
+        for error in errors.all {
+            XCTAssertEqual(error?.userInfo[NSURLErrorFailingURLErrorKey] as? URL, url)
+            assertDescribed(try XCTUnwrap(error))
+        }
+    }
+
     func testTransportErrorsCarryTheFailingURLAndADescription() throws {
         let operation = HTTPRequestOperation(request: request("/echo"))
         operation.cancel()
@@ -102,4 +138,14 @@ final class ErrorModelTests: ServerTestCase {
             XCTAssertEqual(($0 as NSError).code, ArchiveErrorCode.tooLarge.rawValue)
         }
     }
+}
+
+/// A body stream whose reads fail without an error of its own, as a broken custom stream might.
+private final class UnreadableStream: InputStream {
+    init() { super.init(data: Data()) }
+    override func open() {}
+    override func close() {}
+    override var hasBytesAvailable: Bool { true }
+    override var streamError: Error? { nil }
+    override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int { -1 }
 }

@@ -19,6 +19,32 @@ final class ManagerTests: ServerTestCase {
         XCTAssertNil(HTTPRequestOperationManager.manager().baseURL)
     }
 
+    /// Migration.md, "Lifetimes": `HTTPRequestOperationManager().GET(…)` in a function that returns at
+    /// once still completes — the enqueued operation keeps itself and its queue alive, not the manager.
+    func testAManagerThatNobodyKeepsStillCompletesItsGET() {
+        let url = server.url("/echo").absoluteString
+        let done = expectation(description: "GET completed")
+        func fireAndForget() {
+            HTTPRequestOperationManager().GET(url, parameters: nil, success: { _, _ in done.fulfill() }, failure: { _, error in
+                XCTFail("\(error)")
+                done.fulfill()
+            })
+        }
+        fireAndForget()
+        wait(for: [done], timeout: 5)
+
+        weak var released: HTTPRequestOperationManager?
+        let finished = expectation(description: "second GET completed")
+        func fireAndForgetObserved() {
+            let manager = HTTPRequestOperationManager()
+            released = manager
+            manager.GET(url, parameters: nil, success: { _, _ in finished.fulfill() }, failure: nil)
+        }
+        fireAndForgetObserved()
+        XCTAssertNil(released, "nothing but the caller keeps a manager alive")
+        wait(for: [finished], timeout: 5)
+    }
+
     func testRelativeResolutionMatchesAFN() {
         let manager = HTTPRequestOperationManager(baseURL: URL(string: "http://example.com/v1/"))
         let table = [

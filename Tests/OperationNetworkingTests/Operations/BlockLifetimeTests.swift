@@ -35,6 +35,8 @@ final class BlockLifetimeTests: ServerTestCase {
         operation.completionBlock = { [unowned operation] in
             dispatchPrecondition(condition: .onQueue(queue))
             XCTAssertTrue(operation.isFinished, "it runs after the operation turned finished")
+            // Inside the group: the group cannot be empty while the block runs.
+            XCTAssertEqual(group.wait(timeout: .now()), .timedOut, "it runs inside the completion group")
             ran.fulfill()
         }
         let notified = expectation(description: "group notified after the block")

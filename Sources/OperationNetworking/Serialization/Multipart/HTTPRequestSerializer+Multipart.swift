@@ -46,7 +46,7 @@ extension HTTPRequestSerializer {
         var result = request
         result.httpBodyStream = nil
         let source = request.httpBodyStream
-        let job = StreamCopy(source: source, destination: fileURL, completion: completion)
+        let job = StreamCopy(source: source, requestURL: request.url, destination: fileURL, completion: completion)
         DispatchQueue.global().async { job.run() }
         return result
     }
@@ -55,11 +55,14 @@ extension HTTPRequestSerializer {
 /// Copies an input stream to a file once; created on the caller's thread, then run on one queue.
 private final class StreamCopy: @unchecked Sendable {   // handed over once, then used by one thread
     private let source: InputStream?
+    /// The URL of the request whose body is copied: the failing URL of the errors about its stream.
+    private let requestURL: URL?
     private let destination: URL
     private let completion: (@Sendable (Error?) -> Void)?
 
-    init(source: InputStream?, destination: URL, completion: (@Sendable (Error?) -> Void)?) {
+    init(source: InputStream?, requestURL: URL?, destination: URL, completion: (@Sendable (Error?) -> Void)?) {
         self.source = source
+        self.requestURL = requestURL
         self.destination = destination
         self.completion = completion
     }
@@ -72,7 +75,7 @@ private final class StreamCopy: @unchecked Sendable {   // handed over once, the
 
     private func copy() -> Error? {
         guard let source else {
-            return LibraryError.requestSerialization(.missingBodyStream, "The request has no body stream.")
+            return LibraryError.requestSerialization(.missingBodyStream, "The request has no body stream.", url: requestURL)
         }
         guard destination.isFileURL, FileManager.default.createFile(atPath: destination.path, contents: nil),
               let output = try? FileHandle(forWritingTo: destination) else {
@@ -89,7 +92,8 @@ private final class StreamCopy: @unchecked Sendable {   // handed over once, the
             }
             if count < 0 {
                 return source.streamError ?? LibraryError.requestSerialization(.bodyStreamExhausted,
-                                                                               "The request's body stream could not be read.")
+                                                                               "The request's body stream could not be read.",
+                                                                               url: requestURL)
             }
             if count == 0 { return nil }
             do {

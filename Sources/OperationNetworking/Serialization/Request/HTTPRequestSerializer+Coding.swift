@@ -63,22 +63,25 @@ extension HTTPRequestSerializer {
             headers = decoded
         }
         var changed: [String: Any] = [:]
-        if coder.containsValue(forKey: CodingKeys.timeout) { changed[CodingKeys.timeout] = coder.decodeDouble(forKey: CodingKeys.timeout) }
-        if coder.containsValue(forKey: CodingKeys.cachePolicy),
-           let policy = URLRequest.CachePolicy(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.cachePolicy)))) {
+        let owner = HTTPRequestSerializer.self
+        coder.checkCodingVersion(of: owner)
+        if let timeout = coder.decodeCheckedDouble(forKey: CodingKeys.timeout, of: owner) { changed[CodingKeys.timeout] = timeout }
+        if let raw = coder.decodeCheckedInteger(forKey: CodingKeys.cachePolicy, of: owner),
+           let policy = URLRequest.CachePolicy(rawValue: UInt(max(0, raw))) {
             changed[CodingKeys.cachePolicy] = policy
         }
-        for key in [CodingKeys.cookies, CodingKeys.pipelining, CodingKeys.cellular] where coder.containsValue(forKey: key) {
-            changed[key] = coder.decodeBool(forKey: key)
+        for key in [CodingKeys.cookies, CodingKeys.pipelining, CodingKeys.cellular] {
+            if let value = coder.decodeCheckedBool(forKey: key, of: owner) { changed[key] = value }
         }
-        if coder.containsValue(forKey: CodingKeys.serviceType),
-           let type = URLRequest.NetworkServiceType(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.serviceType)))) {
+        if let raw = coder.decodeCheckedInteger(forKey: CodingKeys.serviceType, of: owner),
+           let type = URLRequest.NetworkServiceType(rawValue: UInt(max(0, raw))) {
             changed[CodingKeys.serviceType] = type
         }
         let methods = coder.decodeJSON([String].self, forKey: CodingKeys.methods).map(Set.init)
-        let style = QueryStringSerializationStyle(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.style)))) ?? .default
-        let encoding = coder.containsValue(forKey: CodingKeys.encoding)
-            ? String.Encoding(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.encoding)))) : .utf8
+        let style = QueryStringSerializationStyle(
+            rawValue: UInt(max(0, coder.decodeCheckedInteger(forKey: CodingKeys.style, of: owner) ?? 0))) ?? .default
+        let encoding = coder.decodeCheckedInteger(forKey: CodingKeys.encoding, of: owner)
+            .map { String.Encoding(rawValue: UInt(max(0, $0))) } ?? .utf8
         lock.withLock {
             self.headers = headers
             self.changed = changed

@@ -198,7 +198,10 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
         if methods.contains((result.httpMethod ?? "GET").uppercased()) {
             if let query, let url = result.url {
                 let separator = url.query == nil ? "?" : "&"
-                result.url = URL(string: url.absoluteString + separator + query)
+                let text = url.absoluteString + separator + query
+                // A custom query block can return text no URL holds; never send the request without a URL.
+                guard let withQuery = URL(string: text) else { throw LibraryError.badURL(text) }
+                result.url = withQuery
             }
         } else {
             if result.value(forHTTPHeaderField: "Content-Type") == nil {

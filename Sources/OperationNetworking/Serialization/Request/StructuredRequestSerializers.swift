@@ -17,7 +17,8 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
     /// Restores the settings.
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
-        storedWritingOptions = JSONSerialization.WritingOptions(rawValue: UInt(max(0, coder.decodeInteger(forKey: "writingOptions"))))
+        storedWritingOptions = JSONSerialization.WritingOptions(
+            rawValue: UInt(max(0, coder.decodeCheckedInteger(forKey: "writingOptions", of: JSONRequestSerializer.self) ?? 0)))
     }
 
     /// Archives the settings.
@@ -80,11 +81,12 @@ open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Send
     /// Restores the settings.
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
-        if coder.containsValue(forKey: "format"),
-           let format = PropertyListSerialization.PropertyListFormat(rawValue: UInt(max(0, coder.decodeInteger(forKey: "format")))) {
+        let owner = PropertyListRequestSerializer.self
+        if let raw = coder.decodeCheckedInteger(forKey: "format", of: owner),
+           let format = PropertyListSerialization.PropertyListFormat(rawValue: UInt(max(0, raw))) {
             storedFormat = format
         }
-        storedWriteOptions = PropertyListSerialization.WriteOptions(max(0, coder.decodeInteger(forKey: "writeOptions")))
+        storedWriteOptions = PropertyListSerialization.WriteOptions(max(0, coder.decodeCheckedInteger(forKey: "writeOptions", of: owner) ?? 0))
     }
 
     /// Archives the settings.

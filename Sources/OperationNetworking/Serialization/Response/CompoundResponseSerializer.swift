@@ -58,7 +58,7 @@ open class CompoundResponseSerializer: HTTPResponseSerializer, @unchecked Sendab
     /// Restores the components (each of a serializer class of this library).
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
-        let count = min(max(0, coder.decodeInteger(forKey: "responseSerializers.count")), 64)
+        let count = min(max(0, coder.decodeCheckedInteger(forKey: "responseSerializers.count", of: CompoundResponseSerializer.self) ?? 0), 64)
         storedSerializers = (0..<count).compactMap {
             coder.decodeChecked(HTTPResponseSerializer.self, forKey: "responseSerializers.\($0)")
         }

@@ -205,6 +205,7 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     public required init?(coder: NSCoder) {
         super.init()
         storedContentTypes = Swift.type(of: self).defaultAcceptableContentTypes
+        coder.checkCodingVersion(of: HTTPResponseSerializer.self)
         if coder.containsValue(forKey: CodingKeys.statusCodes) {
             storedStatusCodes = coder.decodeJSON([Int].self, forKey: CodingKeys.statusCodes)
                 .map { IndexSet($0.filter { (0...999).contains($0) }) }
@@ -212,8 +213,8 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
         if coder.containsValue(forKey: CodingKeys.contentTypes) {
             storedContentTypes = coder.decodeJSON([String].self, forKey: CodingKeys.contentTypes).map(Set.init)
         }
-        if coder.containsValue(forKey: CodingKeys.stringEncoding) {
-            storedEncoding = String.Encoding(rawValue: UInt(max(0, coder.decodeInteger(forKey: CodingKeys.stringEncoding))))
+        if let raw = coder.decodeCheckedInteger(forKey: CodingKeys.stringEncoding, of: HTTPResponseSerializer.self) {
+            storedEncoding = String.Encoding(rawValue: UInt(max(0, raw)))
         }
     }
 

@@ -66,8 +66,10 @@ open class JSONResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     /// Restores the JSON settings.
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
-        storedOptions = JSONSerialization.ReadingOptions(rawValue: UInt(max(0, coder.decodeInteger(forKey: "readingOptions"))))
-        storedRemovesNulls = coder.decodeBool(forKey: "removesKeysWithNullValues")
+        let owner = JSONResponseSerializer.self
+        storedOptions = JSONSerialization.ReadingOptions(
+            rawValue: UInt(max(0, coder.decodeCheckedInteger(forKey: "readingOptions", of: owner) ?? 0)))
+        storedRemovesNulls = coder.decodeCheckedBool(forKey: "removesKeysWithNullValues", of: owner) ?? false
     }
 
     /// `object` without `NSNull` dictionary values, at any depth (arrays keep `NSNull` elements).

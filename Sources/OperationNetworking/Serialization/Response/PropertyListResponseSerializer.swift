@@ -57,10 +57,12 @@ open class PropertyListResponseSerializer: HTTPResponseSerializer, @unchecked Se
     /// Restores the settings.
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
-        if coder.containsValue(forKey: "format"),
-           let format = PropertyListSerialization.PropertyListFormat(rawValue: UInt(max(0, coder.decodeInteger(forKey: "format")))) {
+        let owner = PropertyListResponseSerializer.self
+        if let raw = coder.decodeCheckedInteger(forKey: "format", of: owner),
+           let format = PropertyListSerialization.PropertyListFormat(rawValue: UInt(max(0, raw))) {
             storedFormat = format
         }
-        storedReadOptions = PropertyListSerialization.ReadOptions(rawValue: UInt(max(0, coder.decodeInteger(forKey: "readOptions"))))
+        storedReadOptions = PropertyListSerialization.ReadOptions(
+            rawValue: UInt(max(0, coder.decodeCheckedInteger(forKey: "readOptions", of: owner) ?? 0)))
     }
 }

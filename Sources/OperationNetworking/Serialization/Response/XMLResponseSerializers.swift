@@ -89,7 +89,8 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
     /// Restores the settings.
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
-        storedOptions = XMLNode.Options(rawValue: UInt(truncatingIfNeeded: coder.decodeInteger(forKey: "options")))
+        storedOptions = XMLNode.Options(rawValue: UInt(truncatingIfNeeded:
+            coder.decodeCheckedInteger(forKey: "options", of: XMLDocumentResponseSerializer.self) ?? 0))
     }
 }
 
