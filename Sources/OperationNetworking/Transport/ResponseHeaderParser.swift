@@ -323,13 +323,6 @@ struct ResponseHeaderParser {
     }
 }
 
-/// ASCII-only case-insensitive equality: header names are ASCII, and Foundation's comparison is slow.
-func asciiCaseInsensitiveEqual(_ a: String, _ b: String) -> Bool {
-    let x = a.utf8, y = b.utf8
-    guard x.count == y.count else { return false }
-    return zip(x, y).allSatisfy { asciiLower($0) == asciiLower($1) }
-}
-
 /// `string` with ASCII letters lowered (other bytes kept).
 func asciiLowercased(_ string: String) -> String {
     String(decoding: string.utf8.map(asciiLower), as: UTF8.self)
