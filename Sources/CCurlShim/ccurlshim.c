@@ -27,6 +27,9 @@ CURLcode ccurl_easy_setopt_seek_function(CURL *handle, curl_seek_callback callba
 CURLcode ccurl_easy_setopt_prereq_function(CURL *handle, curl_prereq_callback callback) {
     return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
 }
+CURLcode ccurl_easy_setopt_opensocket_function(CURL *handle, curl_opensocket_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
 
 CURLcode ccurl_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length) {
     struct curl_blob blob;

@@ -36,6 +36,16 @@ let curlReadCallback: curl_read_callback = { buffer, size, count, userdata in
     return produced < 0 ? ccurl_readfunc_abort() : produced
 }
 
+/// `CURLOPT_OPENSOCKETFUNCTION`: opens the connection's socket as libcurl would (plus close-on-exec),
+/// so that the reason a socket could not be made (`EMFILE`) reaches the error; curl keeps no errno for it.
+let curlOpenSocketCallback: curl_opensocket_callback = { userdata, _, address in
+    guard let address else { return -1 }
+    let socketType = address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue)
+    let descriptor = socket(address.pointee.family, socketType, address.pointee.protocol)
+    if descriptor < 0, let transfer = transfer(userdata) { transfer.socketOpenError = errno }
+    return descriptor
+}
+
 /// `CURLOPT_SEEKFUNCTION`: rewind the request body (curl asks before re-sending it).
 let curlSeekCallback: curl_seek_callback = { userdata, offset, origin in
     guard let transfer = transfer(userdata), origin == SEEK_SET, offset == 0 else {

@@ -42,6 +42,15 @@ struct ResponseHead: Sendable {
             .flatMap { HeaderBytes.parseLength(bytes, $0) } ?? -1
     }
 
+    /// The length `Content-Length` announces when it is all digits, `Int64.max` when those digits do not
+    /// fit; `nil` without one or for anything else.
+    var declaredContentLength: Int64? {
+        guard let span = HeaderBytes.firstValue(named: "content-length", in: bytes, spans: spans),
+              span.valueEnd > span.valueStart,
+              bytes[Int(span.valueStart)..<Int(span.valueEnd)].allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return HeaderBytes.parseLength(bytes, span) ?? .max
+    }
+
     /// The media type of `Content-Type`, lowercased, without parameters (as `URLResponse.mimeType`).
     var mimeType: String? {
         contentType.flatMap { HeaderBytes.parseContentType(bytes, $0).mimeType }

@@ -111,6 +111,12 @@ extension Transfer {
         }
         let head = headerParser.head(url: url)
         self.head = head
+        if Set(head.values(for: "Content-Length").map { $0.trimmingCharacters(in: .whitespaces) }).count > 1 {
+            // Two lengths for one body: no way to tell where it ends (RFC 9112 §6.3).
+            abortError = TransportError.make(.cannotParseResponse, "The response has conflicting Content-Length headers.",
+                                             url: url)
+            return false
+        }
         if currentRequest.httpShouldHandleCookies {
             storeCookies(from: head.values(for: "Set-Cookie"), url: url)
         }

@@ -40,6 +40,7 @@ extension Transfer {
             try easy.set(CURLOPT_URL, url.absoluteString)
             try easy.set(CURLOPT_HEADERDATA, pointer: userdata)
             try easy.set(CURLOPT_WRITEDATA, pointer: userdata)
+            try easy.set(CURLOPT_OPENSOCKETDATA, pointer: userdata)
             try easy.setHeaders(headerLines(for: request, url: url))
             beginHop()
             return
@@ -60,6 +61,8 @@ extension Transfer {
         try easy.set(CURLOPT_HEADERDATA, pointer: userdata)
         try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_WRITEFUNCTION, curlWriteCallback))
         try easy.set(CURLOPT_WRITEDATA, pointer: userdata)
+        try check(ccurl_easy_setopt_opensocket_function(easy.raw, curlOpenSocketCallback))
+        try easy.set(CURLOPT_OPENSOCKETDATA, pointer: userdata)
 
         try configureMethodAndBody(easy, method: method, request: request, userdata: userdata)
         try easy.setHeaders(headerLines(for: request, url: url))
@@ -85,6 +88,7 @@ extension Transfer {
     private func beginHop() {
         headerParser = ResponseHeaderParser()
         hop = .awaitingHead
+        socketOpenError = 0
         hopStartTime = monotonicNow()
         lastActivity = hopStartTime
     }

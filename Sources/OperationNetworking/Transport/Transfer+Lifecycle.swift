@@ -81,14 +81,55 @@ extension Transfer {
         guard case .active(let easy) = state else { return .finish(.cancelled) }
         collectMetrics(from: easy)
         if let error = abortError { return .finish(.failed(error)) }
-        guard code == CURLE_OK else {
-            return .finish(.failed(TransportError.fromCurl(code, message: easy.errorMessage, url: currentRequest.url)))
-        }
+        guard code == CURLE_OK else { return .finish(.failed(failure(code, easy: easy))) }
         switch hop {
         case .redirect: return redirectEnded()
         case .challenge: return challengeEnded()
-        case .awaitingHead, .delivering: return .finish(.completed)
+        case .awaitingHead: return .finish(.completed)
+        case .delivering:
+            if let shortfall = bodyShortfall(easy) { return .finish(.failed(shortfall)) }
+            return .finish(.completed)
         }
+    }
+
+    /// curl's failure as the `URLError` that says what happened. curl's codes are refined where the
+    /// hop tells more than the code: before a complete head, an unsupported protocol (curl's word for
+    /// an HTTP/0.9 reply or a garbage status line) is a bad server response, and running out of memory
+    /// (its word for a header line past its 100 KB limit) an unparseable one; broken chunked framing is
+    /// unparseable, not a lost connection (which callers retry). An exhausted descriptor table says so.
+    private func failure(_ code: CURLcode, easy: CurlEasyHandle) -> URLError {
+        let message = easy.errorMessage
+        let url = currentRequest.url
+        var refined: URLError.Code?
+        if hop == .awaitingHead && code == CURLE_UNSUPPORTED_PROTOCOL {
+            refined = .badServerResponse
+        } else if hop == .awaitingHead && code == CURLE_OUT_OF_MEMORY {
+            refined = .cannotParseResponse
+        } else if code == CURLE_RECV_ERROR, message?.lowercased().contains("chunked") == true {
+            refined = .cannotParseResponse
+        }
+        let osError = socketOpenError != 0 ? socketOpenError : Int32(clamping: easy.info(long: CURLINFO_OS_ERRNO))
+        if osError == EMFILE || osError == ENFILE {
+            let name = osError == EMFILE ? "EMFILE" : "ENFILE"
+            return TransportError.make(
+                refined ?? TransportError.urlErrorCode(for: code),
+                "\(message ?? String(cString: curl_easy_strerror(code))) (\(name): the process has no file descriptors left)",
+                url: url, underlying: NSError(domain: NSPOSIXErrorDomain, code: Int(osError)))
+        }
+        guard let refined else { return TransportError.fromCurl(code, message: message, url: url) }
+        return TransportError.make(refined, message ?? String(cString: curl_easy_strerror(code)), url: url)
+    }
+
+    /// A body that ended before its `Content-Length` — one libcurl let pass because the number did
+    /// not fit its integer (`Content-Length: 99999999999999999999999` and five bytes, then a close).
+    private func bodyShortfall(_ easy: CurlEasyHandle) -> URLError? {
+        guard let declared = head?.declaredContentLength, head?.statusCode != 204, head?.statusCode != 304,
+              (currentRequest.httpMethod ?? "GET").uppercased() != "HEAD" else { return nil }
+        let received = easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T)
+        guard received < declared else { return nil }
+        return TransportError.make(.networkConnectionLost,
+                                   "The server announced \(declared == .max ? "more than \(Int64.max)" : String(declared)) "
+                                   + "body bytes and closed after \(received).", url: currentRequest.url)
     }
 
     /// A followable 3xx is complete: follow it, deliver it, or fail.

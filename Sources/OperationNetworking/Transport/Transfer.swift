@@ -133,6 +133,8 @@ final class Transfer: @unchecked Sendable {
     var metrics: TransferMetrics?
     /// Set by a callback that aborted the transfer, so the outcome says why rather than curl's generic code.
     var abortError: Error?
+    /// `errno` of the last socket the open-socket callback could not make (0: none failed).
+    var socketOpenError: Int32 = 0
     /// Where the transfer is in its life (see `Transfer+Lifecycle.swift`).
     var state: State = .created
 

@@ -1,0 +1,88 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A misbehaving HTTP peer on 127.0.0.1 built on plain sockets, for responses no well-formed server
+/// (SwiftNIO's encoder included) would send: each connection gets its request read up to the blank
+/// line, then exactly `response`'s bytes, then a close.
+/// - Threading: `response` is fixed at init; the accept loop runs on its own thread until `stop()`,
+///   which closes the listening socket (guarded by `lock`).
+final class RawServer: @unchecked Sendable {
+    let port: Int
+    private let response: [UInt8]
+    private let lock = NSLock()
+    private var listener: Int32   // guarded by lock
+
+    /// Listens on an ephemeral port; `nil` if the socket cannot be made.
+    init?(response: [UInt8]) {
+        self.response = response
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard bound == 0, named == 0, listen(fd, 16) == 0 else {
+            close(fd)
+            return nil
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let thread = Thread { [self] in acceptLoop(fd) }
+        thread.name = "RawServer"
+        thread.start()
+    }
+
+    convenience init?(_ text: String) {
+        self.init(response: Array(text.utf8))
+    }
+
+    var url: URL? { URL(string: "http://127.0.0.1:\(port)/") }
+
+    /// Stops accepting (the accept loop ends with the closed socket).
+    func stop() {
+        lock.withLock {
+            if listener >= 0 {
+                shutdown(listener, Int32(SHUT_RDWR))
+                close(listener)
+                listener = -1
+            }
+        }
+    }
+
+    deinit { stop() }
+
+    private func acceptLoop(_ fd: Int32) {
+        while true {
+            let connection = accept(fd, nil, nil)
+            guard connection >= 0 else { return }
+            serve(connection)
+        }
+    }
+
+    private func serve(_ connection: Int32) {
+        var request: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !request.suffix(4).elementsEqual([13, 10, 13, 10]) {
+            let count = read(connection, &buffer, buffer.count)
+            guard count > 0 else { break }
+            request.append(contentsOf: buffer[0..<count])
+        }
+        var sent = 0
+        while sent < response.count {
+            let count = response[sent...].withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            sent += count
+        }
+        shutdown(connection, Int32(SHUT_WR))
+        close(connection)
+    }
+}
