@@ -43,6 +43,7 @@ extension HTTPRequestOperationManager {
         copy.shouldUseCredentialStorage = shouldUseCredentialStorage
         copy.credential = credential
         copy.clientCertificate = clientCertificate
+        copy.maximumResponseSize = maximumResponseSize
         copy.completionQueue = completionQueue
         copy.completionGroup = completionGroup
         return copy

@@ -35,6 +35,7 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     private var storedCredential: URLCredential?                                  // guarded by lock
     private var storedSecurityPolicy = SecurityPolicy.default()                   // guarded by lock
     private var storedClientCertificate: ClientCertificate?                       // guarded by lock
+    private var storedMaximumResponseSize: Int64?                                 // guarded by lock
     private var storedReachability = NetworkReachabilityManager.shared            // guarded by lock
     private var storedCompletionQueue: DispatchQueue?                             // guarded by lock
     private var storedCompletionGroup: DispatchGroup?                             // guarded by lock
@@ -111,6 +112,12 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         get { lock.withLock { storedClientCertificate } }
         set { lock.withLock { storedClientCertificate = newValue } }
     }
+    /// Copied onto each operation: the most response-body bytes it accepts (see
+    /// `URLConnectionOperation.maximumResponseSize`). Default `nil`, no limit. Not archived.
+    public var maximumResponseSize: Int64? {
+        get { lock.withLock { storedMaximumResponseSize } }
+        set { lock.withLock { storedMaximumResponseSize = newValue } }
+    }
     /// Copied onto each operation; also where request-building failures are reported. Default `nil`:
     /// the library's serial callback queue.
     public var completionQueue: DispatchQueue? {
@@ -129,8 +136,10 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         let operation = HTTPRequestOperation(request: request)
         let settings = lock.withLock {
             (storedResponseSerializer, storedShouldUseCredentialStorage, storedCredential,
-             storedCompletionQueue, storedCompletionGroup, storedSecurityPolicy, storedClientCertificate)
+             storedCompletionQueue, storedCompletionGroup, storedSecurityPolicy, storedClientCertificate,
+             storedMaximumResponseSize)
         }
+        operation.maximumResponseSize = settings.7
         operation.securityPolicy = settings.5
         operation.clientCertificate = settings.6
         operation.responseSerializer = settings.0

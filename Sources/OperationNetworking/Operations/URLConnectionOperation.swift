@@ -89,6 +89,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     var challengeBlock: AuthenticationChallengeBlock?   // guarded by lock
     var cacheBlock: CacheResponseBlock?                 // guarded by lock
     var storedClientCertificate: ClientCertificate?     // guarded by lock
+    var storedMaximumResponseSize: Int64?               // guarded by lock
     /// Run once, on the completion queue, just before the operation turns finished (batches use it).
     var finishHooks: [@Sendable () -> Void] = []        // guarded by lock
     /// The inherited `completionBlock`, kept here so that Foundation never runs it on a global queue.
@@ -227,6 +228,15 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         set { lock.withLock { storedClientCertificate = newValue } }
     }
 
+    /// The most response-body bytes the operation accepts (after decoding: a compressed body counts
+    /// as what it inflates to), or `nil` for no limit (the default, as AFNetworking). More fails the
+    /// operation with `URLError(.dataLengthExceedsMaximum)` as soon as it is known: at the head when an
+    /// uncompressed `Content-Length` announces more, else when the bytes arrive. Set it before `start()`.
+    public var maximumResponseSize: Int64? {
+        get { lock.withLock { storedMaximumResponseSize } }
+        set { lock.withLock { storedMaximumResponseSize = newValue.map { max(0, $0) } } }
+    }
+
     /// Sets the block that decides each redirect (on the network thread: keep it short). Without one,
     /// redirects are followed (16 hops at most, then `URLError(.httpTooManyRedirects)`).
     public func setRedirectResponseBlock(_ block: RedirectResponseBlock?) {
@@ -357,6 +367,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
             copy.challengeBlock = challengeBlock
             copy.cacheBlock = cacheBlock
             copy.storedClientCertificate = storedClientCertificate
+            copy.storedMaximumResponseSize = storedMaximumResponseSize
         }
         return copy
     }
@@ -439,7 +450,8 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         storedCurrentRequest = storedRequest
         let transfer = Transfer(request: storedRequest, outputStream: storedOutputStream, resumeFrom: resumePoint,
                                 initialBody: initialBody, security: explicitSecurityPolicy?.snapshot ?? SecurityPolicy.defaultSnapshot,
-                                clientCertificate: storedClientCertificate, delegate: self)
+                                clientCertificate: storedClientCertificate,
+                                maximumBodySize: storedMaximumResponseSize, delegate: self)
         self.transfer = transfer
         return transfer
     }
@@ -475,33 +487,4 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
             didChangeValue(forKey: "isReady")
         }
     }
-
-    /// Opens a caller's output stream once; returns the error if it cannot be opened.
-    private func openOutputStream() -> Error? {
-        let stream: OutputStream? = lock.withLock {
-            guard let stream = storedOutputStream, !outputStreamOpened else { return nil }
-            outputStreamOpened = true
-            return stream
-        }
-        guard let stream else { return nil }
-        if stream.streamStatus == .notOpen { stream.open() }
-        guard stream.streamStatus != .error else {
-            return stream.streamError ?? TransportError.make(.cannotWriteToFile, "The output stream could not be opened.",
-                                                             url: request.url)
-        }
-        return nil
-    }
-
-    /// Posts from the library's callback queue: at once when already on it, else asynchronously.
-    func post(_ name: Notification.Name) {
-        if CallbackQueues.isOnCallbackQueue {
-            NotificationCenter.default.post(name: name, object: self)
-            return
-        }
-        CallbackQueues.callback.async { [self] in
-            NotificationCenter.default.post(name: name, object: self)
-        }
-    }
 }
-
-

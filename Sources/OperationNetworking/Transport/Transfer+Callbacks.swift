@@ -27,6 +27,11 @@ extension Transfer {
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         lastActivity = monotonicNow()
         if hop.setsBodyAside {
+            // A 3xx or 401 body may become the response: it is held to the same limit.
+            if let limit = maximumBodySize, Int64(setAsideBody.count + bytes.count) > limit {
+                abortError = tooLarge(limit)
+                return false
+            }
             setAsideBody.append(contentsOf: bytes)
             return true
         }
@@ -75,6 +80,10 @@ extension Transfer {
 
     /// Hands body bytes to the sink: memory or the caller's output stream.
     private func deliver(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if let limit = maximumBodySize, bytesReceived.saturatingAdd(Int64(bytes.count)) > limit {
+            abortError = tooLarge(limit)
+            return false
+        }
         if let outputStream {
             guard write(bytes, to: outputStream) else { return false }
         } else {
@@ -125,6 +134,12 @@ extension Transfer {
         hop = isRedirect ? .redirect : isAnswerableChallenge(head) ? .challenge : .delivering
         setAsideBody.removeAll()
         if hop.setsBodyAside { return true }
+        if let limit = maximumBodySize, head.value(for: "Content-Encoding") == nil,
+           let declared = head.declaredContentLength, declared > limit,
+           (currentRequest.httpMethod ?? "GET").uppercased() != "HEAD" {
+            abortError = tooLarge(limit)   // known from the head: not one byte needs to arrive
+            return false
+        }
         guard prepareSinkForResponse(status: status, head: head) else { return false }
         let length = head.expectedContentLength
         if outputStream == nil, length > 0, length < 64 << 20 {
@@ -169,6 +184,12 @@ extension Transfer {
         }
         bytesToSkip = resume.offset
         return true
+    }
+
+    /// The error for a body past `maximumBodySize`.
+    private func tooLarge(_ limit: Int64) -> URLError {
+        TransportError.make(.dataLengthExceedsMaximum, "The response body exceeds the maximum of \(limit) bytes.",
+                            url: currentRequest.url)
     }
 
     /// `first` of `Content-Range: bytes first-last/length`.

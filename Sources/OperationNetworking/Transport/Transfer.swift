@@ -110,6 +110,8 @@ final class Transfer: @unchecked Sendable {
     let security: SecurityPolicy.Snapshot?
     /// The client certificate offered to servers that ask for one.
     let clientCertificate: ClientCertificate?
+    /// The most body bytes accepted (`nil`: no limit); counted after decoding, across a resume.
+    let maximumBodySize: Int64?
 
     // MARK: Network thread only
     /// The request of the current hop (changes on redirects).
@@ -170,9 +172,10 @@ final class Transfer: @unchecked Sendable {
     /// - Parameters:
     ///   - initialBody: bytes a paused in-memory download already holds; appended to on a 206.
     init(request: URLRequest, outputStream: OutputStream?, resumeFrom: ResumePoint?, initialBody: Data,
-         security: SecurityPolicy.Snapshot? = nil, clientCertificate: ClientCertificate? = nil,
+         security: SecurityPolicy.Snapshot? = nil, clientCertificate: ClientCertificate? = nil, maximumBodySize: Int64? = nil,
          delegate: TransferDelegate) {
         self.clientCertificate = clientCertificate
+        self.maximumBodySize = maximumBodySize
         self.currentRequest = request
         self.outputStream = outputStream
         self.resumeFrom = resumeFrom

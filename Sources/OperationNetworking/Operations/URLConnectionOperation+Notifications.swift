@@ -1,0 +1,35 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// MARK: - Output stream and notifications
+
+extension URLConnectionOperation {
+    /// Opens a caller's output stream once; returns the error if it cannot be opened.
+    func openOutputStream() -> Error? {
+        let stream: OutputStream? = lock.withLock {
+            guard let stream = storedOutputStream, !outputStreamOpened else { return nil }
+            outputStreamOpened = true
+            return stream
+        }
+        guard let stream else { return nil }
+        if stream.streamStatus == .notOpen { stream.open() }
+        guard stream.streamStatus != .error else {
+            return stream.streamError ?? TransportError.make(.cannotWriteToFile, "The output stream could not be opened.",
+                                                             url: request.url)
+        }
+        return nil
+    }
+
+    /// Posts from the library's callback queue: at once when already on it, else asynchronously.
+    func post(_ name: Notification.Name) {
+        if CallbackQueues.isOnCallbackQueue {
+            NotificationCenter.default.post(name: name, object: self)
+            return
+        }
+        CallbackQueues.callback.async { [self] in
+            NotificationCenter.default.post(name: name, object: self)
+        }
+    }
+}
