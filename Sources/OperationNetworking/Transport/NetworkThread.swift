@@ -38,6 +38,8 @@ final class NetworkThread: @unchecked Sendable {
         case add(Transfer)
         case cancel(Transfer)
         case pause(Transfer)
+        /// End the loop and free every handle (threads a test made; `shared` is never shut down).
+        case shutDown(DispatchSemaphore)
     }
 
     /// Counts for tests and diagnostics.
@@ -82,13 +84,33 @@ final class NetworkThread: @unchecked Sendable {
     /// Starts and ends of this loop iteration, handed to the delivery queue in one dispatch.
     private var events: [TransferEvent] = []
     private var lastTimeoutScan: UInt64 = 0
+    /// Set by a shut-down command: the loop ends and signals it.
+    private var shutDownSignal: DispatchSemaphore?
+
+    /// How long an idle keep-alive connection is kept for reuse: 30 s by default (libcurl's own
+    /// default is 118 s, long enough for connections the server already closed to pile up in
+    /// CLOSE-WAIT). Handed to every transfer.
+    let idleConnectionLifetime: Int
+    /// Idle connections kept at most (`CURLMOPT_MAXCONNECTS`), from the descriptor limit at start.
+    let connectionCacheSize: Int
+
+    /// The idle connections to keep for a process that may open `descriptorLimit` descriptors: a
+    /// quarter of them (at least 4, at most as many as transfers can be active), so that the cache
+    /// never holds the process at its limit while other code needs descriptors.
+    static func connectionCacheSize(forDescriptorLimit descriptorLimit: UInt64) -> Int {
+        Int(clamping: min(max(descriptorLimit / 4, 4), UInt64(maxActiveTransfers)))
+    }
 
     /// A thread with its own multi handle; the library uses `shared` (tests make their own).
-    init() {
+    init(idleConnectionLifetime: Int = 30) {
+        self.idleConnectionLifetime = idleConnectionLifetime
+        var limit = rlimit()
+        let known = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0
+        connectionCacheSize = NetworkThread.connectionCacheSize(forDescriptorLimit: known ? UInt64(limit.rlim_cur) : 1024)
         curl_global_init(Int(CURL_GLOBAL_ALL))
         multi = curl_multi_init()
         if let multi {
-            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, NetworkThread.maxActiveTransfers)
+            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connectionCacheSize)
             _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         }
         // Only this thread uses the share handle, so it needs no lock callbacks.
@@ -136,7 +158,7 @@ final class NetworkThread: @unchecked Sendable {
     private func run() {
         guard let multi else { return }   // never started without one
         var running: Int32 = 0
-        while true {
+        while shutDownSignal == nil {
             drainInbox()
             admitWaiting(multi)
             curl_multi_perform(multi, &running)
@@ -164,6 +186,19 @@ final class NetworkThread: @unchecked Sendable {
             }
             if idle { poll(multi, timeout: timeout) }
         }
+        // Shut down: every transfer was ended by its owner before (tests only), so only handles are left.
+        for easy in active.keys { curl_multi_remove_handle(multi, easy) }
+        active.removeAll()
+        pool.removeAll()
+        publishStatistics()
+        shutDownSignal?.signal()
+    }
+
+    /// Ends the thread and frees its handles, waiting until it did. For threads tests make.
+    func shutDown() {
+        let done = DispatchSemaphore(value: 0)
+        submit(.shutDown(done))
+        done.wait()
     }
 
     /// Sleeps until curl's sockets or the wake-up channel have something, or `timeout` ms passed.
@@ -191,6 +226,8 @@ final class NetworkThread: @unchecked Sendable {
                 stop(transfer, with: .cancelled)
             case .pause(let transfer):
                 stop(transfer, with: .paused(transfer.resumePoint()))
+            case .shutDown(let done):
+                shutDownSignal = done
             }
         }
         drained.removeAll(keepingCapacity: true)

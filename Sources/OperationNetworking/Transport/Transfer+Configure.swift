@@ -56,6 +56,7 @@ extension Transfer {
         try configureTLS(easy, url: url)
         try configureCredentials(easy)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, timeoutMilliseconds)
+        try easy.set(CURLOPT_MAXAGE_CONN, network?.idleConnectionLifetime ?? 30)
 
         try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
         try easy.set(CURLOPT_HEADERDATA, pointer: userdata)

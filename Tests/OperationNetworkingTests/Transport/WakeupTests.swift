@@ -18,11 +18,12 @@ final class WakeupTests: ServerTestCase {
         XCTAssertEqual(setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &none), 0)
         let thread = NetworkThread()          // its multi handle and pipe cannot get descriptors now
         XCTAssertEqual(setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &saved), 0)
+        defer { thread.shutDown() }
 
         for _ in 0..<3 {
             XCTAssertTrue(eventually { thread.isParked })
             let done = expectation(description: "transfer ended")
-            let recorder = OutcomeRecorder(done)
+            let recorder = TransferOutcomeRecorder(done)
             let transfer = Transfer(request: request("/echo"), outputStream: nil, resumeFrom: nil, initialBody: Data(),
                                     delegate: recorder)
             thread.submit(.add(transfer))
@@ -32,30 +33,35 @@ final class WakeupTests: ServerTestCase {
     }
 }
 
-/// A transfer delegate that only records how the transfer ended; `completed` is guarded by `lock`.
-private final class OutcomeRecorder: TransferDelegate, @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: Bool?   // guarded by lock
-    private let done: XCTestExpectation
-
-    init(_ done: XCTestExpectation) { self.done = done }
-
-    var completed: Bool? { lock.withLock { result } }
-
-    func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
-        request
+/// Idle keep-alive connections are kept for a bounded time and in a cache sized from the descriptor
+/// limit, so connections the server closed long ago do not pile up in CLOSE-WAIT.
+final class ConnectionCacheTests: ServerTestCase {
+    func testTheCacheIsAQuarterOfTheDescriptorLimitWithinBounds() {
+        XCTAssertEqual(NetworkThread.connectionCacheSize(forDescriptorLimit: 64), 16)
+        XCTAssertEqual(NetworkThread.connectionCacheSize(forDescriptorLimit: 8), 4)
+        XCTAssertEqual(NetworkThread.connectionCacheSize(forDescriptorLimit: 1 << 40), NetworkThread.maxActiveTransfers)
+        XCTAssertEqual(NetworkThread.shared.idleConnectionLifetime, 30)
     }
-    func transfer(_ transfer: Transfer, didReceive head: ResponseHead) {}
-    func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
-        .deliver
+
+    private func fetch(on thread: NetworkThread) {
+        let done = expectation(description: "transfer ended")
+        let recorder = TransferOutcomeRecorder(done)
+        thread.submit(.add(Transfer(request: request("/echo"), outputStream: nil, resumeFrom: nil, initialBody: Data(),
+                                    delegate: recorder)))
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(recorder.completed, true)
     }
-    func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
-    func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
-    func transferDidStart(_ transfer: Transfer, batch: CompletionBatch) {}
-    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch) {
-        let completed: Bool
-        if case .completed = outcome { completed = true } else { completed = false }
-        lock.withLock { result = completed }
-        done.fulfill()
+
+    func testAConnectionIdleLongerThanTheLifetimeIsNotReused() {
+        let shortLived = NetworkThread(idleConnectionLifetime: 1)
+        defer { shortLived.shutDown() }
+        fetch(on: shortLived)
+        fetch(on: shortLived)
+        XCTAssertEqual(server.acceptedConnections, 1, "reused while fresh")
+        // Letting the connection sit idle past its lifetime is the behaviour under test, not a wait
+        // for something to happen.
+        Thread.sleep(forTimeInterval: 2.2)
+        fetch(on: shortLived)
+        XCTAssertEqual(server.acceptedConnections, 2, "a connection idle for 2 s was reused under a 1 s lifetime")
     }
 }

@@ -1,0 +1,31 @@
+import Foundation
+@testable import OperationNetworking
+import XCTest
+
+/// A transfer delegate that only records how the transfer ended; `completed` is guarded by `lock`.
+final class TransferOutcomeRecorder: TransferDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Bool?   // guarded by lock
+    private let done: XCTestExpectation
+
+    init(_ done: XCTestExpectation) { self.done = done }
+
+    var completed: Bool? { lock.withLock { result } }
+
+    func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
+        request
+    }
+    func transfer(_ transfer: Transfer, didReceive head: ResponseHead) {}
+    func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
+        .deliver
+    }
+    func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
+    func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
+    func transferDidStart(_ transfer: Transfer, batch: CompletionBatch) {}
+    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch) {
+        let completed: Bool
+        if case .completed = outcome { completed = true } else { completed = false }
+        lock.withLock { result = completed }
+        done.fulfill()
+    }
+}
