@@ -8,21 +8,6 @@ import XCTest
 final class ArchiveTests: ServerTestCase {
     static let password = "s3cr3t-passw0rd"
 
-    /// Runs `onet` with `arguments`; returns its exit status and standard output.
-    private func runOnet(_ arguments: [String]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = try onetExecutable()
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        let finished = expectation(description: "onet exits")
-        process.terminationHandler = { _ in finished.fulfill() }
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        wait(for: [finished], timeout: 60)
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
-
     private func temporaryFile(_ name: String) -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("onet-\(UUID().uuidString)-\(name)")
     }

@@ -78,6 +78,21 @@ extension XCTestCase {
         return condition()
     }
 
+    /// Runs `onet` with `arguments`; returns its exit status and standard output.
+    func runOnet(_ arguments: [String]) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = try onetExecutable()
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        let finished = expectation(description: "onet exits")
+        process.terminationHandler = { _ in finished.fulfill() }
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        wait(for: [finished], timeout: 60)
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
     /// The `onet` executable built next to the test bundle (the cross-process tests run it).
     func onetExecutable() throws -> URL {
         let directory = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).deletingLastPathComponent()
