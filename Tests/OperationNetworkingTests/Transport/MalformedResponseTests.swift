@@ -69,4 +69,44 @@ final class MalformedResponseTests: XCTestCase {
         XCTAssertTrue(error?.localizedDescription.contains("EMFILE") ?? false, "\(String(describing: error))")
         XCTAssertEqual((error?.userInfo[NSUnderlyingErrorKey] as? NSError)?.code, Int(EMFILE))
     }
+
+    // MARK: - Faults that already failed cleanly, kept on the wire as regressions
+
+    func testABodyCutShortOfItsContentLengthIsLost() throws {
+        let error = try code(for: "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+        XCTAssertEqual(error?.code, .networkConnectionLost, "\(String(describing: error))")
+    }
+
+    func testANulByteInAHeaderIsRefused() throws {
+        let error = try code(for: "HTTP/1.1 200 OK\r\nX-Evil: a\u{0}b\r\nContent-Length: 2\r\n\r\nok")
+        XCTAssertNotNil(error, "a header with a NUL byte was accepted")
+        XCTAssertTrue([.badServerResponse, .cannotParseResponse].contains(error?.code), "\(String(describing: error))")
+    }
+
+    func testARedirectToAFileURLIsNotFollowed() throws {
+        let error = try code(for: "HTTP/1.1 302 Found\r\nLocation: file:///etc/passwd\r\nContent-Length: 0\r\n\r\n")
+        XCTAssertEqual(error?.code, .unsupportedURL, "\(String(describing: error))")
+    }
+
+    func testTenThousandInterimResponsesBeforeTheAnswer() throws {
+        let server = try XCTUnwrap(RawServer(String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 10_000)
+            + "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ndone"))
+        defer { server.stop() }
+        let operation = HTTPRequestOperation(request: URLRequest(url: try XCTUnwrap(server.url)))
+        XCTAssertNil(run(operation).error)
+        XCTAssertEqual(operation.response?.statusCode, 200)
+        XCTAssertEqual(operation.responseData, Data("done".utf8))
+    }
+
+    /// The peer answers once per connection and closes while the client keeps the connection for
+    /// reuse: the next request finds it dead and must go out on a fresh one, not fail.
+    func testAKeepAliveConnectionTheServerClosedIsNotAFailure() throws {
+        let server = try XCTUnwrap(RawServer("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+        defer { server.stop() }
+        for _ in 0..<5 {
+            let operation = HTTPRequestOperation(request: URLRequest(url: try XCTUnwrap(server.url)))
+            XCTAssertNil(run(operation).error)
+            XCTAssertEqual(operation.responseData, Data("ok".utf8))
+        }
+    }
 }
