@@ -21,6 +21,8 @@ public struct RecordedRequest: Sendable {
     public let body: Data
     /// Which accepted TCP connection (1, 2, ...) carried this request.
     public let connectionID: Int
+    /// When the request's end arrived (for tests that check delays between requests).
+    public let receivedAt = Date()
 
     /// Creates a record; the server builds these, tests normally only read them.
     public init(

@@ -28,6 +28,7 @@ extension TestServerHandler {
         let argument = segments.count == 2 ? segments[1] : ""
         switch (name, segments.count) {
         case ("echo", 1): echo(context, request)
+        case ("flaky", 3): flaky(context, request, failures: segments[1])
         case ("status", 2): status(context, request, argument)
         case ("delay", 2): delay(context, request, argument)
         case ("bytes", 2): serveBytes(context, request, argument)
@@ -102,6 +103,21 @@ extension TestServerHandler {
             contentType: headerSafe(query["contentType"] ?? "application/json"),
             headers: headers
         )
+    }
+
+    /// `/flaky/<n>/<key>`: the first `n` requests to this path get `?status=` (503 by default, with
+    /// `Retry-After: ?retryAfter=` when given), the later ones 200 — for retry tests. The body says which
+    /// request of the path it answers ("failure 1", "success 3").
+    private func flaky(_ context: ChannelHandlerContext, _ request: IncomingRequest, failures: String) {
+        guard let failures = integer(failures, in: 0...1_000) else {
+            return badRequest(context, request, "failures must be 0...1000")
+        }
+        let seen = state.requests.filter { $0.path == request.record.path }.count
+        guard seen <= failures else { return respondText(context, request, .ok, "success \(seen)") }
+        let status = request.uri.query["status"].flatMap { integer($0, in: 400...599) } ?? 503
+        var headers = HTTPHeaders()
+        if let retryAfter = request.uri.query["retryAfter"] { headers.add(name: "Retry-After", value: headerSafe(retryAfter)) }
+        respondText(context, request, HTTPResponseStatus(statusCode: status), "failure \(seen)", headers: headers)
     }
 
     private func delay(_ context: ChannelHandlerContext, _ request: IncomingRequest, _ argument: String) {

@@ -85,7 +85,15 @@ extension URLConnectionOperation: TransferDelegate {
         lock.withLock { uploadReporter }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
     }
 
+    func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {
+        lock.withLock {
+            guard transfer === self.transfer else { return }
+            storedAttempts = max(storedAttempts, attempt)
+        }
+    }
+
     func transferDidStart(_ transfer: Transfer, batch: CompletionBatch) {
+        lock.withLock { if storedAttempts == 0 { storedAttempts = 1 } }
         batch.add(on: CallbackQueues.callback, group: CallbackQueues.group) { [self] in
             NotificationCenter.default.post(name: .operationDidStart, object: self)
         }
@@ -95,6 +103,7 @@ extension URLConnectionOperation: TransferDelegate {
         var next: Transfer?
         let ended: Bool = lock.withLock {
             guard transfer === self.transfer else { return false }
+            storedAttempts = max(storedAttempts, transfer.attempt)
             if let metrics = transfer.metrics { storedMetrics = metrics }
             if storedHead == nil, let head = transfer.head { storedHead = head }
             switch outcome {

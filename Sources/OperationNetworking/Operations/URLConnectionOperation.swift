@@ -90,6 +90,9 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     var cacheBlock: CacheResponseBlock?                 // guarded by lock
     var storedClientCertificate: ClientCertificate?     // guarded by lock
     var storedMaximumResponseSize: Int64?               // guarded by lock
+    var storedRetryPolicy = RetryPolicy.none            // guarded by lock
+    /// Attempts made so far (0 before the first starts).
+    var storedAttempts = 0                              // guarded by lock
     /// Run once, on the completion queue, just before the operation turns finished (batches use it).
     var finishHooks: [@Sendable () -> Void] = []        // guarded by lock
     /// The inherited `completionBlock`, kept here so that Foundation never runs it on a global queue.
@@ -368,6 +371,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
             copy.cacheBlock = cacheBlock
             copy.storedClientCertificate = storedClientCertificate
             copy.storedMaximumResponseSize = storedMaximumResponseSize
+            copy.storedRetryPolicy = storedRetryPolicy
         }
         return copy
     }
@@ -451,7 +455,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         let transfer = Transfer(request: storedRequest, outputStream: storedOutputStream, resumeFrom: resumePoint,
                                 initialBody: initialBody, security: explicitSecurityPolicy?.snapshot ?? SecurityPolicy.defaultSnapshot,
                                 clientCertificate: storedClientCertificate,
-                                maximumBodySize: storedMaximumResponseSize, delegate: self)
+                                maximumBodySize: storedMaximumResponseSize, retryPolicy: storedRetryPolicy, delegate: self)
         self.transfer = transfer
         return transfer
     }

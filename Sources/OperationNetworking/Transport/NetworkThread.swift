@@ -79,6 +79,8 @@ final class NetworkThread: @unchecked Sendable {
     private var pool: [CurlEasyHandle] = []
     /// Throttled uploads paused by their read callback, with the time to resume them.
     private var pausedUploads: [(transfer: Transfer, at: UInt64)] = []
+    /// Transfers waiting out a retry delay, with the time their next attempt is due.
+    private var delayed: [(transfer: Transfer, at: UInt64)] = []
     /// Spare array swapped with `inbox`, so draining allocates nothing.
     private var drained: [Command] = []
     /// Starts and ends of this loop iteration, handed to the delivery queue in one dispatch.
@@ -169,6 +171,7 @@ final class NetworkThread: @unchecked Sendable {
                 failStalled(multi, now: now)
             }
             resumeDueUploads(now: now)
+            requeueDueRetries(now: now)
             flushEvents()
             publishStatistics()
             var timeout: Int32 = active.isEmpty ? 1000 : 50
@@ -176,7 +179,7 @@ final class NetworkThread: @unchecked Sendable {
                 // Out of descriptors: nothing can wake the poll, so it must not sleep long.
                 timeout = min(timeout, NetworkThread.unwakeablePollMilliseconds)
             }
-            if let next = pausedUploads.map(\.at).min() {
+            if let next = (pausedUploads.map(\.at) + delayed.map(\.at)).min() {
                 timeout = min(timeout, Int32(clamping: (next &- min(next, monotonicNow())) / 1_000_000 + 1))
             }
             // Commands that arrive from here on wake the poll; ones already queued skip it.
@@ -295,6 +298,12 @@ final class NetworkThread: @unchecked Sendable {
             case .finish(let outcome):
                 recycle(easy)
                 end(transfer, outcome)
+            case .retry(let delay, let error):
+                recycle(easy)
+                delayed.append((transfer, transfer.delay(for: delay, now: monotonicNow())))
+                if let delegate = transfer.delegate {
+                    events.append(.willRetry(transfer, delay: delay, attempt: transfer.attempt + 1, error: error, delegate))
+                }
             case .sendNextHop:
                 guard let failure = sendNextHop(transfer, easy: easy, multi: multi) else { continue }
                 recycle(easy)
@@ -317,6 +326,18 @@ final class NetworkThread: @unchecked Sendable {
         }
         active[easy.raw] = transfer
         return nil
+    }
+
+    /// Puts transfers whose retry delay is over back in the FIFO (a cancel or pause during the delay
+    /// already ended them: those are dropped).
+    private func requeueDueRetries(now: UInt64) {
+        guard !delayed.isEmpty else { return }
+        let due = delayed.filter { $0.at <= now }
+        guard !due.isEmpty else { return }
+        delayed.removeAll { $0.at <= now }
+        for entry in due where entry.transfer.beginNextAttempt() {
+            waiting.append(entry.transfer)
+        }
     }
 
     /// Called from a read callback (network thread) when a throttled body must wait until `at`.

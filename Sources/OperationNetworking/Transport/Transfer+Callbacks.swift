@@ -131,7 +131,8 @@ extension Transfer {
         }
         let status = head.statusCode
         let isRedirect = (300..<400).contains(status) && status != 304 && headerParser.hasField("Location")
-        hop = isRedirect ? .redirect : isAnswerableChallenge(head) ? .challenge : .delivering
+        hop = isRedirect ? .redirect : isAnswerableChallenge(head) ? .challenge
+            : isRetryableStatus(status) ? .retryable : .delivering
         setAsideBody.removeAll()
         if hop.setsBodyAside { return true }
         if let limit = maximumBodySize, head.value(for: "Content-Encoding") == nil,

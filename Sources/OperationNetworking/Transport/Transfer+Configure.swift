@@ -201,6 +201,6 @@ extension Transfer {
             tlsHandshake: seconds(CURLINFO_APPCONNECT_TIME_T), firstByte: seconds(CURLINFO_STARTTRANSFER_TIME_T),
             total: Double(monotonicNow() &- startTime) / 1e9, remoteAddress: easy.info(string: CURLINFO_PRIMARY_IP),
             httpVersion: version, connectionReused: easy.info(long: CURLINFO_NUM_CONNECTS) == 0,
-            redirectCount: redirectCount)
+            redirectCount: redirectCount, attempts: attempt)
     }
 }

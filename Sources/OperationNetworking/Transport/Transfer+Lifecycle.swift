@@ -16,6 +16,8 @@ extension Transfer {
         case waiting
         /// On curl with this handle.
         case active(CurlEasyHandle)
+        /// Between attempts (`RetryPolicy`): off curl until the monotonic time `until`, then waiting again.
+        case delaying(until: UInt64)
         /// Over; its delegate is told once (`finish()`).
         case finished
     }
@@ -30,9 +32,11 @@ extension Transfer {
         case redirect
         /// A 401/407 the library may answer: its body is set aside likewise.
         case challenge
+        /// A status the retry policy may send again (a 503, say): its body is set aside likewise.
+        case retryable
 
         /// Whether body bytes go to `setAsideBody` rather than the sink.
-        var setsBodyAside: Bool { self == .redirect || self == .challenge }
+        var setsBodyAside: Bool { self == .redirect || self == .challenge || self == .retryable }
     }
 
     /// What the network thread does once curl reports the current hop done.
@@ -41,6 +45,9 @@ extension Transfer {
         case finish(TransferOutcome)
         /// Send the next hop (a redirect to follow, a challenge to answer) on the same handle.
         case sendNextHop
+        /// Recycle the handle and send the request again after `delay` seconds (`RetryPolicy`); `error`
+        /// is the transport failure, or `nil` for a retryable status.
+        case retry(after: TimeInterval, error: Error?)
     }
 
     /// The easy handle while the transfer is on curl.
@@ -80,16 +87,89 @@ extension Transfer {
     func hopEnded(code: CURLcode) -> HopEndAction {
         guard case .active(let easy) = state else { return .finish(.cancelled) }
         collectMetrics(from: easy)
-        if let error = abortError { return .finish(.failed(error)) }
-        guard code == CURLE_OK else { return .finish(.failed(failure(code, easy: easy))) }
+        if let error = abortError { return retryOrFinish(.failed(error)) }
+        guard code == CURLE_OK else { return retryOrFinish(.failed(failure(code, easy: easy))) }
         switch hop {
         case .redirect: return redirectEnded()
         case .challenge: return challengeEnded()
         case .awaitingHead: return .finish(.completed)
+        case .retryable:
+            if let delay = retryDelayForStatus() { return .retry(after: delay, error: nil) }
+            return .finish(deliverSetAside())
         case .delivering:
-            if let shortfall = bodyShortfall(easy) { return .finish(.failed(shortfall)) }
+            if let shortfall = bodyShortfall(easy) { return retryOrFinish(.failed(shortfall)) }
             return .finish(.completed)
         }
+    }
+
+    // MARK: Retry
+
+    /// Whether another attempt may be made at all: attempts left, a method the policy allows, a body
+    /// that can be sent again, no bytes given to a caller's stream, not a resumed download.
+    private var mayRetry: Bool {
+        guard attempt < retryPolicy.maxAttempts, resumeFrom == nil,
+              retryPolicy.retryableMethods.contains((originalRequest.httpMethod ?? "GET").uppercased()) else { return false }
+        if outputStream != nil && bytesReceived > 0 { return false }
+        guard let stream = originalRequest.httpBodyStream else { return true }
+        return (stream as? MultipartBodyStream)?.canBeRebuilt ?? false   // a caller's own stream: never
+    }
+
+    /// A failed attempt: retried when its error is one the policy names, else the transfer ends.
+    private func retryOrFinish(_ outcome: TransferOutcome) -> HopEndAction {
+        guard case .failed(let error) = outcome, mayRetry, let code = (error as? URLError)?.code,
+              retryPolicy.retryableErrorCodes.contains(code) else { return .finish(outcome) }
+        return .retry(after: retryPolicy.backoff(after: attempt), error: error)
+    }
+
+    /// The delay before retrying a retryable status, or `nil` to deliver it: no attempts left, or a
+    /// `Retry-After` beyond the policy's `maxDelay`.
+    private func retryDelayForStatus() -> TimeInterval? {
+        guard mayRetry else { return nil }
+        if retryPolicy.respectsRetryAfter, let header = head?.value(for: "Retry-After"),
+           let requested = RetryPolicy.retryAfter(header) {
+            return requested <= retryPolicy.maxDelay ? requested : nil
+        }
+        return retryPolicy.backoff(after: attempt)
+    }
+
+    /// Whether a final response with `status` is one the policy may retry (its body is then set aside).
+    func isRetryableStatus(_ status: Int) -> Bool {
+        retryPolicy.retryableStatusCodes.contains(status) && mayRetry
+    }
+
+    /// `active → delaying`: off curl until the next attempt is due.
+    func delay(for seconds: TimeInterval, now: UInt64) -> UInt64 {
+        let until = now &+ UInt64(max(0, min(seconds, 1e6)) * 1e9)
+        state = .delaying(until: until)
+        return until
+    }
+
+    /// `delaying → waiting`: everything of the last attempt is dropped and the original request is
+    /// sent again (a multipart body the serializer built is rebuilt). False when the transfer ended
+    /// meanwhile (cancelled or paused during the delay).
+    func beginNextAttempt() -> Bool {
+        guard case .delaying = state else { return false }
+        attempt += 1
+        var request = originalRequest
+        if let multipart = request.httpBodyStream as? MultipartBodyStream {
+            request.httpBodyStream = multipart.rebuilt()
+            originalRequest = request
+        }
+        currentRequest = request
+        head = nil
+        body = Data()
+        bytesReceived = 0
+        expectedBodyLength = -1
+        setAsideBody = Data()
+        redirectCount = 0
+        challengeRounds = 0
+        serverCredential = nil
+        proxyCredential = nil
+        abortError = nil
+        callerRange = nil
+        rangeBase = 0
+        state = .waiting
+        return true
     }
 
     /// curl's failure as the `URLError` that says what happened. curl's codes are refined where the

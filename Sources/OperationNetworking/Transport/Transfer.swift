@@ -79,6 +79,8 @@ protocol TransferDelegate: AnyObject, Sendable {
     /// The network thread took the transfer in; called on `CallbackQueues.delivery`, with `batch`
     /// gathering the completion-queue work of the same network-thread iteration.
     func transferDidStart(_ transfer: Transfer, batch: CompletionBatch)
+    /// Attempt `attempt` will be sent after `delay` seconds; on `CallbackQueues.delivery`.
+    func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?)
     /// The transfer ended; called exactly once, on `CallbackQueues.delivery` (`batch` as above).
     func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch)
 }
@@ -112,10 +114,16 @@ final class Transfer: @unchecked Sendable {
     let clientCertificate: ClientCertificate?
     /// The most body bytes accepted (`nil`: no limit); counted after decoding, across a resume.
     let maximumBodySize: Int64?
+    /// When to send the request again (`RetryPolicy.none`: never).
+    let retryPolicy: RetryPolicy
 
     // MARK: Network thread only
     /// The request of the current hop (changes on redirects).
     var currentRequest: URLRequest
+    /// The request each attempt starts from (its multipart body replaced by a rebuilt one for a retry).
+    var originalRequest: URLRequest
+    /// The attempt under way, 1 for the first.
+    var attempt = 1
     /// The network thread that admitted the transfer (set when it takes the transfer in).
     var network: NetworkThread?
     /// The last complete response head.
@@ -173,9 +181,12 @@ final class Transfer: @unchecked Sendable {
     ///   - initialBody: bytes a paused in-memory download already holds; appended to on a 206.
     init(request: URLRequest, outputStream: OutputStream?, resumeFrom: ResumePoint?, initialBody: Data,
          security: SecurityPolicy.Snapshot? = nil, clientCertificate: ClientCertificate? = nil, maximumBodySize: Int64? = nil,
+         retryPolicy: RetryPolicy = .none,
          delegate: TransferDelegate) {
         self.clientCertificate = clientCertificate
         self.maximumBodySize = maximumBodySize
+        self.retryPolicy = retryPolicy
+        self.originalRequest = request
         self.currentRequest = request
         self.outputStream = outputStream
         self.resumeFrom = resumeFrom

@@ -25,11 +25,13 @@ public struct TransferMetrics: Sendable, Equatable {
     public let connectionReused: Bool
     /// How many redirects were followed.
     public let redirectCount: Int
+    /// How many times the request was sent (1 unless a `RetryPolicy` sent it again).
+    public let attempts: Int
 
     /// Creates metrics; the library fills them in, tests may build their own.
     public init(nameLookup: TimeInterval, connect: TimeInterval, tlsHandshake: TimeInterval,
                 firstByte: TimeInterval, total: TimeInterval, remoteAddress: String?,
-                httpVersion: String?, connectionReused: Bool, redirectCount: Int) {
+                httpVersion: String?, connectionReused: Bool, redirectCount: Int, attempts: Int = 1) {
         self.nameLookup = nameLookup
         self.connect = connect
         self.tlsHandshake = tlsHandshake
@@ -39,5 +41,6 @@ public struct TransferMetrics: Sendable, Equatable {
         self.httpVersion = httpVersion
         self.connectionReused = connectionReused
         self.redirectCount = redirectCount
+        self.attempts = attempts
     }
 }

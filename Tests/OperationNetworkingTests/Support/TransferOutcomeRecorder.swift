@@ -22,6 +22,7 @@ final class TransferOutcomeRecorder: TransferDelegate, @unchecked Sendable {
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
     func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
     func transferDidStart(_ transfer: Transfer, batch: CompletionBatch) {}
+    func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {}
     func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch) {
         let completed: Bool
         if case .completed = outcome { completed = true } else { completed = false }

@@ -29,7 +29,7 @@ final class MultipartBodyStream: InputStream {
     private var status: Stream.Status = .notOpen
     private var failure: Error?
 
-    init(builder: MultipartFormDataBuilder) {
+    convenience init(builder: MultipartFormDataBuilder) {
         var segments: [Segment] = []
         var total: Int64 = 0
         let boundary = builder.boundary
@@ -50,11 +50,27 @@ final class MultipartBodyStream: InputStream {
         let tail = Data("\r\n--\(boundary)--\r\n".utf8)
         segments.append(.bytes(tail))
         total += Int64(tail.count)
+        self.init(segments: segments, contentLength: total, packetSize: builder.packetSize, delay: builder.delay)
+    }
+
+    private init(segments: [Segment], contentLength: Int64, packetSize: Int, delay: TimeInterval) {
         self.segments = segments
-        self.contentLength = total
-        self.packetSize = builder.packetSize
-        self.delay = builder.delay
+        self.contentLength = contentLength
+        self.packetSize = packetSize
+        self.delay = delay
         super.init(data: Data())
+    }
+
+    /// Whether the body can be produced again from the start: true unless a part is a caller's stream
+    /// (data and files are simply read again).
+    var canBeRebuilt: Bool {
+        !segments.contains { if case .stream = $0 { return true } else { return false } }
+    }
+
+    /// A new, unread stream of the same body (for a retry); `nil` when a part is a caller's stream.
+    func rebuilt() -> MultipartBodyStream? {
+        guard canBeRebuilt else { return nil }
+        return MultipartBodyStream(segments: segments, contentLength: contentLength, packetSize: packetSize, delay: delay)
     }
 
     override var streamStatus: Stream.Status { status }
