@@ -13,6 +13,7 @@ private enum ManagerCodingKeys {
     static let responseSerializer = "responseSerializer"
     static let securityPolicy = "securityPolicy"
     static let shouldUseCredentialStorage = "shouldUseCredentialStorage"
+    static let retryPolicy = "retryPolicy"
 }
 
 extension HTTPRequestOperationManager {
@@ -20,8 +21,8 @@ extension HTTPRequestOperationManager {
     /// refuses unexpected classes instead of letting corelibs' unarchiver stop the process.
     public static var supportsSecureCoding: Bool { true }
 
-    /// Archives the base URL, both serializers, the security policy and `shouldUseCredentialStorage`,
-    /// with `version` = 1. Never archived: the queue, completion queue and group, `credential` (the
+    /// Archives the base URL, both serializers, the security policy, `shouldUseCredentialStorage` and
+    /// the retry policy (as JSON data), with `version` = 1. Never archived: the queue, completion queue and group, `credential` (the
     /// library writes no secret) and `clientCertificate` (it holds a private key). An `Authorization`
     /// header set on the request serializer *is* archived, as in AFNetworking.
     public func encode(with coder: NSCoder) {
@@ -31,6 +32,7 @@ extension HTTPRequestOperationManager {
         coder.encode(responseSerializer, forKey: ManagerCodingKeys.responseSerializer)
         coder.encode(securityPolicy, forKey: ManagerCodingKeys.securityPolicy)
         coder.encode(shouldUseCredentialStorage, forKey: ManagerCodingKeys.shouldUseCredentialStorage)
+        coder.encodeJSON(retryPolicy.archived, forKey: ManagerCodingKeys.retryPolicy)
     }
 
     /// A manager equal in configuration, with its own empty queue and copies of the serializers and
@@ -44,6 +46,7 @@ extension HTTPRequestOperationManager {
         copy.credential = credential
         copy.clientCertificate = clientCertificate
         copy.maximumResponseSize = maximumResponseSize
+        copy.retryPolicy = retryPolicy
         copy.completionQueue = completionQueue
         copy.completionGroup = completionGroup
         return copy
@@ -64,6 +67,13 @@ extension HTTPRequestOperationManager {
         if let value = coder.decodeCheckedBool(forKey: ManagerCodingKeys.shouldUseCredentialStorage,
                                                of: HTTPRequestOperationManager.self) {
             shouldUseCredentialStorage = value
+        }
+        if let archived = coder.decodeJSON([String: Any].self, forKey: ManagerCodingKeys.retryPolicy) {
+            if let policy = RetryPolicy(archived: archived) {
+                retryPolicy = policy
+            } else {
+                coder.failInvalidValue(forKey: ManagerCodingKeys.retryPolicy, expected: "retry policy")
+            }
         }
     }
 

@@ -36,6 +36,7 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     private var storedSecurityPolicy = SecurityPolicy.default()                   // guarded by lock
     private var storedClientCertificate: ClientCertificate?                       // guarded by lock
     private var storedMaximumResponseSize: Int64?                                 // guarded by lock
+    private var storedRetryPolicy = RetryPolicy.none                              // guarded by lock
     private var storedReachability = NetworkReachabilityManager.shared            // guarded by lock
     private var storedCompletionQueue: DispatchQueue?                             // guarded by lock
     private var storedCompletionGroup: DispatchGroup?                             // guarded by lock
@@ -118,6 +119,12 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         get { lock.withLock { storedMaximumResponseSize } }
         set { lock.withLock { storedMaximumResponseSize = newValue } }
     }
+    /// Copied onto each operation: when it sends its request again (see `RetryPolicy`). Default `.none`.
+    /// Archived with the manager.
+    public var retryPolicy: RetryPolicy {
+        get { lock.withLock { storedRetryPolicy } }
+        set { lock.withLock { storedRetryPolicy = newValue } }
+    }
     /// Copied onto each operation; also where request-building failures are reported. Default `nil`:
     /// the library's serial callback queue.
     public var completionQueue: DispatchQueue? {
@@ -137,9 +144,10 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         let settings = lock.withLock {
             (storedResponseSerializer, storedShouldUseCredentialStorage, storedCredential,
              storedCompletionQueue, storedCompletionGroup, storedSecurityPolicy, storedClientCertificate,
-             storedMaximumResponseSize)
+             storedMaximumResponseSize, storedRetryPolicy)
         }
         operation.maximumResponseSize = settings.7
+        operation.retryPolicy = settings.8
         operation.securityPolicy = settings.5
         operation.clientCertificate = settings.6
         operation.responseSerializer = settings.0

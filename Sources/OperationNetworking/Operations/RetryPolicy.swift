@@ -75,3 +75,28 @@ public struct RetryPolicy: Sendable, Equatable {
         return max(0, date.timeIntervalSince(now))
     }
 }
+
+// MARK: - Archiving (with the manager)
+
+extension RetryPolicy {
+    /// The policy as a JSON-compatible dictionary (error codes as their raw values).
+    var archived: [String: Any] {
+        ["maxAttempts": maxAttempts, "baseDelay": baseDelay, "maxDelay": maxDelay,
+         "retryableMethods": retryableMethods.sorted(), "retryableStatusCodes": retryableStatusCodes.sorted(),
+         "retryableErrorCodes": retryableErrorCodes.map(\.rawValue).sorted(), "respectsRetryAfter": respectsRetryAfter]
+    }
+
+    /// A policy from `archived`'s form; `nil` when a field is missing, of another type or out of range.
+    init?(archived: [String: Any]) {
+        guard let attempts = archived["maxAttempts"] as? Int, (1...1_000).contains(attempts),
+              let base = archived["baseDelay"] as? Double, base.isFinite, base >= 0,
+              let cap = archived["maxDelay"] as? Double, cap.isFinite, cap >= 0,
+              let methods = archived["retryableMethods"] as? [String],
+              let statuses = archived["retryableStatusCodes"] as? [Int],
+              let errors = archived["retryableErrorCodes"] as? [Int],
+              let respects = archived["respectsRetryAfter"] as? Bool else { return nil }
+        self.init(maxAttempts: attempts, baseDelay: base, maxDelay: cap, retryableMethods: Set(methods),
+                  retryableStatusCodes: Set(statuses), retryableErrorCodes: Set(errors.compactMap { URLError.Code(rawValue: $0) }),
+                  respectsRetryAfter: respects)
+    }
+}

@@ -127,4 +127,42 @@ final class RetryTests: ServerTestCase {
         XCTAssertEqual(RetryPolicy.retryAfter("Mon, 12 Jan 1970 13:46:50 GMT", now: date), 10)
         XCTAssertNil(RetryPolicy.retryAfter("soon"))
     }
+
+    func testTheManagerCopiesItsPolicyOntoOperationsAndArchivesIt() throws {
+        let manager = HTTPRequestOperationManager(baseURL: server.url("/"))
+        manager.responseSerializer = HTTPResponseSerializer()
+        var policy = quick
+        policy.retryableStatusCodes = [503, 599]
+        policy.retryableMethods = ["GET", "PATCH"]
+        manager.retryPolicy = policy
+        let done = expectation(description: "success")
+        let operation = try XCTUnwrap(manager.GET("flaky/1/\(UUID().uuidString)", parameters: nil, success: { operation, _ in
+            XCTAssertEqual(operation.attempts, 2)
+            done.fulfill()
+        }, failure: { _, error in XCTFail("\(error)") }))
+        XCTAssertEqual(operation.retryPolicy, policy)
+        wait(for: [done], timeout: 10)
+
+        let data = try NSKeyedArchiver.archivedData(withRootObject: manager, requiringSecureCoding: true)
+        let restored = try SafeArchive.unarchive(HTTPRequestOperationManager.self, from: data)
+        XCTAssertEqual(restored.retryPolicy, policy)
+        XCTAssertEqual((manager.copy() as? HTTPRequestOperationManager)?.retryPolicy, policy)
+        XCTAssertNil(RetryPolicy(archived: ["maxAttempts": 0]), "a damaged policy is refused, not defaulted")
+    }
+
+    /// libcurl sends a request again on a fresh connection when a reused keep-alive connection turns
+    /// out to be closed, whatever the policy: a stale connection never surfaces as a failure.
+    func testAStaleKeepAliveConnectionIsNeverAFailureEvenForAPOST() throws {
+        let peer = try XCTUnwrap(RawServer("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+        defer { peer.stop() }
+        for method in ["GET", "POST", "GET", "POST"] {
+            var request = URLRequest(url: try XCTUnwrap(peer.url))
+            request.httpMethod = method
+            if method == "POST" { request.httpBody = Data("payload".utf8) }
+            let operation = HTTPRequestOperation(request: request)
+            XCTAssertEqual(operation.retryPolicy, .none)
+            XCTAssertNil(run(operation).error, method)
+            XCTAssertEqual(operation.responseData, Data("ok".utf8))
+        }
+    }
 }
