@@ -84,7 +84,7 @@ final class RetryTests: ServerTestCase {
         let cancelledAt = Date()
         waiting.cancel()
         wait(for: [done], timeout: 5)
-        XCTAssertLessThan(Date().timeIntervalSince(cancelledAt), 0.5, "the 30 s delay did not hold the cancel")
+        XCTAssertLessThan(Date().timeIntervalSince(cancelledAt), 3, "the 30 s delay did not hold the cancel")
         XCTAssertEqual(box.value?.urlErrorCode, .cancelled)
         XCTAssertEqual(server.requests.count, 1)
     }

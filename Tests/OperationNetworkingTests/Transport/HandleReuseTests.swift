@@ -52,7 +52,7 @@ final class HandleReuseTests: ServerTestCase {
             let operation = HTTPRequestOperation(request: request("/echo"))
             let (done, box) = recordOutcome(of: operation)
             operation.start()
-            wait(for: [done], timeout: 0.5)
+            wait(for: [done], timeout: 0.8)   // under the 1 s idle poll a lost wake-up would cost
             XCTAssertTrue(box.value?.isSuccess ?? false)
         }
     }

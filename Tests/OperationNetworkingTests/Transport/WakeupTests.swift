@@ -27,7 +27,7 @@ final class WakeupTests: ServerTestCase {
             let transfer = Transfer(request: request("/echo"), outputStream: nil, resumeFrom: nil, initialBody: Data(),
                                     delegate: recorder)
             thread.submit(.add(transfer))
-            wait(for: [done], timeout: 0.5)   // the idle poll would take a second
+            wait(for: [done], timeout: 0.8)   // the idle poll would take a second
             XCTAssertEqual(recorder.completed, true)
         }
     }
