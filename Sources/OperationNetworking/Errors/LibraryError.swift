@@ -25,6 +25,10 @@ public enum RequestSerializationErrorCode: Int, Sendable {
     case fileNotReadable = 4
     /// A request without a body stream was given to `request(withMultipartFormRequest:writingStreamContentsTo:completion:)`.
     case missingBodyStream = 5
+    /// Parameters nested more deeply than `HTTPRequestSerializer.maximumParameterNestingDepth` arrays,
+    /// dictionaries and sets: refused before any encoder recurses into them (a deep enough value would
+    /// otherwise overflow the stack).
+    case nestingTooDeep = 6
 }
 
 /// The codes of errors in `ArchiveErrorDomain`: an archive `SafeArchive.unarchive(_:from:)` refuses.
@@ -78,6 +82,12 @@ enum LibraryError {
     static func invalidHeader(_ name: String, url: URL?) -> NSError {
         requestSerialization(.invalidHeader, "The header \"\(name)\" contains CR, LF or NUL, which a header cannot carry.",
                              url: url)
+    }
+
+    /// The error for parameters nested deeper than `limit`.
+    static func nestingTooDeep(limit: Int, url: URL?) -> NSError {
+        requestSerialization(.nestingTooDeep, "The parameters nest arrays, dictionaries and sets more than \(limit) levels deep "
+                             + "(HTTPRequestSerializer.maximumParameterNestingDepth).", url: url)
     }
 
     /// An error in `ArchiveErrorDomain`.

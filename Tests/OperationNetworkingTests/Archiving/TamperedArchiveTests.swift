@@ -54,6 +54,23 @@ final class TamperedArchiveTests: XCTestCase {
         assertInvalidValue { try SafeArchive.unarchive(HTTPRequestSerializer.self, from: tampered) }
     }
 
+    /// Settings stored as JSON are read by `JSONSerialization`, whose reader refuses more than 512
+    /// levels without recursing further; so JSON nested 100,000 deep in an archive is an invalid
+    /// value, not a stack overflow (and nothing deep reaches `encodeJSON`'s `isValidJSONObject`).
+    func testASerializerWhoseJSONSettingsAreNestedAHundredThousandDeepIsRefused() throws {
+        let depth = 100_000
+        let deepArrays = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+        let deepObjects = String(repeating: "{\"a\":", count: depth) + "1" + String(repeating: "}", count: depth)
+        for json in [deepArrays, deepObjects] {
+            let archive = try SafeArchive.archive(HTTPRequestSerializer())
+            let tampered = try editing(archive) { objects in
+                for index in objects.indices where objects[index] is Data { objects[index] = Data(json.utf8) }
+            }
+            XCTAssertLessThan(tampered.count, SafeArchive.maximumSize)
+            assertInvalidValue { try SafeArchive.unarchive(HTTPRequestSerializer.self, from: tampered) }
+        }
+    }
+
     // MARK: - Numbers replaced by strings
 
     /// An archive as a property list, edited through `edit`, written back as a binary archive.

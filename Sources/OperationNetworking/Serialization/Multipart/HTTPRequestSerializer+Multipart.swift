@@ -6,7 +6,8 @@ import FoundationNetworking
 extension HTTPRequestSerializer {
     /// A `multipart/form-data` request: `parameters` become form fields (AFN's flattening, names
     /// unescaped), then `block` appends parts. The body is a stream read during the upload, with an
-    /// exact `Content-Length` and a random boundary. `GET` and `HEAD` cannot carry a body: they throw.
+    /// exact `Content-Length` and a random boundary. `GET` and `HEAD` cannot carry a body: they throw;
+    /// so do parameters nested deeper than `maximumParameterNestingDepth` (`nestingTooDeep`).
     /// Without any part the request keeps the empty url-encoded body (AFN).
     public func multipartFormRequest(method: String, urlString: String, parameters: Any?,
                                      constructingBodyWith block: ((MultipartFormData) throws -> Void)?) throws -> URLRequest {
@@ -18,7 +19,7 @@ extension HTTPRequestSerializer {
         let builder = MultipartFormDataBuilder()
         let encoding = stringEncoding
         var fields: [(name: String, value: Any?)] = []
-        if let parameters { fields = QueryString.flatten(parameters) }
+        if let parameters { fields = try QueryString.flatten(parameters, url: request.url) }
         for (name, value) in fields {
             let data: Data?
             switch value {

@@ -41,6 +41,15 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
     var storedMethodsInURI: Set<String> = ["GET", "HEAD", "DELETE"]   // guarded by lock
     var storedEncoding: String.Encoding = .utf8              // guarded by lock
 
+    /// The deepest nesting of arrays, dictionaries and sets the library's encodings accept in
+    /// parameters: 256 (the top-level container is level 1). Deeper parameters fail with
+    /// `RequestSerializationErrorCode.nestingTooDeep` — in the query string, the form body, multipart
+    /// fields, JSON and property lists alike — instead of overflowing the stack of the encoders, which
+    /// recurse once per level. 256 is below the 512 levels Foundation's JSON and property-list readers
+    /// accept, and Foundation's JSON and property-list writers need about 1.5 KiB of stack per level,
+    /// so even a thread with a 512 KiB stack can encode the deepest accepted parameters.
+    public static let maximumParameterNestingDepth = 256
+
     /// A serializer with AFN's default headers: `Accept-Language` and `User-Agent`.
     public required override init() {
         super.init()
@@ -187,13 +196,15 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
         lock.withLock { storedMethodsInURI }.contains((request.httpMethod ?? "GET").uppercased())
     }
 
-    /// A copy of `request` with the default headers and `parameters` applied.
+    /// A copy of `request` with the default headers and `parameters` applied. Throws `nestingTooDeep`
+    /// for parameters nested deeper than `maximumParameterNestingDepth` (a custom query-string block
+    /// gets the parameters unchecked: its recursion, if any, is its own).
     open func request(bySerializing request: URLRequest, withParameters parameters: Any?) throws -> URLRequest {
         var result = try applyingDefaultHeaders(request)
         let (custom, methods, encoding) = lock.withLock { (customQuery, storedMethodsInURI, storedEncoding) }
         var query: String?
         if let parameters {
-            query = try custom.map { try $0(result, parameters) } ?? QueryString.encode(parameters)
+            query = try custom.map { try $0(result, parameters) } ?? QueryString.encode(parameters, url: result.url)
         }
         if methods.contains((result.httpMethod ?? "GET").uppercased()) {
             if let query, let url = result.url {

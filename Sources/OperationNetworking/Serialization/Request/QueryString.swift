@@ -9,18 +9,21 @@ import Foundation
 /// - Threading: pure functions.
 enum QueryString {
     /// The encoded string for `parameters` (usually a dictionary). Throws for a value that has no
-    /// text form AFN could have sent (a NaN or infinite number).
-    static func encode(_ parameters: Any) throws -> String {
-        try pairs(key: nil, value: parameters).map { pair in
+    /// text form AFN could have sent (a NaN or infinite number), and `nestingTooDeep` (failing URL
+    /// `url`) for parameters nested deeper than `HTTPRequestSerializer.maximumParameterNestingDepth`.
+    static func encode(_ parameters: Any, url: URL? = nil) throws -> String {
+        try ParameterNesting.validate(parameters, url: url)
+        return try pairs(key: nil, value: parameters).map { pair in
             guard let value = pair.value else { return escape(pair.key ?? "") }
             return escape(pair.key ?? "") + "=" + escape(try render(value))
         }.joined(separator: "&")
     }
 
     /// The flattened `(name, value)` pairs, names unescaped and values as given (`nil` for `NSNull`):
-    /// what multipart form fields are made of.
-    static func flatten(_ parameters: Any) -> [(name: String, value: Any?)] {
-        pairs(key: nil, value: parameters).map { ($0.key ?? "", $0.value) }
+    /// what multipart form fields are made of. Throws `nestingTooDeep` as `encode` does.
+    static func flatten(_ parameters: Any, url: URL? = nil) throws -> [(name: String, value: Any?)] {
+        try ParameterNesting.validate(parameters, url: url)
+        return pairs(key: nil, value: parameters).map { ($0.key ?? "", $0.value) }
     }
 
     /// Percent-encodes with AFN's allowed set; a whole UTF-8 string at once, so no character is split.
@@ -53,7 +56,9 @@ enum QueryString {
         var value: Any?
     }
 
-    /// Flattens one value under `key` (AFN's `AFQueryStringPairsFromKeyAndValue`).
+    /// Flattens one value under `key` (AFN's `AFQueryStringPairsFromKeyAndValue`). Recursive, one
+    /// level per container: reached only through `encode` and `flatten`, whose `ParameterNesting`
+    /// check counts every container this descends into, so the recursion stays within the limit.
     private static func pairs(key: String?, value: Any) -> [Pair] {
         if let dictionary = dictionaryEntries(value) {
             return dictionary.sorted { $0.0 < $1.0 }.flatMap { name, nested in

@@ -5,7 +5,8 @@ import FoundationNetworking
 
 /// Sends parameters as a JSON body (`Content-Type: application/json`) for methods that carry a body;
 /// `GET`, `HEAD` and `DELETE` still put them in the query string (AFNetworking's `AFJSONRequestSerializer`).
-/// Parameters that are not valid JSON throw; nothing crashes.
+/// Parameters that are not valid JSON throw, as do parameters nested deeper than
+/// `maximumParameterNestingDepth` (`nestingTooDeep`); nothing crashes.
 open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
     private var storedWritingOptions: JSONSerialization.WritingOptions = []   // guarded by lock
 
@@ -45,6 +46,8 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
         if encodesParametersInURI(request) { return try super.request(bySerializing: request, withParameters: parameters) }
         var result = try applyingDefaultHeaders(request)
         guard let parameters else { return result }
+        // Before Foundation: isValidJSONObject and the writer recurse once per level.
+        try ParameterNesting.validate(parameters, url: request.url)
         let options = writingOptions
         guard JSONSerialization.isValidJSONObject(parameters) || (options.contains(.fragmentsAllowed) && isJSONScalar(parameters)) else {
             throw LibraryError.requestSerialization(.unencodableParameters, "The parameters cannot be encoded as JSON.",
@@ -68,7 +71,8 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
 }
 
 /// Sends parameters as a property list body (`Content-Type: application/x-plist`) for methods that carry
-/// a body (AFNetworking's `AFPropertyListRequestSerializer`). Values a property list cannot hold throw.
+/// a body (AFNetworking's `AFPropertyListRequestSerializer`). Values a property list cannot hold throw,
+/// as do parameters nested deeper than `maximumParameterNestingDepth` (`nestingTooDeep`).
 open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
     private var storedFormat: PropertyListSerialization.PropertyListFormat = .xml     // guarded by lock
     private var storedWriteOptions: PropertyListSerialization.WriteOptions = 0       // guarded by lock
@@ -122,6 +126,8 @@ open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Send
         if encodesParametersInURI(request) { return try super.request(bySerializing: request, withParameters: parameters) }
         var result = try applyingDefaultHeaders(request)
         guard let parameters else { return result }
+        // Before Foundation: the property-list writer recurses once per level.
+        try ParameterNesting.validate(parameters, url: request.url)
         do {
             result.httpBody = try PropertyListSerialization.data(fromPropertyList: parameters, format: format,
                                                                  options: writeOptions)
