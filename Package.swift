@@ -23,6 +23,13 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // zlib, found through pkg-config; Debian: zlib1g-dev. The library inflates gzip and deflate
+        // bodies itself so that a compressed stream cut short is an error (libcurl 7.88 passes it).
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         // Typed, non-variadic wrappers for curl_easy_setopt / getinfo / curl_multi_setopt.
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         // X.509 verification for SecurityPolicy through the OpenSSL libcurl already uses (libssl-dev).
@@ -31,7 +38,7 @@ let package = Package(
         .target(name: "CNetlink"),
         .target(
             name: "OperationNetworking",
-            dependencies: ["CCurl", "CCurlShim", "CTrust", "CNetlink"]
+            dependencies: ["CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib"]
         ),
         // In-process HTTP/1.1 and HTTPS loopback server, and certificates made for each test run, for the
         // tests and `onet demo` (never used by the library). A target, not a product: users of the

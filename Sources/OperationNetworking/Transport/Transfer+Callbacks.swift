@@ -26,6 +26,19 @@ extension Transfer {
     /// A piece of the response body arrived; false aborts the transfer.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         lastActivity = monotonicNow()
+        guard let decoder else { return receiveDecoded(bytes) }
+        switch decoder.decode(bytes, into: { receiveDecoded($0) }) {
+        case .ok, .refused:
+            return abortError == nil
+        case .damaged:
+            abortError = TransportError.make(.cannotDecodeContentData, "The compressed response body is damaged.",
+                                             url: currentRequest.url)
+            return false
+        }
+    }
+
+    /// Body bytes as the caller gets them (inflated when compressed): set aside, skipped or delivered.
+    private func receiveDecoded(_ bytes: UnsafeRawBufferPointer) -> Bool {
         if hop.setsBodyAside {
             // A 3xx or 401 body may become the response: it is held to the same limit.
             if let limit = maximumBodySize, Int64(setAsideBody.count + bytes.count) > limit {
@@ -120,6 +133,7 @@ extension Transfer {
         }
         let head = headerParser.head(url: url)
         self.head = head
+        decoder = asksForEncodings ? head.value(for: "Content-Encoding").flatMap { ContentDecoder(contentEncoding: $0) } : nil
         if Set(head.values(for: "Content-Length").map { $0.trimmingCharacters(in: .whitespaces) }).count > 1 {
             // Two lengths for one body: no way to tell where it ends (RFC 9112 §6.3).
             abortError = TransportError.make(.cannotParseResponse, "The response has conflicting Content-Length headers.",

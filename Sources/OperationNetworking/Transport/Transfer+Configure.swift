@@ -8,8 +8,9 @@ import FoundationNetworking
 // MARK: - Network thread: request → easy handle
 
 extension Transfer {
-    /// Everything curl decodes in this build ("" asks curl to offer all of them and decode the reply).
-    private static let allEncodings = ""
+    /// The encodings the library offers and inflates itself (`ContentDecoder`), so that a compressed
+    /// body cut short is an error; libcurl only sends the header and passes the bytes through.
+    private static let offeredEncodings = "gzip, deflate"
 
     /// Sets up `easy` for the current hop. Throws a `URLError` for a request curl must not see.
     ///
@@ -33,6 +34,7 @@ extension Transfer {
         let plain = plainConfiguration(request, method: method, isHTTPS: scheme == "https",
                                        asksForEncodings: asksForEncodings, timeoutMilliseconds: timeoutMilliseconds)
         let userdata = Unmanaged.passUnretained(self).toOpaque()
+        self.asksForEncodings = asksForEncodings
         if let plain, easy.plainConfiguration == plain {
             easy.clearError()
             upload?.close()
@@ -68,7 +70,8 @@ extension Transfer {
         try configureMethodAndBody(easy, method: method, request: request, userdata: userdata)
         try easy.setHeaders(headerLines(for: request, url: url))
         if asksForEncodings {
-            try easy.set(CURLOPT_ACCEPT_ENCODING, Transfer.allEncodings)
+            try easy.set(CURLOPT_ACCEPT_ENCODING, Transfer.offeredEncodings)
+            try easy.set(CURLOPT_HTTP_CONTENT_DECODING, false)
         }
         easy.plainConfiguration = plain
         beginHop()
@@ -89,6 +92,7 @@ extension Transfer {
     private func beginHop() {
         headerParser = ResponseHeaderParser()
         hop = .awaitingHead
+        decoder = nil
         socketOpenError = 0
         hopStartTime = monotonicNow()
         lastActivity = hopStartTime

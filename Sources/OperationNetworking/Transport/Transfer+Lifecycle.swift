@@ -98,8 +98,17 @@ extension Transfer {
             return .finish(deliverSetAside())
         case .delivering:
             if let shortfall = bodyShortfall(easy) { return retryOrFinish(.failed(shortfall)) }
+            if let unfinished = unfinishedCompression() { return retryOrFinish(.failed(unfinished)) }
             return .finish(.completed)
         }
+    }
+
+    /// A compressed body whose stream never reached its end: every announced byte may have arrived,
+    /// yet the body is cut (libcurl 7.88 does not check this itself).
+    private func unfinishedCompression() -> URLError? {
+        guard let decoder, !decoder.isComplete else { return nil }
+        return TransportError.make(.cannotDecodeContentData, "The compressed response body ended before its end.",
+                                   url: currentRequest.url)
     }
 
     // MARK: Retry
@@ -251,7 +260,8 @@ extension Transfer {
 
     /// The set-aside response becomes the caller's: completed, or failed if the sink refused it.
     private func deliverSetAside() -> TransferOutcome {
-        deliverSetAsideResponse() ? .completed : .failed(abortError ?? TransportError.make(
+        if let unfinished = unfinishedCompression() { return .failed(unfinished) }
+        return deliverSetAsideResponse() ? .completed : .failed(abortError ?? TransportError.make(
             .cannotWriteToFile, "The output stream did not accept the response body.", url: currentRequest.url))
     }
 }

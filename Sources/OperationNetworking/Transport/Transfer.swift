@@ -152,6 +152,11 @@ final class Transfer: @unchecked Sendable {
     var headerParser = ResponseHeaderParser()
     /// What the current hop's response is.
     var hop: Hop = .awaitingHead
+    /// Inflates the current response's body when the library asked for compression and the server
+    /// used gzip or deflate; `nil` otherwise (bytes pass as they come).
+    var decoder: ContentDecoder?
+    /// Whether this hop asked for compressed bodies (the request set no `Accept-Encoding` of its own).
+    var asksForEncodings = false
     /// Body of a redirect or challenge candidate, kept in case it becomes the response.
     var setAsideBody = Data()
     /// Challenge rounds answered so far.

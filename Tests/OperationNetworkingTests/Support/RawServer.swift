@@ -69,12 +69,18 @@ final class RawServer: @unchecked Sendable {
     }
 
     private func serve(_ connection: Int32) {
+        // The whole request is read (head and a Content-Length body): closing with unread bytes would
+        // send a reset instead of the response.
         var request: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while !request.suffix(4).elementsEqual([13, 10, 13, 10]) {
+        var needed = Int.max
+        while request.count < needed {
             let count = read(connection, &buffer, buffer.count)
             guard count > 0 else { break }
             request.append(contentsOf: buffer[0..<count])
+            if needed == .max, let end = RawServer.headEnd(request) {
+                needed = end + RawServer.contentLength(String(decoding: request[0..<end], as: UTF8.self))
+            }
         }
         var sent = 0
         while sent < response.count {
@@ -84,5 +90,22 @@ final class RawServer: @unchecked Sendable {
         }
         shutdown(connection, Int32(SHUT_WR))
         close(connection)
+    }
+
+    /// The offset just past the blank line that ends the head, if it arrived.
+    private static func headEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for index in 0...(bytes.count - 4) where bytes[index..<(index + 4)].elementsEqual([13, 10, 13, 10]) {
+            return index + 4
+        }
+        return nil
+    }
+
+    /// The request's `Content-Length`, 0 without one.
+    private static func contentLength(_ head: String) -> Int {
+        for line in head.split(separator: "\r\n") where line.lowercased().hasPrefix("content-length:") {
+            return Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+        }
+        return 0
     }
 }

@@ -109,4 +109,37 @@ final class MalformedResponseTests: XCTestCase {
             XCTAssertEqual(operation.responseData, Data("ok".utf8))
         }
     }
+
+    /// A gzip body cut 30 bytes short, with a Content-Length that matches the cut: every byte the
+    /// server announced arrived, but the compressed stream never ended.
+    func testATruncatedCompressedBodyCannotBeDecoded() throws {
+        let cut = try XCTUnwrap(Data(base64Encoded: "H4sIAEt5BGsC/+3GsQ0AIAgAsFd4zogJic5ezxsM7dRcVTf2Py9SVQ=="))
+        let head = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: \(cut.count)\r\n\r\n"
+        let server = try XCTUnwrap(RawServer(response: Array(head.utf8) + Array(cut)))
+        defer { server.stop() }
+        let outcome = run(HTTPRequestOperation(request: URLRequest(url: try XCTUnwrap(server.url))))
+        XCTAssertEqual(outcome.urlErrorCode, .cannotDecodeContentData, "\(String(describing: outcome.error))")
+    }
+
+    /// Serves `body` with `Content-Encoding: encoding` and returns what the operation delivered.
+    private func decoded(_ base64: String, encoding: String) throws -> (Data?, URLError?) {
+        let body = try XCTUnwrap(Data(base64Encoded: base64))
+        let head = "HTTP/1.1 200 OK\r\nContent-Encoding: \(encoding)\r\nContent-Length: \(body.count)\r\n\r\n"
+        let server = try XCTUnwrap(RawServer(response: Array(head.utf8) + Array(body)))
+        defer { server.stop() }
+        let operation = HTTPRequestOperation(request: URLRequest(url: try XCTUnwrap(server.url)))
+        let outcome = run(operation)
+        return (operation.responseData, outcome.error as? URLError)
+    }
+
+    func testCompressedBodiesAreInflatedWhateverTheirFraming() throws {
+        let deflated = Data(String(repeating: "deflate body ", count: 50).utf8)
+        XCTAssertEqual(try decoded("eJxLSU3LSSxJVUjKT6lUSBnljHIGigMAGT7uFw==", encoding: "deflate").0, deflated, "zlib-wrapped")
+        XCTAssertEqual(try decoded("S0lNy0ksSVVIyk+pVEgZ5YxyBooDAA==", encoding: "deflate").0, deflated, "raw deflate")
+        XCTAssertEqual(try decoded("H4sIAOd5BGsC/0vLLCouUchNzU1KLbJWAABIe4lnDgAAAB+LCADneQRrAv8rTk3Oz0tRyE3NTUotAgAkdPqfDQAAAA==",
+                                   encoding: "gzip").0, Data("first member; second member".utf8), "two gzip members")
+        let (data, error) = try decoded(Data(repeating: 0x41, count: 64).base64EncodedString(), encoding: "gzip")
+        XCTAssertNil(data)
+        XCTAssertEqual(error?.code, .cannotDecodeContentData, "bytes that are not gzip at all")
+    }
 }
