@@ -45,6 +45,7 @@ extension HTTPRequestOperationManager {
         copy.clientCertificate = clientCertificate
         copy.completionQueue = completionQueue
         copy.completionGroup = completionGroup
+        copy.eventMonitors = eventMonitors
         return copy
     }
 

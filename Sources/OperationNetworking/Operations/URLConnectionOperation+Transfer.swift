@@ -75,6 +75,10 @@ extension URLConnectionOperation: TransferDelegate {
             storedHead = head
             storedResponse = nil
         }
+        // Network thread: monitors hear of it from the delivery queue, queued before this transfer's end.
+        if observers.wantsResponses {
+            CallbackQueues.delivery.async { [self] in observers.didReceive(head, for: self) }
+        }
     }
 
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
@@ -86,6 +90,7 @@ extension URLConnectionOperation: TransferDelegate {
     }
 
     func transferDidStart(_ transfer: Transfer, batch: CompletionBatch) {
+        observers.transferDidStart(self)
         batch.add(on: CallbackQueues.callback, group: CallbackQueues.group) { [self] in
             NotificationCenter.default.post(name: .operationDidStart, object: self)
         }
@@ -115,6 +120,7 @@ extension URLConnectionOperation: TransferDelegate {
             }
             return state.transferEnded()
         }
+        observers.bodyBytes = transfer.bytesReceived   // for monitors, whatever the sink
         if case .paused = outcome { pauseSettled.broadcastUnderLock() }   // only archiving waits for this
         if let next { NetworkThread.shared.submit(.add(next)) }   // its start is posted when the thread takes it in
         if ended { transferDidEnd(batch: batch) }

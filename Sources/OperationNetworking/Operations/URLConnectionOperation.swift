@@ -93,6 +93,8 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     var finishHooks: [@Sendable () -> Void] = []        // guarded by lock
     /// The inherited `completionBlock`, kept here so that Foundation never runs it on a global queue.
     var storedCompletionBlock: (@Sendable () -> Void)?  // guarded by lock
+    /// Event monitors and `value()` waiters (its own lock; see EventMonitor.swift).
+    let observers = OperationObservers()
 
     /// Creates an operation for `request` (designated initializer). Nothing is sent until `start()`.
     public required init(request: URLRequest) {
@@ -355,6 +357,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
             copy.cacheBlock = cacheBlock
             copy.storedClientCertificate = storedClientCertificate
         }
+        copy.eventMonitors = eventMonitors
         return copy
     }
 
@@ -384,6 +387,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         }
         hooks.forEach { $0() }
         stream?.close()
+        observers.operationWillFinish(self)   // monitors hear of the finish before isFinished
         let (finished, completion) = lock.withLock { () -> (Bool, (@Sendable () -> Void)?) in
             guard state.finish() else { return (false, nil) }
             defer { storedCompletionBlock = nil }
@@ -395,6 +399,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         willChangeValue(forKey: "isFinished")
         didChangeValue(forKey: "isExecuting")
         didChangeValue(forKey: "isFinished")
+        observers.operationDidFinish()         // resumes `value()` waiters
         post(.operationDidFinish)
         if let completion {
             effectiveCompletionQueue.async(group: effectiveCompletionGroup, execute: completion)
