@@ -45,6 +45,10 @@ struct CurlCommand {
 
     /// What a redacted secret is shown as.
     static let redacted = "***"
+    /// Text bodies up to this size are an argument of curl; larger ones an argument of the shell's
+    /// `printf` builtin piped into curl, because Linux refuses to `exec` a program with a single
+    /// argument over 128 KiB.
+    static let largestArgument = 64 * 1024
     /// Headers whose values are secrets.
     static let secretHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
 
@@ -103,7 +107,12 @@ struct CurlCommand {
 
         if let body {
             if let text = String(data: body, encoding: .utf8), !text.utf8.contains(0) {
-                arguments.append("--data-binary \(CurlCommand.quote(text))")
+                if body.count <= CurlCommand.largestArgument {
+                    arguments.append("--data-binary \(CurlCommand.quote(text))")
+                } else {
+                    pipe = "printf '%s' \(CurlCommand.quote(text)) | "
+                    arguments.append("--data-binary @-")
+                }
             } else {
                 pipe = "printf '\(CurlCommand.octal(body))' | "
                 arguments.append("--data-binary @-")
@@ -137,7 +146,8 @@ struct CurlCommand {
         "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
-    /// `data` as a `printf` format of octal escapes (POSIX printf writes `\ddd` as that byte, NUL included).
+    /// `data` as a `printf` format of octal escapes (POSIX printf writes `\ddd` as that byte, NUL included;
+    /// `printf` is a builtin of the shell, so the length of the format is no `exec` limit).
     static func octal(_ data: Data) -> String {
         var text = ""
         text.reserveCapacity(data.count * 4)
