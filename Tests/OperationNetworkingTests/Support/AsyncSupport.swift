@@ -5,18 +5,39 @@ import XCTest
 struct TimedOut: Error {}
 
 /// Runs `body`, failing with `TimedOut` after `seconds`: an await that never returns fails the test
-/// instead of hanging the suite. The body's task is cancelled on a timeout.
+/// instead of hanging the suite. The body runs in a task of its own, cancelled on a timeout and left
+/// behind if it ignores the cancellation (a task group would wait for it forever).
 func withTimeout<T: Sendable>(_ seconds: TimeInterval = 10,
                               _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
-            throw TimedOut()
+    let once = OnceResult<T>()
+    return try await withCheckedThrowingContinuation { continuation in
+        once.continuation = continuation
+        let task = Task {
+            do { once.resume(.success(try await body())) } catch { once.resume(.failure(error)) }
         }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw TimedOut() }
-        return first
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+            once.resume(.failure(TimedOut()))
+            task.cancel()
+        }
+    }
+}
+
+/// Resumes a continuation with the first result it is given; guarded by `lock`.
+private final class OnceResult<T: Sendable>: @unchecked Sendable {   // every stored var is guarded by lock
+    private let lock = NSLock()
+    private var stored: CheckedContinuation<T, Error>?   // guarded by lock
+
+    var continuation: CheckedContinuation<T, Error>? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+
+    func resume(_ result: Result<T, Error>) {
+        let continuation: CheckedContinuation<T, Error>? = lock.withLock {
+            defer { stored = nil }
+            return stored
+        }
+        continuation?.resume(with: result)
     }
 }
 
