@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         // libcurl itself, found through pkg-config; Debian: libcurl4-openssl-dev.
@@ -38,7 +39,11 @@ let package = Package(
         .target(name: "CNetlink"),
         .target(
             name: "OperationNetworking",
-            dependencies: ["CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib"]
+            dependencies: [
+                "CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib",
+                // `Logger` for LoggingEventMonitor.
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // In-process HTTP/1.1 and HTTPS loopback server, and certificates made for each test run, for the
         // tests and `onet demo` (never used by the library). A target, not a product: users of the
@@ -66,7 +71,10 @@ let package = Package(
         ),
         .testTarget(
             name: "OperationNetworkingTests",
-            dependencies: ["OperationNetworking", "OperationNetworkingTestServer"],
+            dependencies: [
+                "OperationNetworking", "OperationNetworkingTestServer",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             exclude: ["Fixtures"]
         ),
     ],

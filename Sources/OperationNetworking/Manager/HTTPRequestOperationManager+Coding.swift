@@ -49,6 +49,7 @@ extension HTTPRequestOperationManager {
         copy.retryPolicy = retryPolicy
         copy.completionQueue = completionQueue
         copy.completionGroup = completionGroup
+        copy.eventMonitors = eventMonitors
         return copy
     }
 

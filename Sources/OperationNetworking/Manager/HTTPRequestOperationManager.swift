@@ -40,6 +40,7 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     private var storedReachability = NetworkReachabilityManager.shared            // guarded by lock
     private var storedCompletionQueue: DispatchQueue?                             // guarded by lock
     private var storedCompletionGroup: DispatchGroup?                             // guarded by lock
+    private var storedEventMonitors: [EventMonitor] = []                          // guarded by lock
 
     /// A manager for `baseURL` (nil: every URL string must be absolute).
     public required init(baseURL: URL?) {
@@ -137,6 +138,13 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         set { lock.withLock { storedCompletionGroup = newValue } }
     }
 
+    /// Copied onto each operation it creates (see `EventMonitor`). Default: empty. Not archived;
+    /// `copy()` keeps it.
+    public var eventMonitors: [EventMonitor] {
+        get { lock.withLock { storedEventMonitors } }
+        set { lock.withLock { storedEventMonitors = newValue } }
+    }
+
     /// Builds and configures an operation for `request` without enqueueing it (the override point).
     open func httpRequestOperation(with request: URLRequest, success: Success?,
                                    failure: (@Sendable (HTTPRequestOperation, Error) -> Void)?) -> HTTPRequestOperation {
@@ -144,10 +152,11 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         let settings = lock.withLock {
             (storedResponseSerializer, storedShouldUseCredentialStorage, storedCredential,
              storedCompletionQueue, storedCompletionGroup, storedSecurityPolicy, storedClientCertificate,
-             storedMaximumResponseSize, storedRetryPolicy)
+             storedMaximumResponseSize, storedRetryPolicy, storedEventMonitors)
         }
         operation.maximumResponseSize = settings.7
         operation.retryPolicy = settings.8
+        operation.eventMonitors = settings.9
         operation.securityPolicy = settings.5
         operation.clientCertificate = settings.6
         operation.responseSerializer = settings.0

@@ -75,6 +75,10 @@ extension URLConnectionOperation: TransferDelegate {
             storedHead = head
             storedResponse = nil
         }
+        // Network thread: monitors hear of it from the delivery queue, queued before this transfer's end.
+        if observers.wantsResponses {
+            CallbackQueues.delivery.async { [self] in observers.didReceive(head, for: self) }
+        }
     }
 
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
@@ -86,14 +90,17 @@ extension URLConnectionOperation: TransferDelegate {
     }
 
     func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {
-        lock.withLock {
-            guard transfer === self.transfer else { return }
+        let current: Bool = lock.withLock {
+            guard transfer === self.transfer else { return false }
             storedAttempts = max(storedAttempts, attempt)
+            return true
         }
+        if current { observers.willRetry(self, after: delay, attempt: attempt, error: error) }
     }
 
     func transferDidStart(_ transfer: Transfer, batch: CompletionBatch) {
         lock.withLock { if storedAttempts == 0 { storedAttempts = 1 } }
+        observers.transferDidStart(self)
         batch.add(on: CallbackQueues.callback, group: CallbackQueues.group) { [self] in
             NotificationCenter.default.post(name: .operationDidStart, object: self)
         }
@@ -124,6 +131,7 @@ extension URLConnectionOperation: TransferDelegate {
             }
             return state.transferEnded()
         }
+        observers.bodyBytes = transfer.bytesReceived   // for monitors, whatever the sink
         if case .paused = outcome { pauseSettled.broadcastUnderLock() }   // only archiving waits for this
         if let next { NetworkThread.shared.submit(.add(next)) }   // its start is posted when the thread takes it in
         if ended { transferDidEnd(batch: batch) }

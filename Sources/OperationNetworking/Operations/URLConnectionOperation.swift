@@ -97,6 +97,8 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     var finishHooks: [@Sendable () -> Void] = []        // guarded by lock
     /// The inherited `completionBlock`, kept here so that Foundation never runs it on a global queue.
     var storedCompletionBlock: (@Sendable () -> Void)?  // guarded by lock
+    /// Event monitors and `value()` waiters (its own lock; see EventMonitor.swift).
+    let observers = OperationObservers()
 
     /// Creates an operation for `request` (designated initializer). Nothing is sent until `start()`.
     public required init(request: URLRequest) {
@@ -373,6 +375,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
             copy.storedMaximumResponseSize = storedMaximumResponseSize
             copy.storedRetryPolicy = storedRetryPolicy
         }
+        copy.eventMonitors = eventMonitors
         return copy
     }
 
@@ -402,6 +405,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         }
         hooks.forEach { $0() }
         stream?.close()
+        observers.operationWillFinish(self)   // monitors hear of the finish before isFinished
         let (finished, completion) = lock.withLock { () -> (Bool, (@Sendable () -> Void)?) in
             guard state.finish() else { return (false, nil) }
             defer { storedCompletionBlock = nil }
@@ -413,6 +417,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         willChangeValue(forKey: "isFinished")
         didChangeValue(forKey: "isExecuting")
         didChangeValue(forKey: "isFinished")
+        observers.operationDidFinish()         // resumes `value()` waiters
         post(.operationDidFinish)
         if let completion {
             effectiveCompletionQueue.async(group: effectiveCompletionGroup, execute: completion)

@@ -148,6 +148,8 @@ extension Transfer {
         hop = isRedirect ? .redirect : isAnswerableChallenge(head) ? .challenge
             : isRetryableStatus(status) ? .retryable : .delivering
         setAsideBody.removeAll()
+        // A retryable status is a response the monitors hear of, even if another attempt replaces it.
+        if hop == .retryable { delegate?.transfer(self, didReceive: head) }
         if hop.setsBodyAside { return true }
         if let limit = maximumBodySize, head.value(for: "Content-Encoding") == nil,
            let declared = head.declaredContentLength, declared > limit,

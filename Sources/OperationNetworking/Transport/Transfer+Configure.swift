@@ -10,7 +10,7 @@ import FoundationNetworking
 extension Transfer {
     /// The encodings the library offers and inflates itself (`ContentDecoder`), so that a compressed
     /// body cut short is an error; libcurl only sends the header and passes the bytes through.
-    private static let offeredEncodings = "gzip, deflate"
+    static let offeredEncodings = "gzip, deflate"
 
     /// Sets up `easy` for the current hop. Throws a `URLError` for a request curl must not see.
     ///

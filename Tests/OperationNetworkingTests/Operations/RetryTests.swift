@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 @testable import OperationNetworking
 import OperationNetworkingTestServer
 import XCTest
@@ -164,5 +165,33 @@ final class RetryTests: ServerTestCase {
             XCTAssertNil(run(operation).error, method)
             XCTAssertEqual(operation.responseData, Data("ok".utf8))
         }
+    }
+
+    /// Monitors hear of every attempt: its response, then the retry, in order; the log line counts them.
+    final class RetryMonitor: EventMonitor, @unchecked Sendable {   // events is guarded by its own lock
+        let events = Recorder<String>()
+        func operationDidStart(_ operation: URLConnectionOperation) { events.append("start") }
+        func operation(_ operation: URLConnectionOperation, didReceive response: HTTPURLResponse) {
+            events.append("response \(response.statusCode)")
+        }
+        func operation(_ operation: URLConnectionOperation, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {
+            events.append("retry \(attempt) error=\(error == nil ? "none" : "some")")
+        }
+        func operationDidFinish(_ operation: URLConnectionOperation) { events.append("finish") }
+    }
+
+    func testMonitorsSeeEachAttemptAndTheLogCountsThem() throws {
+        let monitor = RetryMonitor()
+        let entries = Recorder<LogEntry>()
+        let logging = LoggingEventMonitor(logger: Logger(label: "retry") { _ in CapturingLogHandler(entries: entries) })
+        let operation = HTTPRequestOperation(request: flaky(2))
+        operation.retryPolicy = quick
+        operation.eventMonitors = [monitor, logging]
+        XCTAssertTrue(run(operation).isSuccess)
+        XCTAssertTrue(eventually { monitor.events.all.last == "finish" })
+        XCTAssertEqual(monitor.events.all, ["start", "response 503", "retry 2 error=none", "response 503",
+                                            "retry 3 error=none", "response 200", "finish"])
+        XCTAssertTrue(eventually { entries.all.contains { $0.level == .info } })
+        XCTAssertEqual(entries.all.first { $0.level == .info }?.metadata["attempts"], "3")
     }
 }

@@ -1,0 +1,238 @@
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Watches the life of operations: logging, metrics, tracing (new, not in AFNetworking).
+///
+/// Every method has an empty default, so a monitor implements only what it needs. For one
+/// operation the calls come in this order:
+/// 1. `operationDidStart(_:)` once, when its first transfer starts. An operation cancelled before
+///    it started skips it (and `didReceive`) and gets only `operationDidFinish(_:)`.
+/// 2. `operation(_:didReceive:)` once per transfer that got a response (the final one, after any
+///    redirect or authentication round); a download resumed after `pause()` is one more transfer.
+/// 3. `operation(_:willRetryAfter:attempt:error:)` before each further attempt its `RetryPolicy`
+///    makes (after the `didReceive` of the attempt that got a retryable status).
+/// 4. `operationDidFinish(_:)` exactly once, after the success/failure blocks ran and *before* the
+///    operation turns `isFinished` (read `error`, `response`, `metrics` on it).
+///
+/// - Threading: every call runs on one serial queue of the library (never the network thread, never
+///   the completion queue), so a monitor is never called concurrently with itself and needs no lock
+///   for state only these methods touch. Keep the methods short: they hold up every other monitor,
+///   and `operationDidFinish(_:)` holds up the operation's finishing. Never wait there for the
+///   operation or its completion queue (it would deadlock).
+public protocol EventMonitor: AnyObject, Sendable {
+    /// The operation's first transfer started (the network thread took it in). Default: nothing.
+    func operationDidStart(_ operation: URLConnectionOperation)
+    /// A transfer of the operation received its response head. Default: nothing.
+    func operation(_ operation: URLConnectionOperation, didReceive response: HTTPURLResponse)
+    /// Another attempt follows after `delay` seconds; `attempt` is its number (2, 3, …), `error` the
+    /// transport error, or `nil` after a retryable status. Default: nothing.
+    func operation(_ operation: URLConnectionOperation, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?)
+    /// The operation ended (completed, failed or cancelled) and is about to turn finished. Default: nothing.
+    func operationDidFinish(_ operation: URLConnectionOperation)
+}
+
+extension EventMonitor {
+    /// Does nothing.
+    public func operationDidStart(_ operation: URLConnectionOperation) {}
+    /// Does nothing.
+    public func operation(_ operation: URLConnectionOperation, didReceive response: HTTPURLResponse) {}
+    /// Does nothing.
+    public func operation(_ operation: URLConnectionOperation, willRetryAfter delay: TimeInterval, attempt: Int,
+                          error: Error?) {}
+    /// Does nothing.
+    public func operationDidFinish(_ operation: URLConnectionOperation) {}
+}
+
+extension CallbackQueues {
+    /// Where every event monitor runs: one serial queue, so no monitor is ever called concurrently
+    /// and the events of one operation keep their order.
+    static let monitors = DispatchQueue(label: "org.operationnetworking.monitors")
+}
+
+extension URLConnectionOperation {
+    /// Told of this operation's start, responses and finish (see `EventMonitor`). Default: empty; the
+    /// manager sets its own. Set it before the operation starts: the list is read once, at the first
+    /// event. Not archived; `copy()` keeps it.
+    public var eventMonitors: [EventMonitor] {
+        get { observers.monitors }
+        set { observers.monitors = newValue }
+    }
+}
+
+/// What an operation owes its event monitors and its `value()` waiters, kept apart from the
+/// operation's own state (and lock) so the transport and state machine stay as they are.
+///
+/// - Threading: guarded by `lock`; monitors are called on `CallbackQueues.monitors` after it is
+///   released, waiters resumed after it is released.
+final class OperationObservers: @unchecked Sendable {   // every stored var is guarded by lock
+    /// Guards every stored `var` below (leaf lock: nothing is called while it is held).
+    private let lock = NSLock()
+    private var configured: [EventMonitor] = []          // guarded by lock
+    /// The monitors told of this operation, fixed at its first event so each one sees a whole life.
+    private var active: [EventMonitor]?                  // guarded by lock
+    private var startReported = false                    // guarded by lock
+    private var finishReported = false                   // guarded by lock
+    /// Set once the operation turned finished; later waiters return at once.
+    private var finished = false                         // guarded by lock
+    private var waiters: [FinishWaiter] = []             // guarded by lock
+    private var storedBodyBytes: Int64 = 0               // guarded by lock
+
+    /// Response body bytes the last transfer delivered to its sink (a resumed prefix included).
+    var bodyBytes: Int64 {
+        get { lock.withLock { storedBodyBytes } }
+        set { lock.withLock { storedBodyBytes = newValue } }
+    }
+
+    /// The monitors set on the operation.
+    var monitors: [EventMonitor] {
+        get { lock.withLock { configured } }
+        set { lock.withLock { configured = newValue } }
+    }
+
+    /// The monitors for this operation's events (fixed at the first call); call with `lock` held.
+    private func activeMonitors() -> [EventMonitor] {
+        if let active { return active }
+        active = configured
+        return configured
+    }
+
+    // MARK: - Monitor events
+
+    /// A transfer started (delivery queue): the first one is reported.
+    func transferDidStart(_ operation: URLConnectionOperation) {
+        let monitors: [EventMonitor] = lock.withLock {
+            guard !startReported, !finishReported else { return [] }
+            startReported = true
+            return activeMonitors()
+        }
+        guard !monitors.isEmpty else { return }
+        CallbackQueues.monitors.async {
+            for monitor in monitors { monitor.operationDidStart(operation) }
+        }
+    }
+
+    /// Whether anyone listens for responses; read on the network thread before handing a head off.
+    var wantsResponses: Bool {
+        lock.withLock { !(active ?? configured).isEmpty && !finishReported }
+    }
+
+    /// The final head of a transfer arrived. Runs on the delivery queue, after the start of the same
+    /// transfer was delivered — except when curl got the head within the loop iteration that took the
+    /// transfer in (the start is then still in the network thread's batch): the start is reported
+    /// here, first, and the later one skipped.
+    func didReceive(_ head: ResponseHead, for operation: URLConnectionOperation) {
+        let (monitors, reportStart): ([EventMonitor], Bool) = lock.withLock {
+            guard !finishReported else { return ([], false) }
+            defer { startReported = true }
+            return (activeMonitors(), !startReported)
+        }
+        guard !monitors.isEmpty, let response = head.makeResponse() else { return }
+        CallbackQueues.monitors.async {
+            for monitor in monitors {
+                if reportStart { monitor.operationDidStart(operation) }
+                monitor.operation(operation, didReceive: response)
+            }
+        }
+    }
+
+    /// Another attempt follows (delivery queue, in the order of the transfer's events).
+    func willRetry(_ operation: URLConnectionOperation, after delay: TimeInterval, attempt: Int, error: Error?) {
+        let (monitors, reportStart): ([EventMonitor], Bool) = lock.withLock {
+            guard !finishReported else { return ([], false) }
+            defer { startReported = true }
+            return (activeMonitors(), !startReported)
+        }
+        guard !monitors.isEmpty else { return }
+        let box = UncheckedError(error)
+        CallbackQueues.monitors.async {
+            for monitor in monitors {
+                if reportStart { monitor.operationDidStart(operation) }
+                monitor.operation(operation, willRetryAfter: delay, attempt: attempt, error: box.error)
+            }
+        }
+    }
+
+    /// The operation is about to turn finished (on its completion queue): reports the finish and
+    /// waits until every monitor saw it, so it comes before `isFinished`. Once only.
+    func operationWillFinish(_ operation: URLConnectionOperation) {
+        let monitors: [EventMonitor] = lock.withLock {
+            guard !finishReported else { return [] }
+            finishReported = true
+            return activeMonitors()
+        }
+        guard !monitors.isEmpty else { return }
+        // Queued behind this operation's earlier events, so the order holds.
+        CallbackQueues.monitors.sync {
+            for monitor in monitors { monitor.operationDidFinish(operation) }
+        }
+    }
+
+    // MARK: - Waiting for the finish (async/await)
+
+    /// The operation turned finished: every waiter returns.
+    func operationDidFinish() {
+        let waiting: [FinishWaiter] = lock.withLock {
+            finished = true
+            defer { waiters.removeAll() }
+            return waiters
+        }
+        for waiter in waiting { waiter.resume(finished: true) }
+    }
+
+    /// Registers `waiter`; false when the operation already finished (nothing to wait for).
+    func add(_ waiter: FinishWaiter) -> Bool {
+        lock.withLock {
+            guard !finished else { return false }
+            waiters.append(waiter)
+            return true
+        }
+    }
+
+    /// Forgets a waiter that stopped waiting early.
+    func remove(_ waiter: FinishWaiter) {
+        lock.withLock { waiters.removeAll { $0 === waiter } }
+    }
+}
+
+/// One `await` on an operation's finish: resumed exactly once, by the finish or by an early stop.
+///
+/// - Threading: guarded by `lock`; the continuation is resumed after it is released.
+final class FinishWaiter: @unchecked Sendable {   // every stored var is guarded by lock
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Bool, Never>?   // guarded by lock
+    /// `true`: the operation finished; `false`: the wait stopped before it did.
+    private var outcome: Bool?                                     // guarded by lock
+
+    /// Suspends until `resume(finished:)`; returns its argument (at once if it already came).
+    func wait() async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let early: Bool? = lock.withLock {
+                if let outcome { return outcome }
+                self.continuation = continuation
+                return nil
+            }
+            if let early { continuation.resume(returning: early) }
+        }
+    }
+
+    /// Ends the wait; only the first call counts.
+    func resume(finished: Bool) {
+        let continuation: CheckedContinuation<Bool, Never>? = lock.withLock {
+            guard outcome == nil else { return nil }
+            outcome = finished
+            defer { self.continuation = nil }
+            return self.continuation
+        }
+        continuation?.resume(returning: finished)
+    }
+}
+
+/// An error handed to the monitor queue. Errors the transport makes are `URLError`s (Sendable); the
+/// box carries the rest the same way. Immutable, hence `@unchecked Sendable`.
+private struct UncheckedError: @unchecked Sendable {
+    let error: Error?
+    init(_ error: Error?) { self.error = error }
+}

@@ -1,0 +1,91 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Logging
+
+/// An `EventMonitor` that logs every operation through swift-log (new, not in AFNetworking).
+///
+/// One `.info` line per finished operation, `"HTTP request finished"`, with metadata `method`, `url`
+/// (scheme, host, port and path only), `status` (when a response arrived), `bytes` (response body
+/// bytes received), `duration` (seconds from its start, or from the finish of a never-started
+/// operation: 0) and `attempts`; a failed one adds `error` as `domain code`. `.debug` lines for the
+/// start (`"HTTP request started"`) and each response (`"HTTP response received"`).
+///
+/// Nothing secret is ever logged: no header values, no query string or fragment, no user or password
+/// of the URL, no credential, no body, no error description (those can quote the URL).
+/// - Threading: called on the library's monitor queue; the start times are guarded by `lock`.
+public final class LoggingEventMonitor: EventMonitor, @unchecked Sendable {   // `starts` is guarded by lock
+    /// The logger every line goes to; its level decides whether the `.debug` lines appear.
+    public let logger: Logger
+    private let lock = NSLock()
+    /// Monotonic start time of each running operation, by identity.
+    private var starts: [ObjectIdentifier: UInt64] = [:]   // guarded by lock
+
+    /// A monitor logging to `logger`.
+    public init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// Logs `"HTTP request started"` at `.debug` and notes the start time.
+    public func operationDidStart(_ operation: URLConnectionOperation) {
+        let now = monotonicNow()
+        lock.withLock { starts[ObjectIdentifier(operation)] = now }
+        logger.debug("HTTP request started", metadata: LoggingEventMonitor.identity(of: operation))
+    }
+
+    /// Logs `"HTTP response received"` at `.debug` with the status code.
+    public func operation(_ operation: URLConnectionOperation, didReceive response: HTTPURLResponse) {
+        var metadata = LoggingEventMonitor.identity(of: operation)
+        metadata["status"] = "\(response.statusCode)"
+        logger.debug("HTTP response received", metadata: metadata)
+    }
+
+    /// Logs `"HTTP request will be retried"` at `.debug` with the delay, the attempt and the error's
+    /// domain and code (a retry policy will call it; this release never retries).
+    public func operation(_ operation: URLConnectionOperation, willRetryAfter delay: TimeInterval, attempt: Int,
+                          error: Error?) {
+        var metadata = LoggingEventMonitor.identity(of: operation)
+        metadata["delay"] = "\(delay)"
+        metadata["attempt"] = "\(attempt)"
+        if let error { metadata["error"] = "\(LoggingEventMonitor.describe(error))" }
+        logger.debug("HTTP request will be retried", metadata: metadata)
+    }
+
+    /// Logs `"HTTP request finished"` at `.info` with status, bytes, duration and attempts.
+    public func operationDidFinish(_ operation: URLConnectionOperation) {
+        let now = monotonicNow()
+        let start = lock.withLock { starts.removeValue(forKey: ObjectIdentifier(operation)) }
+        var metadata = LoggingEventMonitor.identity(of: operation)
+        if let status = (operation.response as? HTTPURLResponse)?.statusCode { metadata["status"] = "\(status)" }
+        let bytes = operation.responseData.map { Int64($0.count) } ?? operation.observers.bodyBytes
+        metadata["bytes"] = "\(bytes)"
+        let seconds = start.map { Double(now &- $0) / 1e9 } ?? 0
+        metadata["duration"] = "\(String(format: "%.6f", seconds))"
+        metadata["attempts"] = "\(max(1, operation.attempts))"
+        if let error = operation.error { metadata["error"] = "\(LoggingEventMonitor.describe(error))" }
+        logger.info("HTTP request finished", metadata: metadata)
+    }
+
+    /// Method and URL without query, fragment or credentials.
+    private static func identity(of operation: URLConnectionOperation) -> Logger.Metadata {
+        let request = operation.request
+        return ["method": "\(request.httpMethod ?? "GET")", "url": "\(redactedURL(request.url))"]
+    }
+
+    /// `scheme://host:port/path` of `url`: what identifies the endpoint, nothing a secret hides in.
+    static func redactedURL(_ url: URL?) -> String {
+        guard let url, var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return "" }
+        components.query = nil
+        components.fragment = nil
+        components.user = nil
+        components.password = nil
+        return components.string ?? ""
+    }
+
+    /// `domain code` of an error: never its description, which may quote a URL with its query.
+    private static func describe(_ error: Error) -> String {
+        let error = error as NSError
+        return "\(error.domain) \(error.code)"
+    }
+}

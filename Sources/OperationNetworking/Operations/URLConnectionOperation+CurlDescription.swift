@@ -1,0 +1,165 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// MARK: - cURL description (new, not in AFNetworking)
+
+extension URLConnectionOperation {
+    /// A `curl` command line that, run by a POSIX shell, sends the same request as this operation,
+    /// with the `Authorization`, `Proxy-Authorization` and `Cookie` values and the credential's
+    /// password shown as `***` — `curlDescription(redactingSecrets: true)`. Safe to log.
+    public var curlDescription: String {
+        curlDescription(redactingSecrets: true)
+    }
+
+    /// A `curl` command line that, run by a POSIX shell, sends the same request as this operation:
+    /// the method, the URL, every header the library sends (the request serializer's defaults included,
+    /// and the cookies `HTTPCookieStorage.shared` adds), a text body inline with `--data-binary`
+    /// (any other in-memory body through `printf`), `--compressed` when the library asks for compressed
+    /// bodies (it does unless the request sets `Accept-Encoding`), and `--anyauth --user` for the
+    /// operation's `credential` (the library answers challenges with it). A body stream (a multipart
+    /// form, a file) is not read: a comment names its size and the command sends no body.
+    ///
+    /// Each argument is single-quoted, so `'`, `"`, `$`, backquotes and newlines reach curl as they are.
+    /// - Parameter redactingSecrets: `true` shows the `Authorization`, `Proxy-Authorization` and `Cookie`
+    ///   values, the credential's password and a password in the URL as `***`; `false` shows them
+    ///   (the command then sends exactly what the library sends).
+    /// - Threading: any thread; it reads the request and settings under the operation's lock.
+    public func curlDescription(redactingSecrets: Bool) -> String {
+        let (request, credential, insecure) = lock.withLock {
+            (storedRequest, storedCredential, explicitSecurityPolicy?.allowInvalidCertificates ?? false)
+        }
+        return CurlCommand(request: request, credential: credential, insecure: insecure,
+                           redactingSecrets: redactingSecrets).text
+    }
+}
+
+/// Builds the command line of `curlDescription(redactingSecrets:)`, mirroring what the transport
+/// puts on the wire (Transfer+Configure.swift): which headers it adds, drops or suppresses.
+struct CurlCommand {
+    let request: URLRequest
+    let credential: URLCredential?
+    let insecure: Bool
+    let redactingSecrets: Bool
+
+    /// What a redacted secret is shown as.
+    static let redacted = "***"
+    /// Text bodies up to this size are an argument of curl; larger ones an argument of the shell's
+    /// `printf` builtin piped into curl, because Linux refuses to `exec` a program with a single
+    /// argument over 128 KiB.
+    static let largestArgument = 64 * 1024
+    /// Headers whose values are secrets.
+    static let secretHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+
+    /// The command: an optional comment line, then `curl` with one option per continued line.
+    var text: String {
+        let method = (request.httpMethod ?? "GET").uppercased()
+        let headers = request.allHTTPHeaderFields ?? [:]
+        let names = Set(headers.keys.map { $0.lowercased() })
+        var comment: String?
+        /// One option (with its argument) per entry; each goes on a line of its own.
+        var arguments: [String] = []
+        var pipe: String?
+
+        // The body, as the transport sends it: HEAD sends none, POST/PUT/PATCH an empty one at least.
+        var body: Data?
+        if method != "HEAD" {
+            if let data = request.httpBody {
+                body = data
+            } else if request.httpBodyStream != nil {
+                let size = headers.first { $0.key.lowercased() == "content-length" }.map { "\($0.value) bytes" }
+                comment = "# The request body is a stream (\(size ?? "of unknown size")); it is not shown and this command sends none."
+            } else if ["POST", "PUT", "PATCH"].contains(method) {
+                body = Data()
+            }
+        }
+
+        switch method {
+        case "HEAD": arguments.append("--head")
+        case "GET" where body == nil: break
+        case "POST" where body != nil: break   // curl infers POST from --data-binary
+        default: arguments.append("-X \(CurlCommand.quote(method))")
+        }
+
+        var lines: [(String, String)] = []
+        for (name, value) in headers {
+            let lowered = name.lowercased()
+            // curl computes the length of the body it sends; without a body the value would be a lie.
+            if lowered == "content-length" { continue }
+            let shown = redactingSecrets && CurlCommand.secretHeaders.contains(lowered) ? CurlCommand.redacted : value
+            lines.append((lowered, shown.isEmpty ? "\(name);" : "\(name): \(shown)"))
+        }
+        // The cookies the transport adds from the shared storage.
+        if request.httpShouldHandleCookies && !names.contains("cookie"), let url = request.url,
+           let cookies = HTTPCookieStorage.shared.cookies(for: url), !cookies.isEmpty,
+           let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
+            lines.append(("cookie", "Cookie: \(redactingSecrets ? CurlCommand.redacted : header)"))
+        }
+        // Headers curl's command line would add and the library does not send: removed (`Name:`).
+        if !names.contains("user-agent") { lines.append(("user-agent", "User-Agent:")) }
+        if body != nil && !names.contains("content-type") { lines.append(("content-type", "Content-Type:")) }
+        if body != nil && !names.contains("expect") { lines.append(("expect", "Expect:")) }
+        // The library's own offer, sent as a header so that curl's longer list does not replace it;
+        // `--compressed` below still makes curl inflate the answer.
+        if !names.contains("accept-encoding") {
+            lines.append(("accept-encoding", "Accept-Encoding: \(Transfer.offeredEncodings)"))
+        }
+        for (_, line) in lines.sorted(by: { $0.0 < $1.0 }) {
+            arguments.append("-H \(CurlCommand.quote(line))")
+        }
+        if !names.contains("accept-encoding") { arguments.append("--compressed") }   // names: the caller's headers
+
+        if let body {
+            if let text = String(data: body, encoding: .utf8), !text.utf8.contains(0) {
+                if body.count <= CurlCommand.largestArgument {
+                    arguments.append("--data-binary \(CurlCommand.quote(text))")
+                } else {
+                    pipe = "printf '%s' \(CurlCommand.quote(text)) | "
+                    arguments.append("--data-binary @-")
+                }
+            } else {
+                pipe = "printf '\(CurlCommand.octal(body))' | "
+                arguments.append("--data-binary @-")
+            }
+        }
+        if let user = credential?.user {
+            let password = redactingSecrets ? CurlCommand.redacted : (credential?.password ?? "")
+            arguments.append("--anyauth --user \(CurlCommand.quote("\(user):\(password)"))")
+        }
+        if insecure { arguments.append("--insecure") }
+        let url = urlString
+        if url.contains(where: { "[]{}".contains($0) }) { arguments.append("--globoff") }
+        arguments.append(CurlCommand.quote(url))
+
+        let command = (pipe ?? "") + (["curl"] + arguments).joined(separator: " \\\n  ")
+        return [comment, command].compactMap { $0 }.joined(separator: "\n")
+    }
+
+    /// The URL, its password (if any) redacted.
+    private var urlString: String {
+        guard let url = request.url else { return "" }
+        guard redactingSecrets, url.password != nil,
+              var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return url.absoluteString }
+        components.password = CurlCommand.redacted
+        return components.string ?? url.absoluteString
+    }
+
+    /// `text` in single quotes, for a POSIX shell: inside them every character is literal except `'`
+    /// itself, which closes the quotes, is escaped, and reopens them.
+    static func quote(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    /// `data` as a `printf` format of octal escapes (POSIX printf writes `\ddd` as that byte, NUL included;
+    /// `printf` is a builtin of the shell, so the length of the format is no `exec` limit).
+    static func octal(_ data: Data) -> String {
+        var text = ""
+        text.reserveCapacity(data.count * 4)
+        for byte in data {
+            let digits = String(byte, radix: 8)
+            text += "\\" + String(repeating: "0", count: 3 - digits.count) + digits
+        }
+        return text
+    }
+}
