@@ -11,18 +11,7 @@ final class PauseResumeTests: ServerTestCase {
     /// expectation its handlers fulfil.
     private func startAndPause(_ path: String) -> (HTTPRequestOperation, XCTestExpectation, OutcomeBox) {
         let operation = HTTPRequestOperation(request: request(path))
-        let someBytes = expectation(description: "some bytes")
-        someBytes.assertForOverFulfill = false
-        operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
-        let (done, box) = recordOutcome(of: operation)
-        let pausedNotice = expectation(forNotification: .operationDidFinish, object: operation)
-        operation.start()
-        wait(for: [someBytes], timeout: 5)
-        operation.pause()
-        XCTAssertTrue(operation.isPaused)
-        XCTAssertFalse(operation.isExecuting)
-        XCTAssertFalse(operation.isFinished)
-        wait(for: [pausedNotice], timeout: 5)
+        let (done, box) = startAndPause(operation)
         return (operation, done, box)
     }
 

@@ -10,15 +10,7 @@ final class ResumeOffsetTests: ServerTestCase {
 
     /// Starts `operation`, pauses it once 20,000 bytes arrived, resumes it and waits for its handlers.
     private func pauseAndResume(_ operation: HTTPRequestOperation) -> Outcome {
-        let someBytes = expectation(description: "some bytes")
-        someBytes.assertForOverFulfill = false
-        operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
-        let (done, box) = recordOutcome(of: operation)
-        let pausedNotice = expectation(forNotification: .operationDidFinish, object: operation)
-        operation.start()
-        wait(for: [someBytes], timeout: 5)
-        operation.pause()
-        wait(for: [pausedNotice], timeout: 5)
+        let (done, box) = startAndPause(operation)
         XCTAssertTrue(eventually { operation.resumePointForTesting != nil })
         operation.resume()
         wait(for: [done], timeout: 20)

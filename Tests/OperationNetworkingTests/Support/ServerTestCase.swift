@@ -66,6 +66,24 @@ extension XCTestCase {
         return box.value ?? .failure(URLError(.unknown))
     }
 
+    /// Starts `operation`, pauses it once 20,000 body bytes arrived and waits for the pause to be
+    /// reported; returns the expectation its handlers fulfil and the box they record into.
+    func startAndPause(_ operation: HTTPRequestOperation) -> (XCTestExpectation, OutcomeBox) {
+        let someBytes = expectation(description: "some bytes")
+        someBytes.assertForOverFulfill = false
+        operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
+        let (done, box) = recordOutcome(of: operation)
+        let pausedNotice = expectation(forNotification: .operationDidFinish, object: operation)
+        operation.start()
+        wait(for: [someBytes], timeout: 5)
+        operation.pause()
+        XCTAssertTrue(operation.isPaused)
+        XCTAssertFalse(operation.isExecuting)
+        XCTAssertFalse(operation.isFinished)
+        wait(for: [pausedNotice], timeout: 5)
+        return (done, box)
+    }
+
     /// Waits (polling, bounded) until `condition` holds; for effects that have no callback.
     func eventually(timeout: TimeInterval = 5, _ condition: @escaping @Sendable () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
