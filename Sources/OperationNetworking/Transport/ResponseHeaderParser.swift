@@ -42,6 +42,16 @@ struct ResponseHead: Sendable {
             .flatMap { HeaderBytes.parseLength(bytes, $0) } ?? -1
     }
 
+    /// Whether two `Content-Length` fields disagree (compared as bytes: this runs for every response).
+    var hasConflictingContentLengths: Bool {
+        guard let first = HeaderBytes.firstValue(named: "content-length", in: bytes, spans: spans) else { return false }
+        let expected = bytes[Int(first.valueStart)..<Int(first.valueEnd)]
+        return spans.contains {
+            HeaderBytes.nameMatches("content-length", bytes, $0)
+                && !bytes[Int($0.valueStart)..<Int($0.valueEnd)].elementsEqual(expected)
+        }
+    }
+
     /// The length `Content-Length` announces when it is all digits, `Int64.max` when those digits do not
     /// fit; `nil` without one or for anything else.
     var declaredContentLength: Int64? {

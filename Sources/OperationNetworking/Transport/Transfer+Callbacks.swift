@@ -134,7 +134,7 @@ extension Transfer {
         let head = headerParser.head(url: url)
         self.head = head
         decoder = asksForEncodings ? head.value(for: "Content-Encoding").flatMap { ContentDecoder(contentEncoding: $0) } : nil
-        if Set(head.values(for: "Content-Length").map { $0.trimmingCharacters(in: .whitespaces) }).count > 1 {
+        if head.hasConflictingContentLengths {
             // Two lengths for one body: no way to tell where it ends (RFC 9112 §6.3).
             abortError = TransportError.make(.cannotParseResponse, "The response has conflicting Content-Length headers.",
                                              url: url)
