@@ -82,6 +82,26 @@ final class EventMonitorTests: ServerTestCase {
         XCTAssertEqual(failing.events, ["start /", "finish finished=false error=\(URLError.cannotConnectToHost.rawValue)"])
     }
 
+    func testAPausedAndResumedDownloadStartsOnceWithAResponsePerTransfer() {
+        let monitor = RecordingMonitor()
+        let path = "/bytes/400000?chunkSize=4000&chunkDelayMs=5"
+        let operation = HTTPRequestOperation(request: request(path))
+        operation.eventMonitors = [monitor]
+        let someBytes = expectation(description: "some bytes")
+        someBytes.assertForOverFulfill = false
+        operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
+        let (done, box) = recordOutcome(of: operation)
+        operation.start()
+        wait(for: [someBytes], timeout: 5)
+        operation.pause()
+        operation.resume()
+        wait(for: [done], timeout: 20)
+        XCTAssertTrue(box.value?.isSuccess ?? false)
+        XCTAssertTrue(eventually { operation.isFinished })
+        XCTAssertEqual(server.requests.count, 2)
+        XCTAssertEqual(monitor.events, ["start /bytes/400000", "response 200", "response 206", "finish finished=false error=0"])
+    }
+
     func testAMonitorIsNeverCalledConcurrently() {
         let monitor = RecordingMonitor(dwell: 300)
         let queue = OperationQueue()
