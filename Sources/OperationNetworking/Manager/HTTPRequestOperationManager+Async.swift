@@ -22,7 +22,7 @@ extension HTTPRequestOperationManager {
     /// `GET`, the body decoded as `T` with `decoder` (default `JSONDecoder()`) after the response
     /// serializer's validation passed; see `HTTPRequestOperation.decode(_:decoder:)` for the errors.
     public func GET<T: Decodable & Sendable>(_ URLString: String, parameters: Any? = nil, as type: T.Type,
-                                  decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+                                             decoder: JSONDecoder = JSONDecoder()) async throws -> T {
         try await enqueue("GET", URLString, parameters).decode(type, decoder: decoder)
     }
 
@@ -43,7 +43,7 @@ extension HTTPRequestOperationManager {
 
     /// `POST`, the body decoded as `T` (see `GET(_:parameters:as:decoder:)`).
     public func POST<T: Decodable & Sendable>(_ URLString: String, parameters: Any? = nil, as type: T.Type,
-                                   decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+                                              decoder: JSONDecoder = JSONDecoder()) async throws -> T {
         try await enqueue("POST", URLString, parameters).decode(type, decoder: decoder)
     }
 
@@ -54,7 +54,7 @@ extension HTTPRequestOperationManager {
 
     /// `PUT`, the body decoded as `T` (see `GET(_:parameters:as:decoder:)`).
     public func PUT<T: Decodable & Sendable>(_ URLString: String, parameters: Any? = nil, as type: T.Type,
-                                  decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+                                             decoder: JSONDecoder = JSONDecoder()) async throws -> T {
         try await enqueue("PUT", URLString, parameters).decode(type, decoder: decoder)
     }
 
@@ -65,7 +65,7 @@ extension HTTPRequestOperationManager {
 
     /// `PATCH`, the body decoded as `T` (see `GET(_:parameters:as:decoder:)`).
     public func PATCH<T: Decodable & Sendable>(_ URLString: String, parameters: Any? = nil, as type: T.Type,
-                                    decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+                                               decoder: JSONDecoder = JSONDecoder()) async throws -> T {
         try await enqueue("PATCH", URLString, parameters).decode(type, decoder: decoder)
     }
 
@@ -76,7 +76,7 @@ extension HTTPRequestOperationManager {
 
     /// `DELETE`, the body decoded as `T` (see `GET(_:parameters:as:decoder:)`).
     public func DELETE<T: Decodable & Sendable>(_ URLString: String, parameters: Any? = nil, as type: T.Type,
-                                     decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+                                                decoder: JSONDecoder = JSONDecoder()) async throws -> T {
         try await enqueue("DELETE", URLString, parameters).decode(type, decoder: decoder)
     }
 

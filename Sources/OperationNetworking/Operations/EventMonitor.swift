@@ -17,9 +17,10 @@ import FoundationNetworking
 /// 4. `operationDidFinish(_:)` exactly once, after the success/failure blocks ran and *before* the
 ///    operation turns `isFinished` (read `error`, `response`, `metrics` on it).
 ///
-/// - Threading: every call runs on one serial queue of the library (never the network thread, never
-///   the completion queue), so a monitor is never called concurrently with itself and needs no lock
-///   for state only these methods touch. Keep the methods short: they hold up every other monitor,
+/// - Threading: every call runs on one serial queue of the library, `org.operationnetworking.monitors`
+///   (never on the network thread; `operationDidFinish(_:)` is run synchronously from the finishing
+///   operation's completion queue, so it may borrow that queue's thread), so a monitor is never called
+///   concurrently with itself and needs no lock for state only these methods touch. Keep the methods short: they hold up every other monitor,
 ///   and `operationDidFinish(_:)` holds up the operation's finishing. Never wait there for the
 ///   operation or its completion queue (it would deadlock).
 public protocol EventMonitor: AnyObject, Sendable {

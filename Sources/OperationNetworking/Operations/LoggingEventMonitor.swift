@@ -42,7 +42,7 @@ public final class LoggingEventMonitor: EventMonitor, @unchecked Sendable {   //
     }
 
     /// Logs `"HTTP request will be retried"` at `.debug` with the delay, the attempt and the error's
-    /// domain and code (a retry policy will call it; this release never retries).
+    /// domain and code, once before each further attempt a `RetryPolicy` makes.
     public func operation(_ operation: URLConnectionOperation, willRetryAfter delay: TimeInterval, attempt: Int,
                           error: Error?) {
         var metadata = LoggingEventMonitor.identity(of: operation)

@@ -37,6 +37,7 @@ extension URLConnectionOperation {
 
 /// Builds the command line of `curlDescription(redactingSecrets:)`, mirroring what the transport
 /// puts on the wire (Transfer+Configure.swift): which headers it adds, drops or suppresses.
+/// - Threading: a value, used on one thread.
 struct CurlCommand {
     let request: URLRequest
     let credential: URLCredential?
@@ -56,84 +57,86 @@ struct CurlCommand {
     var text: String {
         let method = (request.httpMethod ?? "GET").uppercased()
         let headers = request.allHTTPHeaderFields ?? [:]
-        let names = Set(headers.keys.map { $0.lowercased() })
-        var comment: String?
-        /// One option (with its argument) per entry; each goes on a line of its own.
+        let (body, comment) = bodyToSend(method: method, headers: headers)
+        // One option (with its argument) per entry; each goes on a line of its own.
         var arguments: [String] = []
-        var pipe: String?
-
-        // The body, as the transport sends it: HEAD sends none, POST/PUT/PATCH an empty one at least.
-        var body: Data?
-        if method != "HEAD" {
-            if let data = request.httpBody {
-                body = data
-            } else if request.httpBodyStream != nil {
-                let size = headers.first { $0.key.lowercased() == "content-length" }.map { "\($0.value) bytes" }
-                comment = "# The request body is a stream (\(size ?? "of unknown size")); it is not shown and this command sends none."
-            } else if ["POST", "PUT", "PATCH"].contains(method) {
-                body = Data()
-            }
-        }
-
         switch method {
         case "HEAD": arguments.append("--head")
         case "GET" where body == nil: break
         case "POST" where body != nil: break   // curl infers POST from --data-binary
         default: arguments.append("-X \(CurlCommand.quote(method))")
         }
-
-        var lines: [(String, String)] = []
-        for (name, value) in headers {
-            let lowered = name.lowercased()
-            // curl computes the length of the body it sends; without a body the value would be a lie.
-            if lowered == "content-length" { continue }
-            let shown = redactingSecrets && CurlCommand.secretHeaders.contains(lowered) ? CurlCommand.redacted : value
-            lines.append((lowered, shown.isEmpty ? "\(name);" : "\(name): \(shown)"))
-        }
-        // The cookies the transport adds from the shared storage.
-        if request.httpShouldHandleCookies && !names.contains("cookie"), let url = request.url,
-           let cookies = HTTPCookieStorage.shared.cookies(for: url), !cookies.isEmpty,
-           let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
-            lines.append(("cookie", "Cookie: \(redactingSecrets ? CurlCommand.redacted : header)"))
-        }
-        // Headers curl's command line would add and the library does not send: removed (`Name:`).
-        if !names.contains("user-agent") { lines.append(("user-agent", "User-Agent:")) }
-        if body != nil && !names.contains("content-type") { lines.append(("content-type", "Content-Type:")) }
-        if body != nil && !names.contains("expect") { lines.append(("expect", "Expect:")) }
-        // The library's own offer, sent as a header so that curl's longer list does not replace it;
-        // `--compressed` below still makes curl inflate the answer.
-        if !names.contains("accept-encoding") {
-            lines.append(("accept-encoding", "Accept-Encoding: \(Transfer.offeredEncodings)"))
-        }
-        for (_, line) in lines.sorted(by: { $0.0 < $1.0 }) {
-            arguments.append("-H \(CurlCommand.quote(line))")
-        }
-        if !names.contains("accept-encoding") { arguments.append("--compressed") }   // names: the caller's headers
-
+        arguments += headerArguments(headers, hasBody: body != nil)
+        var pipe = ""
         if let body {
-            if let text = String(data: body, encoding: .utf8), !text.utf8.contains(0) {
-                if body.count <= CurlCommand.largestArgument {
-                    arguments.append("--data-binary \(CurlCommand.quote(text))")
-                } else {
-                    pipe = "printf '%s' \(CurlCommand.quote(text)) | "
-                    arguments.append("--data-binary @-")
-                }
-            } else {
-                pipe = "printf '\(CurlCommand.octal(body))' | "
-                arguments.append("--data-binary @-")
-            }
+            let (producer, argument) = CurlCommand.bodyArgument(body)
+            pipe = producer.map { "\($0) | " } ?? ""
+            arguments.append(argument)
         }
         if let user = credential?.user {
+            // The library answers a challenge with the scheme the server offers; so does --anyauth.
             let password = redactingSecrets ? CurlCommand.redacted : (credential?.password ?? "")
             arguments.append("--anyauth --user \(CurlCommand.quote("\(user):\(password)"))")
         }
         if insecure { arguments.append("--insecure") }
         let url = urlString
-        if url.contains(where: { "[]{}".contains($0) }) { arguments.append("--globoff") }
+        if url.contains(where: { "[]{}".contains($0) }) { arguments.append("--globoff") }   // no URL globbing
         arguments.append(CurlCommand.quote(url))
-
-        let command = (pipe ?? "") + (["curl"] + arguments).joined(separator: " \\\n  ")
+        let command = pipe + (["curl"] + arguments).joined(separator: " \\\n  ")
         return [comment, command].compactMap { $0 }.joined(separator: "\n")
+    }
+
+    /// The body as the transport sends it (HEAD none, POST/PUT/PATCH an empty one at least), or for a
+    /// body stream, which is not read here, the comment that names its size.
+    private func bodyToSend(method: String, headers: [String: String]) -> (Data?, comment: String?) {
+        guard method != "HEAD" else { return (nil, nil) }
+        if let data = request.httpBody { return (data, nil) }
+        if request.httpBodyStream != nil {
+            let size = headers.first { $0.key.lowercased() == "content-length" }.map { "\($0.value) bytes" }
+            return (nil, "# The request body is a stream (\(size ?? "of unknown size")); "
+                + "it is not shown and this command sends none.")
+        }
+        return (["POST", "PUT", "PATCH"].contains(method) ? Data() : nil, nil)
+    }
+
+    /// `-H` options, sorted by name: the request's headers, the cookies the transport adds, and the
+    /// removal (`Name:`) of headers curl's command line would add and the library does not send.
+    private func headerArguments(_ headers: [String: String], hasBody: Bool) -> [String] {
+        let names = Set(headers.keys.map { $0.lowercased() })
+        var lines: [(name: String, line: String)] = []
+        for (name, value) in headers {
+            let lowered = name.lowercased()
+            // curl computes the length of the body it sends; without a body the value would be a lie.
+            if lowered == "content-length" { continue }
+            let shown = redactingSecrets && CurlCommand.secretHeaders.contains(lowered) ? CurlCommand.redacted : value
+            // "Name;" is curl's spelling of a header with an empty value, as the transport sends it.
+            lines.append((lowered, shown.isEmpty ? "\(name);" : "\(name): \(shown)"))
+        }
+        if request.httpShouldHandleCookies && !names.contains("cookie"), let url = request.url,
+           let cookies = HTTPCookieStorage.shared.cookies(for: url), !cookies.isEmpty,
+           let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
+            lines.append(("cookie", "Cookie: \(redactingSecrets ? CurlCommand.redacted : header)"))
+        }
+        if !names.contains("user-agent") { lines.append(("user-agent", "User-Agent:")) }
+        if hasBody && !names.contains("content-type") { lines.append(("content-type", "Content-Type:")) }
+        if hasBody && !names.contains("expect") { lines.append(("expect", "Expect:")) }
+        // The library's own offer, sent as a header so that curl's longer list does not replace it;
+        // `--compressed` below still makes curl inflate the answer.
+        if !names.contains("accept-encoding") {
+            lines.append(("accept-encoding", "Accept-Encoding: \(Transfer.offeredEncodings)"))
+        }
+        var arguments = lines.sorted { $0.name < $1.name }.map { "-H \(CurlCommand.quote($0.line))" }
+        if !names.contains("accept-encoding") { arguments.append("--compressed") }
+        return arguments
+    }
+
+    /// The `--data-binary` option for `body`, and the shell command whose output it reads, if any.
+    private static func bodyArgument(_ body: Data) -> (producer: String?, argument: String) {
+        guard let text = String(data: body, encoding: .utf8), !text.utf8.contains(0) else {
+            return ("printf '\(octal(body))'", "--data-binary @-")
+        }
+        if body.count <= largestArgument { return (nil, "--data-binary \(quote(text))") }
+        return ("printf '%s' \(quote(text))", "--data-binary @-")
     }
 
     /// The URL, its password (if any) redacted.

@@ -60,6 +60,8 @@ final class EventMonitorTests: ServerTestCase {
         operation.cancel()
         let outcome = run(operation)
         XCTAssertEqual(outcome.urlErrorCode, .cancelled)
+        // Handlers run before the finish, which monitors hear of before isFinished.
+        XCTAssertTrue(eventually { operation.isFinished })
         XCTAssertEqual(monitor.events, ["finish finished=false error=\(URLError.cancelled.rawValue)"])
         XCTAssertTrue(server.requests.isEmpty)
     }
@@ -69,13 +71,35 @@ final class EventMonitorTests: ServerTestCase {
         let redirected = HTTPRequestOperation(request: request("redirect/2"))
         redirected.eventMonitors = [monitor]
         XCTAssertTrue(run(redirected).isSuccess)
+        XCTAssertTrue(eventually { redirected.isFinished })
         XCTAssertEqual(monitor.events, ["start /redirect/2", "response 200", "finish finished=false error=0"])
 
         let failing = RecordingMonitor()
         let refused = HTTPRequestOperation(request: URLRequest(url: URL(string: "http://127.0.0.1:1/")!))
         refused.eventMonitors = [failing]
         XCTAssertEqual(run(refused).urlErrorCode, .cannotConnectToHost)
+        XCTAssertTrue(eventually { refused.isFinished })
         XCTAssertEqual(failing.events, ["start /", "finish finished=false error=\(URLError.cannotConnectToHost.rawValue)"])
+    }
+
+    func testAPausedAndResumedDownloadStartsOnceWithAResponsePerTransfer() {
+        let monitor = RecordingMonitor()
+        let path = "/bytes/400000?chunkSize=4000&chunkDelayMs=5"
+        let operation = HTTPRequestOperation(request: request(path))
+        operation.eventMonitors = [monitor]
+        let someBytes = expectation(description: "some bytes")
+        someBytes.assertForOverFulfill = false
+        operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
+        let (done, box) = recordOutcome(of: operation)
+        operation.start()
+        wait(for: [someBytes], timeout: 5)
+        operation.pause()
+        operation.resume()
+        wait(for: [done], timeout: 20)
+        XCTAssertTrue(box.value?.isSuccess ?? false)
+        XCTAssertTrue(eventually { operation.isFinished })
+        XCTAssertEqual(server.requests.count, 2)
+        XCTAssertEqual(monitor.events, ["start /bytes/400000", "response 200", "response 206", "finish finished=false error=0"])
     }
 
     func testAMonitorIsNeverCalledConcurrently() {
