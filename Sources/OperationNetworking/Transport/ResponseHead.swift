@@ -1,0 +1,204 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Where one header field lies in a head's byte storage.
+struct FieldSpan: Sendable {
+    var nameStart: Int32, nameEnd: Int32, valueStart: Int32, valueEnd: Int32
+}
+
+/// A response head as it came off the wire: status, version and fields in order.
+///
+/// Names and values stay as the bytes received, back to back in one array; a `String` is made only
+/// for a field someone reads. What every response needs (length, media type, charset) is parsed once,
+/// from bytes, when the head is complete. Building Foundation's `HTTPURLResponse` is costlier still
+/// (it rewrites every header name), so the operation builds it on first use.
+/// - Threading: an immutable value once complete.
+struct ResponseHead: Sendable {
+    /// The URL of the hop that answered.
+    var url: URL
+    var statusCode: Int
+    /// `"HTTP/1.1"`, `"HTTP/2"`…
+    var httpVersion: String
+    /// Names and values of the fields, as received, back to back.
+    private let bytes: [UInt8]
+    /// Each field's place in `bytes`, in arrival order.
+    private let spans: [FieldSpan]
+    /// `Content-Length` when the server sent a valid one, otherwise -1.
+    let expectedContentLength: Int64
+    /// Where the first `Content-Type` lies, parsed only when the media type or charset is read.
+    private let contentType: FieldSpan?
+
+    /// A head from raw storage (the parser's).
+    init(url: URL, statusCode: Int, httpVersion: String, bytes: [UInt8], spans: [FieldSpan]) {
+        self.url = url
+        self.statusCode = statusCode
+        self.httpVersion = httpVersion
+        self.bytes = bytes
+        self.spans = spans
+        contentType = HeaderBytes.firstValue(named: "content-type", in: bytes, spans: spans)
+        expectedContentLength = HeaderBytes.firstValue(named: "content-length", in: bytes, spans: spans)
+            .flatMap { HeaderBytes.parseLength(bytes, $0) } ?? -1
+    }
+
+    /// Whether two `Content-Length` fields disagree (compared as bytes: this runs for every response).
+    var hasConflictingContentLengths: Bool {
+        guard let first = HeaderBytes.firstValue(named: "content-length", in: bytes, spans: spans) else { return false }
+        let expected = bytes[Int(first.valueStart)..<Int(first.valueEnd)]
+        return spans.contains {
+            HeaderBytes.nameMatches("content-length", bytes, $0)
+                && !bytes[Int($0.valueStart)..<Int($0.valueEnd)].elementsEqual(expected)
+        }
+    }
+
+    /// The length `Content-Length` announces when it is all digits, `Int64.max` when those digits do not
+    /// fit; `nil` without one or for anything else.
+    var declaredContentLength: Int64? {
+        guard let span = HeaderBytes.firstValue(named: "content-length", in: bytes, spans: spans),
+              span.valueEnd > span.valueStart,
+              bytes[Int(span.valueStart)..<Int(span.valueEnd)].allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return HeaderBytes.parseLength(bytes, span) ?? .max
+    }
+
+    /// The media type of `Content-Type`, lowercased, without parameters (as `URLResponse.mimeType`).
+    var mimeType: String? {
+        contentType.flatMap { HeaderBytes.parseContentType(bytes, $0).mimeType }
+    }
+
+    /// The `charset` parameter of `Content-Type` (as `URLResponse.textEncodingName`).
+    var textEncodingName: String? {
+        contentType.flatMap { HeaderBytes.parseContentType(bytes, $0).charset }
+    }
+
+    /// A head from decoded fields (an archive).
+    init(url: URL, statusCode: Int, httpVersion: String, fields: [(name: String, value: String)]) {
+        var bytes: [UInt8] = []
+        var spans: [FieldSpan] = []
+        for (name, value) in fields {
+            let nameStart = Int32(clamping: bytes.count)
+            bytes.append(contentsOf: name.utf8)
+            let valueStart = Int32(clamping: bytes.count)
+            bytes.append(contentsOf: value.utf8)
+            spans.append(FieldSpan(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart,
+                                   valueEnd: Int32(clamping: bytes.count)))
+        }
+        self.init(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: bytes, spans: spans)
+    }
+
+    /// Fields in arrival order, names as sent.
+    var fields: [(name: String, value: String)] {
+        spans.map { (HeaderBytes.text(bytes, $0.nameStart, $0.nameEnd), HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd)) }
+    }
+
+    /// The value of the first field named `name` (ASCII case-insensitive).
+    func value(for name: String) -> String? {
+        HeaderBytes.firstValue(named: name, in: bytes, spans: spans).map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
+    }
+
+    /// All values of the fields named `name` (for `Set-Cookie`, which must not be joined).
+    func values(for name: String) -> [String] {
+        spans.filter { HeaderBytes.nameMatches(name, bytes, $0) }.map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
+    }
+
+    /// Fields as Foundation wants them: repeated names joined with `", "`, the first spelling kept.
+    var headerDictionary: [String: String] {
+        var result: [String: String] = [:]
+        var spelling: [String: String] = [:]
+        for (name, value) in fields {
+            let key = asciiLowercased(name)
+            if let existing = spelling[key] {
+                result[existing] = (result[existing] ?? "") + ", " + value
+            } else {
+                spelling[key] = name
+                result[name] = value
+            }
+        }
+        return result
+    }
+
+    /// Foundation's response for this head.
+    func makeResponse() -> HTTPURLResponse? {
+        HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: headerDictionary)
+    }
+}
+
+/// Byte-level helpers over a head's storage: no `String` is made until a value is asked for.
+enum HeaderBytes {
+    static func text(_ bytes: [UInt8], _ start: Int32, _ end: Int32) -> String {
+        String(decoding: bytes[Int(start)..<Int(end)], as: UTF8.self)
+    }
+
+    static func nameMatches(_ name: String, _ bytes: [UInt8], _ span: FieldSpan) -> Bool {
+        let utf8 = name.utf8
+        guard utf8.count == Int(span.nameEnd - span.nameStart) else { return false }
+        var index = Int(span.nameStart)
+        for byte in utf8 {
+            guard asciiLower(byte) == asciiLower(bytes[index]) else { return false }
+            index += 1
+        }
+        return true
+    }
+
+    static func firstValue(named name: String, in bytes: [UInt8], spans: [FieldSpan]) -> FieldSpan? {
+        spans.first { nameMatches(name, bytes, $0) }
+    }
+
+    /// A non-negative decimal `Content-Length`; `nil` for anything else (signs, spaces, overflow).
+    static func parseLength(_ bytes: [UInt8], _ span: FieldSpan) -> Int64? {
+        guard span.valueEnd > span.valueStart else { return nil }
+        var value: Int64 = 0
+        for index in Int(span.valueStart)..<Int(span.valueEnd) {
+            let byte = bytes[index]
+            guard (0x30...0x39).contains(byte) else { return nil }
+            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times.addingReportingOverflow(Int64(byte - 0x30))
+            guard !overflow1 && !overflow2 else { return nil }
+            value = sum
+        }
+        return value
+    }
+
+    /// `type/subtype` lowercased and the `charset` parameter (quotes removed) of a `Content-Type`.
+    static func parseContentType(_ bytes: [UInt8], _ span: FieldSpan) -> (mimeType: String?, charset: String?) {
+        let end = Int(span.valueEnd)
+        var index = Int(span.valueStart)
+        var typeEnd = index
+        while typeEnd < end, bytes[typeEnd] != 0x3B { typeEnd += 1 }   // ';'
+        let (typeStart, typeStop) = trim(bytes, index, typeEnd)
+        let mimeType = typeStop > typeStart ? String(unsafeUninitializedCapacity: typeStop - typeStart) { buffer in
+            for index in typeStart..<typeStop { buffer[index - typeStart] = asciiLower(bytes[index]) }
+            return typeStop - typeStart
+        } : nil
+        index = typeEnd
+        while index < end {
+            index += 1   // past ';'
+            var parameterEnd = index
+            while parameterEnd < end, bytes[parameterEnd] != 0x3B { parameterEnd += 1 }
+            var equals = index
+            while equals < parameterEnd, bytes[equals] != 0x3D { equals += 1 }   // '='
+            let (nameStart, nameEnd) = trim(bytes, index, equals)
+            if equals < parameterEnd, isCharset(bytes, nameStart, nameEnd) {
+                var (valueStart, valueEnd) = trim(bytes, equals + 1, parameterEnd)
+                while valueStart < valueEnd, bytes[valueStart] == 0x22 || bytes[valueStart] == 0x20 { valueStart += 1 }
+                while valueEnd > valueStart, bytes[valueEnd - 1] == 0x22 || bytes[valueEnd - 1] == 0x20 { valueEnd -= 1 }
+                return (mimeType, String(decoding: bytes[valueStart..<valueEnd], as: UTF8.self))
+            }
+            index = parameterEnd
+        }
+        return (mimeType, nil)
+    }
+
+    private static func isCharset(_ bytes: [UInt8], _ start: Int, _ end: Int) -> Bool {
+        let word: [UInt8] = [0x63, 0x68, 0x61, 0x72, 0x73, 0x65, 0x74]   // "charset"
+        guard end - start == word.count else { return false }
+        return (0..<word.count).allSatisfy { asciiLower(bytes[start + $0]) == word[$0] }
+    }
+
+    private static func trim(_ bytes: [UInt8], _ start: Int, _ end: Int) -> (Int, Int) {
+        var start = start, end = end
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return (start, end)
+    }
+}
