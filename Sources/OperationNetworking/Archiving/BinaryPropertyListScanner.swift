@@ -40,10 +40,16 @@ struct BinaryPropertyListScanner {
         let count = integer(at: trailer + 8, size: 8)
         let top = integer(at: trailer + 16, size: 8)
         offsetTableStart = integer(at: trailer + 24, size: 8)
+        // CoreFoundation's own trailer checks too: whatever its binary parser refuses, it retries as an
+        // XML and then an OpenStep plist, and corelibs leaks the error objects of those attempts — so
+        // nothing may reach it that is not a binary plist by CF's rules (the offset table filling the
+        // space up to the trailer exactly, references wide enough to name every object).
         guard (1...8).contains(offsetSize), (1...8).contains(objectReferenceSize),
               count >= 1, count <= BinaryPropertyListScanner.maximumObjects, top >= 0, top < count,
-              offsetTableStart >= 8, offsetTableStart <= trailer,
-              count <= (trailer - offsetTableStart) / offsetSize else {
+              offsetTableStart >= 9, offsetTableStart <= trailer,
+              count == (trailer - offsetTableStart) / offsetSize, (trailer - offsetTableStart) % offsetSize == 0,
+              objectReferenceSize == 8 || count < 1 << (8 * objectReferenceSize),
+              offsetSize == 8 || offsetTableStart < 1 << (8 * offsetSize) else {
             throw Invalid(reason: "bad trailer")
         }
         offsets = (0..<count).map { integer(at: offsetTableStart + $0 * offsetSize, size: offsetSize) }
@@ -164,7 +170,9 @@ struct BinaryPropertyListScanner {
         var onPath = [Bool](repeating: false, count: offsets.count)
         var stack: [(object: Int, children: [Int], next: Int)] = []
         onPath[top] = true
-        stack.append((top, try children(of: top), 0))
+        let topChildren = try children(of: top)
+        try checkDistinctKeys(of: top)
+        stack.append((top, topChildren, 0))
         while !stack.isEmpty {
             let last = stack.count - 1
             if stack[last].next == stack[last].children.count {
@@ -180,7 +188,25 @@ struct BinaryPropertyListScanner {
             if done[child] { continue }
             guard stack.count < BinaryPropertyListScanner.maximumDepth else { throw Invalid(reason: "nesting too deep") }
             onPath[child] = true
-            stack.append((child, try children(of: child), 0))
+            let grandchildren = try children(of: child)
+            try checkDistinctKeys(of: child)
+            stack.append((child, grandchildren, 0))
+        }
+    }
+
+    /// A dictionary naming one key twice is refused: CF builds it by handing the key list over to the
+    /// new dictionary, which drops the second key without releasing it (a leak per tampered archive).
+    private func checkDistinctKeys(of object: Int) throws {
+        let start = offsets[object]
+        guard bytes[start] >> 4 == 0xD else { return }
+        let (length, body) = try lengthAndStart(start, Int(bytes[start] & 0x0F))
+        guard length > 1 else { return }
+        var seen = Set<String>()
+        for index in 0..<length {
+            let key = integer(at: body + index * objectReferenceSize, size: objectReferenceSize)
+            guard let text = keyString(at: key), seen.insert(text).inserted else {
+                throw Invalid(reason: "dictionary key repeated")
+            }
         }
     }
 
@@ -192,21 +218,32 @@ struct BinaryPropertyListScanner {
         let info = Int(marker & 0x0F)
         switch kind {
         case 0x0:
-            guard [0, 8, 9, 15].contains(info) else { throw Invalid(reason: "bad simple value") }
+            // null, false, true: CF's parser refuses the fill byte (0x0F) and everything else.
+            guard [0, 8, 9].contains(info) else { throw Invalid(reason: "bad simple value") }
             return []
         case 0x1, 0x2:
-            guard info <= 4, start + 1 + (1 << info) <= offsetTableStart else { throw Invalid(reason: "bad number") }
+            // Integers of 1 to 16 bytes; reals only as float (4 bytes) or double (8), as CF reads them.
+            guard kind == 0x1 ? info <= 4 : (info == 2 || info == 3),
+                  start + 1 + (1 << info) <= offsetTableStart else { throw Invalid(reason: "bad number") }
             return []
         case 0x3:
             guard info == 3, start + 9 <= offsetTableStart else { throw Invalid(reason: "bad date") }
             return []
         case 0x8:
-            guard start + 2 + info <= offsetTableStart else { throw Invalid(reason: "bad UID") }
+            // CF refuses a UID above UInt32.max.
+            guard start + 2 + info <= offsetTableStart,
+                  (0...Int(UInt32.max)).contains(integer(at: start + 1, size: info + 1)) else { throw Invalid(reason: "bad UID") }
             return []
         case 0x4, 0x5, 0x6:
             let (length, body) = try lengthAndStart(start, info)
             let size = kind == 0x6 ? length * 2 : length
             guard size >= 0, body + size <= offsetTableStart else { throw Invalid(reason: "data or string past the end") }
+            // CF copies UTF-16 text through a buffer of its length, and an allocation of 0 bytes fails it.
+            guard kind != 0x6 || length > 0 else { throw Invalid(reason: "empty UTF-16 string") }
+            // CF decodes an ASCII string object strictly: a byte above 0x7F fails the whole parse.
+            guard kind != 0x5 || !bytes[body..<(body + size)].contains(where: { $0 >= 0x80 }) else {
+                throw Invalid(reason: "non-ASCII byte in an ASCII string")
+            }
             return []
         case 0xC:
             throw Invalid(reason: "sets do not occur in keyed archives")

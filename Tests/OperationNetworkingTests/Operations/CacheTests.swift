@@ -5,6 +5,14 @@ import XCTest
 
 /// URLCache, opt-in through the cache response block or the request's cache policy.
 final class CacheTests: ServerTestCase {
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        useMemoryOnlyURLCacheUnderAddressSanitizer()
+    }
+
+    /// Also the regression test of a leak AddressSanitizer found (issue 12): the body answered from the
+    /// cache was never freed while the operation shared the cache entry's storage. Only the ASan run
+    /// (`scripts/test --sanitize=address`) sees it, as a LeakSanitizer report at exit.
     func testCacheBlockDecidesWhatIsStoredAndPolicyReadsIt() throws {
         let path = "/bytes/64?case=\(UUID().uuidString)"
         let first = HTTPRequestOperation(request: request(path))
