@@ -185,10 +185,11 @@ extension URLConnectionOperation {
     /// Waits (at most 2 s) for a pause to reach the network thread, so its bytes can be archived.
     private func waitForPauseToSettle() {
         let deadline = Date().addingTimeInterval(2)
-        pauseSettled.lock()
-        defer { pauseSettled.unlock() }
+        let settled = pauseSettled
+        settled.lock()
+        defer { settled.unlock() }
         while lock.withLock({ state.isPaused && resumePoint == nil && transfer != nil }) {
-            if !pauseSettled.wait(until: deadline) { break }
+            if !settled.wait(until: deadline) { break }
         }
     }
 }

@@ -44,8 +44,16 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// Guards every stored `var` of this class (leaf lock: nothing is called while it is held).
     let lock = NSLock()
     /// Signalled when a pause reached the network thread (archiving waits for the bytes to settle).
-    /// Made on first use: only paused operations need it.
-    lazy var pauseSettled = NSCondition()
+    /// Made on first use, under `lock` (a `lazy var` would race): only paused operations need it.
+    var pauseSettled: NSCondition {
+        lock.withLock {
+            if let condition = storedPauseSettled { return condition }
+            let condition = NSCondition()
+            storedPauseSettled = condition
+            return condition
+        }
+    }
+    private var storedPauseSettled: NSCondition?        // guarded by lock
     var state = OperationState()                       // guarded by lock
     var storedRequest: URLRequest                       // guarded by lock
     var storedCurrentRequest: URLRequest                // guarded by lock
