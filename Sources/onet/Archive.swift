@@ -31,6 +31,8 @@ struct Archive: ParsableCommand {
                 done.signal()
             })
             _ = done.wait(timeout: .now() + 10)
+            // The handler ran; let the operation finish (its blocks released) before the process exits.
+            manager.operationQueue.waitUntilAllOperationsAreFinished()
             report.status = status.value
             let data = try JSONEncoder().encode(report)
             print(String(decoding: data, as: UTF8.self))
@@ -59,6 +61,7 @@ struct Archive: ParsableCommand {
             })
             operation.resume()
             guard done.wait(timeout: .now() + 30) == .success, result.value > 0 else { throw ExitCode.failure }
+            operation.waitUntilFinished()   // the output stream is closed when the operation finishes
             print("status=\(result.value)")
         }
     }
