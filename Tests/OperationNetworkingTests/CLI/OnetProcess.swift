@@ -1,0 +1,87 @@
+import Foundation
+import XCTest
+
+/// What one run of the `onet` executable produced.
+struct OnetRun {
+    /// The exit status.
+    var status: Int32
+    /// Standard output, byte for byte.
+    var stdout: Data
+    /// Standard error as text.
+    var stderr: String
+    /// Standard output as text.
+    var text: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+extension XCTestCase {
+    /// Runs `onet` with `arguments`, standard output and error on separate pipes (read concurrently,
+    /// so neither can fill up and stall the child), standard input empty.
+    func runOnetCapturing(_ arguments: [String], timeout: TimeInterval = 60) throws -> OnetRun {
+        let process = Process()
+        process.executableURL = try onetExecutable()
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        let finished = expectation(description: "onet exits")
+        process.terminationHandler = { _ in finished.fulfill() }
+        try process.run()
+        let errorText = PipeReader(errors.fileHandleForReading)
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        wait(for: [finished], timeout: timeout)
+        return OnetRun(status: process.terminationStatus, stdout: data, stderr: errorText.wait())
+    }
+
+    /// Runs `onet` with `arguments` in a pseudo-terminal (util-linux `script`), so that it sees a
+    /// terminal on its standard output; returns the exit status and what the terminal showed.
+    func runOnetInTerminal(_ arguments: [String], timeout: TimeInterval = 60) throws -> (Int32, String) {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else {
+            throw XCTSkip("script(1) from util-linux is not installed")
+        }
+        let command = ([try onetExecutable().path] + arguments).map(OnetProcessQuoting.shellQuoted).joined(separator: " ")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        process.arguments = ["--quiet", "--return", "--command", command, "/dev/null"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        let finished = expectation(description: "script exits")
+        process.terminationHandler = { _ in finished.fulfill() }
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        wait(for: [finished], timeout: timeout)
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
+
+/// Shell quoting for the command line `script` runs.
+enum OnetProcessQuoting {
+    /// `text` in single quotes, each `'` written as `'\''`.
+    static func shellQuoted(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}
+
+/// Reads a pipe to its end on another thread; `wait()` returns what it read.
+/// Guarded by `lock`, hence `@unchecked Sendable`.
+final class PipeReader: @unchecked Sendable {
+    private let lock = NSLock()
+    private var text = ""   // guarded by lock
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            let data = handle.readDataToEndOfFile()
+            lock.withLock { text = String(decoding: data, as: UTF8.self) }
+            done.signal()
+        }
+    }
+
+    /// What the pipe delivered up to its end (waits at most 60 s for it).
+    func wait() -> String {
+        _ = done.wait(timeout: .now() + 60)
+        return lock.withLock { text }
+    }
+}
