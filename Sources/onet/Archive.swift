@@ -8,12 +8,18 @@ import OperationNetworking
 struct Archive: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Restore an archived manager or a paused download in this process.",
+        discussion: """
+        Examples:
+          onet archive inspect-manager manager.archive --path status/200
+          onet archive resume-download paused.archive --output file.bin
+        """,
         subcommands: [InspectManager.self, ResumeDownload.self])
 
     /// Prints a restored manager's settings as JSON, then the status of one GET through it.
     struct InspectManager: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "inspect-manager",
-                                                        abstract: "Restore a manager, print its settings, GET a path.")
+                                                        abstract: "Restore a manager, print its settings, GET a path.",
+                                                        discussion: "Example:\n  onet archive inspect-manager manager.archive --path echo")
         @Argument(help: "The archive file.") var file: String
         @Option(help: "Path to GET through the restored manager.") var path: String = "echo"
 
@@ -42,7 +48,8 @@ struct Archive: ParsableCommand {
     /// Continues a paused download archived by another process, appending to the output file.
     struct ResumeDownload: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "resume-download",
-                                                        abstract: "Restore a paused download and resume it into a file.")
+                                                        abstract: "Restore a paused download and resume it into a file.",
+                                                        discussion: "Example:\n  onet archive resume-download paused.archive --output file.bin")
         @Argument(help: "The archive file.") var file: String
         @Option(help: "The file the download appends to.") var output: String
 

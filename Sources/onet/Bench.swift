@@ -11,7 +11,15 @@ import OperationNetworking
 /// `--sink memory` kept in `responseData` (AFNetworking's default).
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run N requests with at most C in flight and print the harness's RESULT line.")
+        abstract: "Run N requests with at most C in flight and print the harness's RESULT line.",
+        discussion: """
+        The benchmark client of ../shared/bench: its last line is the harness's RESULT line.
+
+        Examples:
+          onet bench --url http://127.0.0.1:8080/small --requests 20000 --concurrency 32
+          onet bench --url http://127.0.0.1:8080/echo --method POST --body-size 65536 --concurrency 8
+          onet bench --url http://127.0.0.1:8080/large --requests 4 --sink memory
+        """)
 
     @Option(help: "URL to request.") var url: String
     @Option(help: "Number of requests.") var requests: Int = 1000

@@ -7,7 +7,14 @@ import OperationNetworkingTestServer
 /// `onet demo`: the library's operation model, end to end, against an embedded loopback server.
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Start a loopback server and show dependencies, a batch, queue control and pause/resume.")
+        abstract: "Start a loopback server and show dependencies, a batch, queue control and pause/resume.",
+        discussion: """
+        Needs no network: the server is embedded and listens on 127.0.0.1 only. Exits non-zero if a step failed.
+
+        Examples:
+          onet demo
+          onet          (demo is the default subcommand)
+        """)
 
     func run() throws {
         let server = try TestServer()

@@ -7,7 +7,13 @@ import OperationNetworking
 /// inside a network namespace of their own).
 struct Reachability: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print the network reachability status, then each change, for a while.")
+        abstract: "Print the network reachability status, then each change, for a while.",
+        discussion: """
+        Examples:
+          onet reachability                          the default route, for 10 s
+          onet reachability --domain example.com --seconds 60
+          onet reachability --address 192.0.2.1
+        """)
 
     @Option(help: "Watch an IP literal instead of the default route.") var address: String?
     @Option(help: "Watch a host name instead of the default route.") var domain: String?

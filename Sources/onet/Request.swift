@@ -47,14 +47,17 @@ struct Request: ParsableCommand {
     var auth: String?
 
     @Option(name: .customLong("pin-cert"), help: ArgumentHelp(
-        "Pin this certificate (PEM or DER file; repeatable): the server must present it.", valueName: "file"))
+        "Pin this certificate (PEM or DER file; repeatable): the server must present it.", valueName: "file"),
+            completion: .file())
     var pinCertificates: [String] = []
 
     @Option(name: .customLong("pin-key"), help: ArgumentHelp(
-        "Pin the public key of this certificate (PEM or DER file; repeatable).", valueName: "file"))
+        "Pin the public key of this certificate (PEM or DER file; repeatable).", valueName: "file"),
+            completion: .file())
     var pinKeys: [String] = []
 
-    @Option(help: ArgumentHelp("Trust these CA certificates (PEM or DER file) besides the system's.", valueName: "file"))
+    @Option(help: ArgumentHelp("Trust these CA certificates (PEM or DER file) besides the system's.", valueName: "file"),
+            completion: .file())
     var cacert: String?
 
     @Flag(help: "Accept any certificate chain and host name (pins still apply).")
@@ -63,10 +66,12 @@ struct Request: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds to connect, and without progress, before failing (default 60).", valueName: "seconds"))
     var timeout: Double?
 
-    @Option(help: "Send a failed GET, HEAD, PUT or DELETE again up to this many times (408, 429, 5xx, transport errors).")
+    @Option(help: ArgumentHelp("Send a failed GET, HEAD, PUT or DELETE again up to this many times (408, 429, 5xx, transport errors).",
+                               valueName: "count"))
     var retry = 0
 
-    @Option(name: [.short, .long], help: ArgumentHelp("Write the body to this file instead of standard output.", valueName: "file"))
+    @Option(name: [.short, .long], help: ArgumentHelp("Write the body to this file instead of standard output.", valueName: "file"),
+            completion: .file())
     var output: String?
 
     @Flag(name: [.short, .long], help: "Print the request and response heads and the transfer metrics on standard error.")
