@@ -57,21 +57,16 @@ struct Bench: ParsableCommand {
             (try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? NSNumber)?.int64Value ?? 0
         } ?? Int64(body?.count ?? 0)
 
-        let start = DispatchTime.now()
-        var batch: [Operation] = []
-        batch.reserveCapacity(min(requests, 1024))
-        for index in 0..<requests {
+        // Operations are made as the run goes: a window of them is queued at first, and each one that
+        // finishes queues the next, so memory stays bounded by the window, not by N.
+        let makeOperation: @Sendable (Feeder) -> HTTPRequestOperation? = { [url, method, sink] feeder in
             var request = URLRequest(url: target)
             if method != "GET" { request.httpMethod = method }
             if let uploadURL {
-                do {
-                    request = try serializer.multipartFormRequest(method: "POST", urlString: url, parameters: nil) {
-                        try $0.appendPart(withFileURL: uploadURL, name: "file")
-                    }
-                } catch {
-                    print("UNSUPPORTED \(error.localizedDescription)")
-                    throw ExitCode(3)
-                }
+                guard let multipart = try? serializer.multipartFormRequest(method: "POST", urlString: url, parameters: nil, constructingBodyWith: {
+                    try $0.appendPart(withFileURL: uploadURL, name: "file")
+                }) else { return nil }
+                request = multipart
             } else if let body {
                 request.httpBody = body
                 request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
@@ -85,15 +80,18 @@ struct Bench: ParsableCommand {
                 if tally.record(bytes: received + sent, failed: false) == total {
                     done.signal()
                 }
+                feeder.feed(1)
             }, failure: { _, _ in
                 if tally.record(bytes: 0, failed: true) == total { done.signal() }
+                feeder.feed(1)
             })
-            batch.append(operation)
-            if batch.count == 1024 || index == requests - 1 {
-                queue.addOperations(batch, waitUntilFinished: false)
-                batch.removeAll(keepingCapacity: true)
-            }
+            return operation
         }
+        let feeder = Feeder(total: requests, queue: queue, make: makeOperation) {
+            if tally.record(bytes: 0, failed: true) == total { done.signal() }
+        }
+        let start = DispatchTime.now()
+        feeder.feed(max(2 * concurrency, 64))
         done.wait()
         let wall = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
         let (finished, errors, bytes) = tally.snapshot
@@ -102,6 +100,40 @@ struct Bench: ParsableCommand {
         print(String(format: "RESULT requests=%d errors=%d wall_s=%.6f rps=%.2f mbps=%.3f bytes=%lld",
                      finished, errors, wall, rps, mbps, bytes))
         if errors > 0 { throw ExitCode(1) }
+    }
+}
+
+/// Makes and queues the run's operations a few at a time; `remaining` is guarded by `lock`, the rest
+/// is immutable, hence `@unchecked Sendable`.
+private final class Feeder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var remaining: Int   // guarded by lock
+    private let queue: OperationQueue
+    private let make: @Sendable (Feeder) -> HTTPRequestOperation?
+    private let unbuildable: @Sendable () -> Void
+
+    init(total: Int, queue: OperationQueue, make: @escaping @Sendable (Feeder) -> HTTPRequestOperation?,
+         unbuildable: @escaping @Sendable () -> Void) {
+        remaining = total
+        self.queue = queue
+        self.make = make
+        self.unbuildable = unbuildable
+    }
+
+    /// Makes up to `count` more operations (fewer when the run has no more) and queues them.
+    func feed(_ count: Int) {
+        let taken = lock.withLock {
+            let taken = min(count, remaining)
+            remaining -= taken
+            return taken
+        }
+        guard taken > 0 else { return }
+        var operations: [Operation] = []
+        operations.reserveCapacity(taken)
+        for _ in 0..<taken {
+            if let operation = make(self) { operations.append(operation) } else { unbuildable() }
+        }
+        queue.addOperations(operations, waitUntilFinished: false)
     }
 }
 
