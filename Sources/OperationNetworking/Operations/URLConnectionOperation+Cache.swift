@@ -11,8 +11,10 @@ extension URLConnectionOperation {
     /// Whether the request reads from the cache.
     private var readsCache: Bool {
         let request = self.request
-        return (request.httpMethod ?? "GET").uppercased() == "GET"
-            && (request.cachePolicy == .returnCacheDataElseLoad || request.cachePolicy == .returnCacheDataDontLoad)
+        // The policy first: it rules out nearly every request without the method's uppercasing.
+        let policy = request.cachePolicy
+        return (policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad)
+            && (request.httpMethod ?? "GET").uppercased() == "GET"
     }
 
     /// Ends the operation from the cache when the request asks for it; true when it did.

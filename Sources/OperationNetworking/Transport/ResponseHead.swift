@@ -29,6 +29,14 @@ struct ResponseHead: Sendable {
     let expectedContentLength: Int64
     /// Where the first `Content-Type` lies, parsed only when the media type or charset is read.
     private let contentType: FieldSpan?
+    /// Where the first `Content-Length` lies.
+    private let contentLength: FieldSpan?
+    /// Where the first `Content-Encoding` lies.
+    private let contentEncodingSpan: FieldSpan?
+    /// Whether two `Content-Length` fields disagree (compared as bytes).
+    let hasConflictingContentLengths: Bool
+    /// Whether any `Set-Cookie` field came (most responses have none: no scan for them then).
+    let hasSetCookie: Bool
 
     /// A head from raw storage (the parser's).
     init(url: URL, statusCode: Int, httpVersion: String, bytes: [UInt8], spans: [FieldSpan]) {
@@ -37,25 +45,49 @@ struct ResponseHead: Sendable {
         self.httpVersion = httpVersion
         self.bytes = bytes
         self.spans = spans
-        contentType = HeaderBytes.firstValue(named: "content-type", in: bytes, spans: spans)
-        expectedContentLength = HeaderBytes.firstValue(named: "content-length", in: bytes, spans: spans)
-            .flatMap { HeaderBytes.parseLength(bytes, $0) } ?? -1
+        // One pass finds every field each response needs (it runs for every response, so names are
+        // told apart by length before any byte is compared).
+        var contentType: FieldSpan?, contentLength: FieldSpan?, contentEncoding: FieldSpan?
+        var conflicting = false, setCookie = false
+        for span in spans {
+            switch span.nameEnd - span.nameStart {
+            case 10 where !setCookie:
+                setCookie = HeaderBytes.nameMatches("set-cookie", bytes, span)
+            case 12 where contentType == nil && HeaderBytes.nameMatches("content-type", bytes, span):
+                contentType = span
+            case 14 where HeaderBytes.nameMatches("content-length", bytes, span):
+                if let first = contentLength {
+                    conflicting = conflicting || !bytes[Int(span.valueStart)..<Int(span.valueEnd)]
+                        .elementsEqual(bytes[Int(first.valueStart)..<Int(first.valueEnd)])
+                } else {
+                    contentLength = span
+                }
+            case 16 where contentEncoding == nil && HeaderBytes.nameMatches("content-encoding", bytes, span):
+                contentEncoding = span
+            default:
+                break
+            }
+        }
+        self.contentType = contentType
+        self.contentLength = contentLength
+        self.contentEncodingSpan = contentEncoding
+        hasConflictingContentLengths = conflicting
+        hasSetCookie = setCookie
+        expectedContentLength = contentLength.flatMap { HeaderBytes.parseLength(bytes, $0) } ?? -1
     }
 
-    /// Whether two `Content-Length` fields disagree (compared as bytes: this runs for every response).
-    var hasConflictingContentLengths: Bool {
-        guard let first = HeaderBytes.firstValue(named: "content-length", in: bytes, spans: spans) else { return false }
-        let expected = bytes[Int(first.valueStart)..<Int(first.valueEnd)]
-        return spans.contains {
-            HeaderBytes.nameMatches("content-length", bytes, $0)
-                && !bytes[Int($0.valueStart)..<Int($0.valueEnd)].elementsEqual(expected)
-        }
+    /// Every `Set-Cookie` value, in order (none without a scan when the head has none).
+    var setCookieValues: [String] { hasSetCookie ? values(for: "Set-Cookie") : [] }
+
+    /// The first `Content-Encoding` value.
+    var contentEncoding: String? {
+        contentEncodingSpan.map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
     }
 
     /// The length `Content-Length` announces when it is all digits, `Int64.max` when those digits do not
     /// fit; `nil` without one or for anything else.
     var declaredContentLength: Int64? {
-        guard let span = HeaderBytes.firstValue(named: "content-length", in: bytes, spans: spans),
+        guard let span = contentLength,
               span.valueEnd > span.valueStart,
               bytes[Int(span.valueStart)..<Int(span.valueEnd)].allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
         return HeaderBytes.parseLength(bytes, span) ?? .max

@@ -133,7 +133,7 @@ extension Transfer {
         }
         let head = headerParser.head(url: url)
         self.head = head
-        decoder = asksForEncodings ? head.value(for: "Content-Encoding").flatMap { ContentDecoder(contentEncoding: $0) } : nil
+        decoder = asksForEncodings ? head.contentEncoding.flatMap { ContentDecoder(contentEncoding: $0) } : nil
         if head.hasConflictingContentLengths {
             // Two lengths for one body: no way to tell where it ends (RFC 9112 §6.3).
             abortError = TransportError.make(.cannotParseResponse, "The response has conflicting Content-Length headers.",
@@ -141,7 +141,7 @@ extension Transfer {
             return false
         }
         if currentRequest.httpShouldHandleCookies {
-            storeCookies(from: head.values(for: "Set-Cookie"), url: url)
+            storeCookies(from: head.setCookieValues, url: url)
         }
         let status = head.statusCode
         let isRedirect = (300..<400).contains(status) && status != 304 && headerParser.hasField("Location")
@@ -151,7 +151,7 @@ extension Transfer {
         // A retryable status is a response the monitors hear of, even if another attempt replaces it.
         if hop == .retryable { delegate?.transfer(self, didReceive: head) }
         if hop.setsBodyAside { return true }
-        if let limit = maximumBodySize, head.value(for: "Content-Encoding") == nil,
+        if let limit = maximumBodySize, head.contentEncoding == nil,
            let declared = head.declaredContentLength, declared > limit,
            (currentRequest.httpMethod ?? "GET").uppercased() != "HEAD" {
             abortError = tooLarge(limit)   // known from the head: not one byte needs to arrive

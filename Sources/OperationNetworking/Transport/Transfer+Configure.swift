@@ -159,7 +159,8 @@ extension Transfer {
             lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
         }
         if !hasExpect { lines.append("Expect:") }   // no 100-continue round trip unless asked for
-        if request.httpShouldHandleCookies && !hasCookie,
+        // An empty storage is told cheaply; matching cookies to the URL parses its host (most of the cost).
+        if request.httpShouldHandleCookies && !hasCookie, Transfer.cookieStorage.cookies?.isEmpty == false,
            let cookies = Transfer.cookieStorage.cookies(for: url), !cookies.isEmpty,
            let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
             lines.append("Cookie: \(header)")
