@@ -1,0 +1,45 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import OperationNetworkingTestServer
+
+/// `onet serve`: the demo's embedded loopback server on its own, to try `onet request` and
+/// `onet fetch` without a network.
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the embedded loopback test server (127.0.0.1 only) until Ctrl-C or --seconds.",
+        discussion: """
+        Prints its base URL first. Routes: /echo (the request as JSON), /bytes/N (N bytes, Range supported), /status/N, /delay/MS, /flaky/N/KEY (N failures, then 200), /redirect/N, /gzip, /auth/basic/USER/PASSWORD, /auth/digest/USER/PASSWORD, /upload.
+
+        Examples:
+          onet serve
+          onet serve --seconds 60 &
+          onet request http://127.0.0.1:PORT/echo name=Ada
+        """)
+
+    @Option(help: "Stop after this many seconds (default: run until interrupted).")
+    var seconds: Double?
+
+    func run() throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        // Written directly (not buffered by print) so that a script reading the pipe sees it at once.
+        FileHandle.standardOutput.write(Data("Serving on \(server.baseURL.absoluteString)\n".utf8))
+        let stop = DispatchSemaphore(value: 0)
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let sources = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            return source
+        }
+        if let seconds {
+            _ = stop.wait(timeout: .now() + seconds)
+        } else {
+            stop.wait()
+        }
+        sources.forEach { $0.cancel() }
+        print("Served \(server.requests.count) request(s).")
+    }
+}

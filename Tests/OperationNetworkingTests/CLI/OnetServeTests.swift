@@ -1,0 +1,33 @@
+import Foundation
+import XCTest
+
+/// `onet serve`: the embedded server answers `onet request` and stops cleanly on SIGTERM.
+final class OnetServeTests: XCTestCase {
+    func testServeAnswersRequestsAndStopsOnTerminate() throws {
+        let process = Process()
+        process.executableURL = try onetExecutable()
+        process.arguments = ["serve", "--seconds", "60"]
+        let output = Pipe()
+        process.standardOutput = output
+        let exited = expectation(description: "serve exits")
+        process.terminationHandler = { _ in exited.fulfill() }
+        try process.run()
+        var text = ""
+        while !text.contains("\n") {   // blocks until the first line arrives (or the pipe closes)
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        let base = try XCTUnwrap(text.split(separator: "\n").first.flatMap { $0.split(separator: " ").last }.map(String.init),
+                                 text)
+        XCTAssertTrue(base.hasPrefix("http://127.0.0.1:"), text)
+        let run = try runOnetCapturing(["request", base + "/echo", "q==served"])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.text.contains("\"q\":\"served\""), run.text)
+        process.terminate()
+        wait(for: [exited], timeout: 10)
+        XCTAssertEqual(process.terminationStatus, 0)
+        let rest = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(rest.contains("Served 1 request(s)."), rest)
+    }
+}
