@@ -162,14 +162,21 @@ enum HeaderBytes {
     }
 
     static func nameMatches(_ name: String, _ bytes: [UInt8], _ span: FieldSpan) -> Bool {
-        let utf8 = name.utf8
-        guard utf8.count == Int(span.nameEnd - span.nameStart) else { return false }
-        var index = Int(span.nameStart)
-        for byte in utf8 {
-            guard asciiLower(byte) == asciiLower(bytes[index]) else { return false }
-            index += 1
+        let length = Int(span.nameEnd - span.nameStart)
+        let start = Int(span.nameStart)
+        guard length >= 0, start >= 0, start + length <= bytes.count else { return false }
+        var name = name
+        // Both sides as contiguous bytes: iterating a String's UTF-8 view costs several times more, and
+        // this runs for several fields of every response.
+        return name.withUTF8 { utf8 in
+            guard utf8.count == length else { return false }
+            return bytes.withUnsafeBufferPointer { field in
+                for offset in 0..<length where asciiLower(utf8[offset]) != asciiLower(field[start + offset]) {
+                    return false
+                }
+                return true
+            }
         }
-        return true
     }
 
     static func firstValue(named name: String, in bytes: [UInt8], spans: [FieldSpan]) -> FieldSpan? {

@@ -203,7 +203,8 @@ final class Transfer: @unchecked Sendable {
 
     /// The request's no-progress and connect timeout in nanoseconds (`timeoutInterval`, 60 s by default).
     var timeoutNanoseconds: UInt64 {
-        let seconds = currentRequest.timeoutInterval > 0 ? currentRequest.timeoutInterval : 60
+        let interval = currentRequest.timeoutInterval   // a URLRequest accessor is not free: read once
+        let seconds = interval > 0 ? interval : 60
         return UInt64(min(seconds, 1e9) * 1e9)
     }
 
