@@ -229,7 +229,8 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     }
 
     /// Sets the block that decides whether (and what) a successful GET response goes into
-    /// `URLCache.shared`; it runs on the completion queue before the handlers. Setting a block opts the
+    /// `URLCache.shared`; it runs before the handlers, on the library's delivery queue (bodies up to
+    /// 64 KiB) or processing queue (larger ones), never on the completion queue. Setting a block opts the
     /// operation into caching (see `URLRequest.cachePolicy` in Migration.md); `nil` removes it.
     public func setCacheResponseBlock(_ block: CacheResponseBlock?) {
         lock.withLock { cacheBlock = block }
