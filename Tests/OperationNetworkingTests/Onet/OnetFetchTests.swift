@@ -1,0 +1,173 @@
+import Foundation
+import OperationNetworkingTestServer
+import XCTest
+
+/// `onet fetch` end to end against the test server: byte-exact files and one request each, failures
+/// reported, retries on the wire, and an interactive run in a real pseudo-terminal (tmux) that draws
+/// progress bars, is interrupted with Ctrl-C and resumed with Range requests.
+final class OnetFetchTests: ServerTestCase {
+    /// Directories the test made; removed in tearDown.
+    private var directories: [URL] = []
+
+    override func tearDown() {
+        directories.forEach { try? FileManager.default.removeItem(at: $0) }
+        directories = []
+        super.tearDown()
+    }
+
+    // MARK: - Non-interactive
+
+    func testFetchesEveryURLOnceByteExactWithUniqueSafeNames() throws {
+        let base = try makeDirectory()
+        let target = base.appendingPathComponent("out")
+        let urls = [server.url("/bytes/100000"), server.url("/bytes/250000?chunkSize=5000"),
+                    server.url("/bytes/100000?etag=second"), server.url("/bytes/0")]
+        let list = base.appendingPathComponent("urls.txt")
+        try ("# a comment, then a blank line\n\n" + urls.map(\.absoluteString).joined(separator: "\n") + "\n")
+            .write(to: list, atomically: true, encoding: .utf8)
+
+        let run = try runFetch(["fetch", "--from", list.path, "--to", target.path, "--concurrency", "2"])
+
+        XCTAssertEqual(run.status, 0, run.description)
+        XCTAssertEqual(try Data(contentsOf: target.appendingPathComponent("100000")), deterministicBytes(100_000))
+        XCTAssertEqual(try Data(contentsOf: target.appendingPathComponent("250000")), deterministicBytes(250_000))
+        XCTAssertEqual(try Data(contentsOf: target.appendingPathComponent("100000-1")), deterministicBytes(100_000),
+                       "the second URL with the same last component gets a unique name")
+        XCTAssertEqual(try Data(contentsOf: target.appendingPathComponent("0")), Data())
+        XCTAssertEqual(server.requests(path: "/bytes/100000").count, 2, "one request per URL")
+        XCTAssertEqual(server.requests(path: "/bytes/250000").count, 1)
+        XCTAssertEqual(server.requests(path: "/bytes/0").count, 1)
+        XCTAssertEqual(run.stdout.split(separator: "\n").filter { $0.hasPrefix("saved ") }.count, 4, run.description)
+        XCTAssertFalse(run.stderr.contains("\u{1B}["), "no escape codes when stderr is not a terminal")
+        XCTAssertTrue(run.stderr.contains("Total  4/4 files"), run.description)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target.appendingPathComponent(".onet-fetch-state").path),
+                       "the state file is removed once everything finished")
+        let written = try FileManager.default.contentsOfDirectory(atPath: target.path).sorted()
+        XCTAssertEqual(written, ["0", "100000", "100000-1", "250000"])
+    }
+
+    func testFailuresAreReportedOneLineEachAndExitNonZero() throws {
+        let target = try makeDirectory().appendingPathComponent("out")
+        let closed = try TestServer()
+        let refused = closed.url("/bytes/10")
+        closed.shutdown()   // nothing listens on its port any more
+        let notFound = server.url("/status/404")
+
+        let run = try runFetch(["fetch", "--to", target.path, server.url("/bytes/5000").absoluteString,
+                                notFound.absoluteString, refused.absoluteString])
+
+        XCTAssertEqual(run.status, 1, run.description)
+        let failures = run.stderr.split(separator: "\n").filter { $0.hasPrefix("onet fetch: failed: ") }
+        XCTAssertEqual(failures.count, 2, run.description)
+        XCTAssertTrue(failures.contains { $0.contains(notFound.absoluteString) && $0.contains("HTTP 404") }, run.description)
+        XCTAssertTrue(failures.contains { $0.contains(refused.absoluteString) }, run.description)
+        XCTAssertEqual(try Data(contentsOf: target.appendingPathComponent("5000")), deterministicBytes(5000))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target.appendingPathComponent("404").path),
+                       "a failed file (here the error page) is not left behind")
+        let state = try loadState(target)
+        XCTAssertEqual(state.files.map(\.status), ["done", "failed", "failed"], "a rerun fetches only the failed ones")
+    }
+
+    func testRetryIsSentOverTheWire() throws {
+        let target = try makeDirectory().appendingPathComponent("out")
+        let retried = "/flaky/2/\(UUID().uuidString)"
+        let once = "/flaky/1/\(UUID().uuidString)"
+
+        let run = try runFetch(["fetch", "--to", target.path, "--retry", "2", server.url(retried).absoluteString])
+        XCTAssertEqual(run.status, 0, run.description)
+        XCTAssertEqual(server.requests(path: retried).count, 3, "two 503s, then the 200")
+        XCTAssertEqual(try String(contentsOf: target.appendingPathComponent(String(retried.split(separator: "/").last ?? "")),
+                                  encoding: .utf8), "success 3", "the last attempt's body is the file")
+        XCTAssertTrue(run.stderr.contains("retrying "), run.description)
+
+        let noRetry = try runFetch(["fetch", "--to", target.path, server.url(once).absoluteString])
+        XCTAssertEqual(noRetry.status, 1, noRetry.description)
+        XCTAssertEqual(server.requests(path: once).count, 1, "without --retry a 503 is tried once")
+        XCTAssertTrue(noRetry.stderr.contains("HTTP 503"), noRetry.description)
+    }
+
+    func testBadArgumentsAreOneLineNamingTheArgument() throws {
+        let base = try makeDirectory()
+        let list = base.appendingPathComponent("urls.txt")
+        try "\(server.url("/bytes/1").absoluteString)\nnot a url\n".write(to: list, atomically: true, encoding: .utf8)
+        let cases: [([String], String)] = [
+            (["fetch", server.url("/bytes/1").absoluteString], "--to"),
+            (["fetch", "--to", base.path, "--from", base.appendingPathComponent("missing.txt").path], "--from"),
+            (["fetch", "--to", base.path, "--from", list.path], "line 2"),
+            (["fetch", "--to", base.path, "ftp://example.com/x"], "ftp://example.com/x"),
+            (["fetch", "--to", base.path, "--concurrency", "0", server.url("/bytes/1").absoluteString], "--concurrency"),
+        ]
+        for (arguments, named) in cases {
+            let run = try runFetch(arguments)
+            XCTAssertNotEqual(run.status, 0, run.description)
+            let firstLine = run.stderr.split(separator: "\n").first.map(String.init) ?? ""
+            XCTAssertTrue(firstLine.hasPrefix("Error: ") && firstLine.contains(named), "\(arguments): \(run.description)")
+        }
+        XCTAssertTrue(server.requests.isEmpty, "nothing is fetched when an argument is wrong")
+        let help = try runFetch(["fetch", "--help"])
+        XCTAssertEqual(help.status, 0)
+        XCTAssertTrue(help.stdout.contains("EXAMPLES") || help.stdout.contains("Examples:"), help.stdout)
+        XCTAssertTrue(help.stdout.contains(".onet-fetch-state"), help.stdout)
+    }
+
+    // MARK: - Helpers
+
+    /// The outcome of one `onet` run.
+    struct Run: CustomStringConvertible {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+        var description: String { "status \(status)\n--- stdout\n\(stdout)\n--- stderr\n\(stderr)" }
+    }
+
+    /// Runs `onet` with `arguments`, standard output and standard error captured apart (both pipes
+    /// are drained at once, so neither can fill up and block the child).
+    func runFetch(_ arguments: [String]) throws -> Run {
+        let process = Process()
+        process.executableURL = try onetExecutable()
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        let finished = expectation(description: "onet exits")
+        process.terminationHandler = { _ in finished.fulfill() }
+        try process.run()
+        let errorData = Recorder<Data>()
+        let drained = expectation(description: "stderr drained")
+        DispatchQueue.global().async {
+            errorData.append(errors.fileHandleForReading.readDataToEndOfFile())
+            drained.fulfill()
+        }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        wait(for: [finished, drained], timeout: 120)
+        return Run(status: process.terminationStatus, stdout: String(decoding: data, as: UTF8.self),
+                   stderr: String(decoding: errorData.all.first ?? Data(), as: UTF8.self))
+    }
+
+    /// A fresh temporary directory, removed after the test.
+    func makeDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("onet-fetch-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directories.append(directory)
+        return directory
+    }
+
+    /// The state file of `directory`, decoded independently of onet's own types.
+    func loadState(_ directory: URL) throws -> StateFile {
+        try JSONDecoder().decode(StateFile.self, from: Data(contentsOf: directory.appendingPathComponent(".onet-fetch-state")))
+    }
+
+    /// The documented state file format (`onet fetch --help`).
+    struct StateFile: Decodable {
+        struct Entry: Decodable {
+            let url: String
+            let name: String
+            let status: String
+            let bytes: Int64?
+            let archive: Data?
+        }
+        let version: Int
+        let files: [Entry]
+    }
+}
