@@ -22,7 +22,8 @@ struct Fetch: ParsableCommand {
             request, appending to what is on disk, skips the files already done, and removes the state \
             file once every file is saved.
 
-            Transport errors and 408/429/5xx answers are retried --retry times with backoff; 4xx are not. \
+            Transport errors (before the body started) and 408/429/5xx answers are retried --retry times \
+            with backoff (the library's RetryPolicy); other 4xx are not. \
             Failed files are listed on standard error at the end (one line each) and the exit status is 1; \
             running the command again fetches only those.
 

@@ -69,6 +69,8 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
     /// The file holds `received` of `expected` bytes (-1: unknown).
     func progress(_ index: Int, received: Int64, expected: Int64) {
         lock.withLock {
+            // A late progress call must not bring a finished file's bar back.
+            guard files[index].phase == .waiting || files[index].phase == .active else { return }
             files[index].phase = .active
             files[index].received = received
             files[index].expected = expected
@@ -166,8 +168,13 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
     /// Draws the active files' bars and the total line over the previous ones. Caller holds `lock`.
     private func drawBars() {
         guard interactive else { return }
-        let width = max(40, FetchDisplay.terminalWidth() - 1)   // never the last column: no wrapping
-        var lines = files.filter { $0.phase == .active }.map { barLine($0, width: width) }
+        let (columns, rows) = FetchDisplay.terminalSize()
+        let width = max(40, columns - 1)   // never the last column: no wrapping
+        let active = files.filter { $0.phase == .active }
+        // The block must fit on the screen, or moving back up to its first line would fall short.
+        let shown = min(active.count, max(0, rows - 3))
+        var lines = active.prefix(shown).map { barLine($0, width: width) }
+        if shown < active.count { lines.append((unicode ? "…" : "...") + " and \(active.count - shown) more") }
         lines.append(totalLine())
         var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)F" : "\r"
         for line in lines {
@@ -237,11 +244,14 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
         return hours > 0 ? String(format: "%d:%02d:%02d", hours, minutes, secs) : String(format: "%d:%02d", minutes, secs)
     }
 
-    /// The terminal's width from standard error, `COLUMNS`, or 80.
-    static func terminalWidth() -> Int {
+    /// The terminal's columns and rows from standard error, else `COLUMNS`/`LINES`, else 80×24.
+    static func terminalSize() -> (columns: Int, rows: Int) {
         var size = winsize()
-        if ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
-        return ProcessInfo.processInfo.environment["COLUMNS"].flatMap { Int($0) } ?? 80
+        if ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, size.ws_row > 0 {
+            return (Int(size.ws_col), Int(size.ws_row))
+        }
+        let environment = ProcessInfo.processInfo.environment
+        return (environment["COLUMNS"].flatMap { Int($0) } ?? 80, environment["LINES"].flatMap { Int($0) } ?? 24)
     }
 
     /// Writes unbuffered, so the order on the terminal is the order of the calls.

@@ -4,12 +4,16 @@ import XCTest
 
 /// `onet fetch` end to end against the test server: byte-exact files and one request each, failures
 /// reported, retries on the wire, and an interactive run in a real pseudo-terminal (tmux) that draws
-/// progress bars, is interrupted with Ctrl-C and resumed with Range requests.
+/// progress bars, is interrupted with Ctrl-C and resumed with Range requests (OnetFetchTests+Terminal.swift).
 final class OnetFetchTests: ServerTestCase {
     /// Directories the test made; removed in tearDown.
     private var directories: [URL] = []
+    /// The tmux server of the terminal test (its own socket, so no other session is touched).
+    var tmuxSession: TmuxSession?
 
     override func tearDown() {
+        _ = try? tmuxSession?.run(["kill-server"])
+        tmuxSession = nil
         directories.forEach { try? FileManager.default.removeItem(at: $0) }
         directories = []
         super.tearDown()
@@ -17,6 +21,7 @@ final class OnetFetchTests: ServerTestCase {
 
     // MARK: - Non-interactive
 
+    /// Several URLs (from a file with a comment and a blank line): byte-exact files, one request each, unique names, plain progress lines, no state file left.
     func testFetchesEveryURLOnceByteExactWithUniqueSafeNames() throws {
         let base = try makeDirectory()
         let target = base.appendingPathComponent("out")
@@ -46,6 +51,25 @@ final class OnetFetchTests: ServerTestCase {
         XCTAssertEqual(written, ["0", "100000", "100000-1", "250000"])
     }
 
+    /// Last path components that try to climb out, hide or clash with the state file are made safe.
+    func testNamesNeverLeaveTheDirectory() throws {
+        let base = try makeDirectory()
+        let target = base.appendingPathComponent("out")
+        // /flaky/0/<anything> answers 200, so the last component can be chosen freely.
+        let urls = ["/flaky/0/..%2F..%2Fescape", "/flaky/0/%2E%2E", "/flaky/0/.onet-fetch-state", "/flaky/0/a%00b"]
+            .map { server.url($0).absoluteString }
+
+        let run = try runFetch(["fetch", "--to", target.path] + urls)
+
+        XCTAssertEqual(run.status, 0, run.description)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: base.path), ["out"], "nothing written beside DIR")
+        let names = try FileManager.default.contentsOfDirectory(atPath: target.path).sorted()
+        XCTAssertEqual(names.count, 4, "\(names)")
+        XCTAssertFalse(names.contains { $0.hasPrefix(".") || $0.contains("/") || $0.contains("\0") }, "\(names)")
+        XCTAssertTrue(names.contains("index"), "a URL whose last component is '..' is saved as index: \(names)")
+    }
+
+    /// A 404 and a refused port are reported on stderr, one line each, with exit status 1; the good file is kept.
     func testFailuresAreReportedOneLineEachAndExitNonZero() throws {
         let target = try makeDirectory().appendingPathComponent("out")
         let closed = try TestServer()
@@ -68,6 +92,7 @@ final class OnetFetchTests: ServerTestCase {
         XCTAssertEqual(state.files.map(\.status), ["done", "failed", "failed"], "a rerun fetches only the failed ones")
     }
 
+    /// `--retry 2` against /flaky: three requests on the wire and the last body saved; without it, one request and a failure.
     func testRetryIsSentOverTheWire() throws {
         let target = try makeDirectory().appendingPathComponent("out")
         let retried = "/flaky/2/\(UUID().uuidString)"
@@ -86,6 +111,7 @@ final class OnetFetchTests: ServerTestCase {
         XCTAssertTrue(noRetry.stderr.contains("HTTP 503"), noRetry.description)
     }
 
+    /// Each wrong argument is one `Error:` line naming it, before any request; `--help` has examples and the state file.
     func testBadArgumentsAreOneLineNamingTheArgument() throws {
         let base = try makeDirectory()
         let list = base.appendingPathComponent("urls.txt")
@@ -114,9 +140,13 @@ final class OnetFetchTests: ServerTestCase {
 
     /// The outcome of one `onet` run.
     struct Run: CustomStringConvertible {
+        /// The exit status.
         let status: Int32
+        /// Standard output.
         let stdout: String
+        /// Standard error.
         let stderr: String
+        /// Everything, for assertion messages.
         var description: String { "status \(status)\n--- stdout\n\(stdout)\n--- stderr\n\(stderr)" }
     }
 
@@ -160,14 +190,22 @@ final class OnetFetchTests: ServerTestCase {
 
     /// The documented state file format (`onet fetch --help`).
     struct StateFile: Decodable {
+        /// One URL of the run.
         struct Entry: Decodable {
+            /// The URL as given.
             let url: String
+            /// Its file name in the directory.
             let name: String
+            /// done, paused, pending or failed.
             let status: String
+            /// The file's size when the state was written.
             let bytes: Int64?
+            /// The paused operation's archive.
             let archive: Data?
         }
+        /// The format version, 1.
         let version: Int
+        /// Every URL, in order.
         let files: [Entry]
     }
 }

@@ -2,25 +2,14 @@ import Foundation
 import XCTest
 
 /// `onet fetch` in a real pseudo-terminal: a detached tmux session (its own server socket, 120×40) runs
-/// the command; the test reads the screen with `capture-pane -p`, sends Ctrl-C with `send-keys C-c`,
-/// then runs the same command again and checks the resumed files and the Range requests on the wire.
-final class OnetFetchTerminalTests: ServerTestCase {
-    /// The tmux server of this test (its own socket, so no other session is touched).
-    private var session: TmuxSession?
-    /// Directories the test made; removed in tearDown.
-    private var directories: [URL] = []
-
-    override func tearDown() {
-        _ = try? session?.run(["kill-server"])
-        directories.forEach { try? FileManager.default.removeItem(at: $0) }
-        super.tearDown()
-    }
-
+/// an interactive shell; the test types the command, reads the screen with `capture-pane -p`, sends
+/// Ctrl-C with `send-keys C-c`, then runs the same command again and checks the resumed files and the
+/// Range requests on the wire.
+extension OnetFetchTests {
+    /// Bars on a real terminal, Ctrl-C → exit 130 and a state file, the same command again → Range requests and byte-exact files.
     func testProgressBarsCtrlCPausesAndTheSameCommandResumesByteExact() throws {
         guard let tmuxPath = Self.executable("tmux") else { throw XCTSkip("tmux is not installed (scripts/setup installs it)") }
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("onet-fetch-pty-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
-        directories.append(base)
+        let base = try makeDirectory()
         let target = base.appendingPathComponent("out")
         // Two slow files (throttled: 10 kB every 20 ms, several seconds each) still running when Ctrl-C
         // comes, one small file that is done by then.
@@ -34,7 +23,7 @@ final class OnetFetchTerminalTests: ServerTestCase {
         let onet = try onetExecutable().path
 
         let tmux = TmuxSession(socket: "onet-fetch-\(getpid())-\(UUID().uuidString.prefix(8))", path: tmuxPath)
-        session = tmux
+        tmuxSession = tmux
         // An interactive shell whose terminal size is settled before onet starts; the command is typed
         // into it, so Ctrl-C reaches onet as it would from a user, and the exit status is echoed after it.
         let started = try tmux.run(["new-session", "-d", "-s", "fetch", "-x", "120", "-y", "40", "env PS1='$ ' sh"])
@@ -85,8 +74,8 @@ final class OnetFetchTerminalTests: ServerTestCase {
 
         // The same command again (no terminal this time) finishes the paused files with Range requests.
         let firstRun = server.requests.count
-        let rerun = try runOnetCapturing(arguments)
-        XCTAssertEqual(rerun.status, 0, rerun.output)
+        let rerun = try runFetch(arguments)
+        XCTAssertEqual(rerun.status, 0, rerun.description)
         for (name, size) in zip(["3000000", "2000000", "40000"], sizes) {
             XCTAssertEqual(try Data(contentsOf: target.appendingPathComponent(name)), deterministicBytes(size),
                            "\(name) is byte-exact after the resume")
@@ -103,20 +92,6 @@ final class OnetFetchTerminalTests: ServerTestCase {
     }
 
     // MARK: - Helpers
-
-    /// Runs `onet` with stdout and stderr in one pipe; status and output.
-    private func runOnetCapturing(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = try onetExecutable()
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
 
     /// The path of `name` on `PATH`, or `nil`.
     static func executable(_ name: String) -> String? {
