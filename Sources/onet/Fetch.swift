@@ -29,29 +29,36 @@ struct Fetch: ParsableCommand {
 
             Examples:
               onet fetch --from urls.txt --to downloads
-              onet fetch --to isos --concurrency 2 --retry 3 https://example.com/a.iso https://example.com/b.iso
+              onet fetch --to isos --retry 3 https://host/a.iso https://host/b.iso
+              onet fetch --from urls.txt --to downloads --concurrency 8
               onet fetch --from urls.txt --to downloads   # again after Ctrl-C: resumes
             """)
 
+    /// `--from`: the file of URLs, read before the positional ones.
     @Option(name: .long, help: ArgumentHelp("A file of URLs, one a line (blank lines and # comments skipped).",
                                             valueName: "file"))
     var from: String?
 
+    /// `--to`: the target directory; required (the parser names it when it is missing).
     @Option(name: .long, help: ArgumentHelp("The directory the files go into (created when missing).", valueName: "dir"))
-    var to: String?
+    var to: String
 
-    @Option(name: .long, help: "How many files download at the same time.")
+    /// `--concurrency`: the queue's `maxConcurrentOperationCount`.
+    @Option(name: .long, help: ArgumentHelp("How many files download at the same time.", valueName: "n"))
     var concurrency = 4
 
-    @Option(name: .long, help: "How many times a failed file is tried again (transport errors, 408, 429, 5xx).")
+    /// `--retry`: attempts after the first, through each operation's `RetryPolicy`.
+    @Option(name: .long, help: ArgumentHelp("How many times a failed file is tried again (transport errors, 408, 429, 5xx).",
+                                            valueName: "n"))
     var retry = 0
 
+    /// URLs given on the command line.
     @Argument(help: "URLs to fetch, after those of --from.")
     var urls: [String] = []
 
     /// Checks everything that can be checked before touching the network; each error names its argument.
     func validate() throws {
-        guard let to, !to.isEmpty else { throw ValidationError("missing --to <dir>: the directory the files go into") }
+        guard !to.isEmpty else { throw ValidationError("--to: the directory must not be empty") }
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1 (got \(concurrency))") }
         guard (0...100).contains(retry) else { throw ValidationError("--retry must be 0...100 (got \(retry))") }
         _ = try FetchPlan.urls(from: from, arguments: urls)
@@ -60,7 +67,7 @@ struct Fetch: ParsableCommand {
     /// Plans the run against the directory's state, runs it, exits with its status.
     func run() throws {
         let list = try FetchPlan.urls(from: from, arguments: urls)
-        let directory = URL(fileURLWithPath: to ?? ".", isDirectory: true).standardizedFileURL
+        let directory = URL(fileURLWithPath: to, isDirectory: true).standardizedFileURL
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {

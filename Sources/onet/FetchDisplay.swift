@@ -12,12 +12,21 @@ import Foundation
 final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded by lock
     /// Where one file stands, as the display shows it.
     enum Phase {
-        case waiting, active, done, failed
+        /// Queued, not started.
+        case waiting
+        /// Transferring (or paused): has a bar.
+        case active
+        /// Saved.
+        case done
+        /// Given up on.
+        case failed
     }
 
     /// One file's line.
     struct File {
+        /// The file name in the target directory.
         var name: String
+        /// Where it stands.
         var phase: Phase = .waiting
         /// Bytes in the file so far (a resumed prefix included).
         var received: Int64

@@ -191,7 +191,14 @@ struct FetchState: Codable, Equatable {
 
     /// What happened to one URL.
     enum Status: String, Codable {
-        case done, paused, pending, failed
+        /// Saved completely; not fetched again.
+        case done
+        /// Paused part-way; `archive` continues it.
+        case paused
+        /// Not started (or cancelled before it could pause); fetched from the start.
+        case pending
+        /// Failed; fetched again from the start.
+        case failed
     }
 
     /// One URL of the run.
