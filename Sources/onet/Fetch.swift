@@ -19,8 +19,9 @@ struct Fetch: ParsableCommand {
             Ctrl-C pauses every transfer, writes DIR/\(FetchState.fileName) (JSON: each URL's file name \
             and status - done, paused, pending or failed - and each paused operation's archive) and exits \
             with status 130. Running the same command again continues each paused file with a Range \
-            request, appending to what is on disk, skips the files already done, and removes the state \
-            file once every file is saved.
+            request, appending to what is on disk (a server without ranges sends it all again and the part \
+            already on disk is skipped), skips the files already done, and removes the state file once \
+            every file is saved.
 
             Transport errors (before the body started) and 408/429/5xx answers are retried --retry times \
             with backoff (the library's RetryPolicy); other 4xx are not. \

@@ -263,8 +263,9 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
         return (environment["COLUMNS"].flatMap { Int($0) } ?? 80, environment["LINES"].flatMap { Int($0) } ?? 24)
     }
 
-    /// Writes unbuffered, so the order on the terminal is the order of the calls.
+    /// Writes unbuffered, so the order on the terminal is the order of the calls. A stream that went
+    /// away (a closed pipe) loses the text rather than stopping the downloads.
     private func write(_ text: String, to handle: FileHandle) {
-        handle.write(Data(text.utf8))
+        try? handle.write(contentsOf: Data(text.utf8))
     }
 }

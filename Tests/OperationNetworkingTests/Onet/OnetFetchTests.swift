@@ -111,6 +111,39 @@ final class OnetFetchTests: ServerTestCase {
         XCTAssertTrue(noRetry.stderr.contains("HTTP 503"), noRetry.description)
     }
 
+    /// SIGINT without a terminal also pauses and saves; against a server that does not do ranges the
+    /// rerun gets a 200 and the library skips the prefix already on disk: still byte-exact.
+    func testInterruptWithoutTerminalThenServerIgnoringRangesStillByteExact() throws {
+        let target = try makeDirectory().appendingPathComponent("out")
+        let url = server.url("/bytes/1000000?chunkSize=10000&chunkDelayMs=20&ignoreRange=1")
+        let process = Process()
+        process.executableURL = try onetExecutable()
+        process.arguments = ["fetch", "--to", target.path, url.absoluteString]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let exited = expectation(description: "onet exits")
+        process.terminationHandler = { _ in exited.fulfill() }
+        try process.run()
+        let file = target.appendingPathComponent("1000000")
+        XCTAssertTrue(eventually(timeout: 20) {
+            ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0) > 0
+        }, "no bytes arrived")
+        process.interrupt()
+        wait(for: [exited], timeout: 30)
+        XCTAssertEqual(process.terminationStatus, 130)
+        let state = try loadState(target)
+        XCTAssertEqual(state.files.map(\.status), ["paused"])
+        let bytes = try XCTUnwrap(state.files.first?.bytes)
+        XCTAssertTrue(bytes > 0 && bytes < 1_000_000, "\(bytes)")
+
+        let rerun = try runFetch(["fetch", "--to", target.path, url.absoluteString])
+        XCTAssertEqual(rerun.status, 0, rerun.description)
+        XCTAssertEqual(server.requests(path: "/bytes/1000000").count, 2)
+        XCTAssertNil(server.requests(path: "/bytes/1000000").last?.header("Range"),
+                     "no Accept-Ranges was advertised, so the library asks for the whole body again")
+        XCTAssertEqual(try Data(contentsOf: file), deterministicBytes(1_000_000), "the repeated prefix was skipped")
+    }
+
     /// Each wrong argument is one `Error:` line naming it, before any request; `--help` has examples and the state file.
     func testBadArgumentsAreOneLineNamingTheArgument() throws {
         let base = try makeDirectory()
