@@ -38,6 +38,7 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
     /// Set by whichever came first, the last outcome or SIGINT.
     private var ended = false                                   // guarded by lock
     private var interrupted = false                             // guarded by lock
+    /// Kept so the SIGINT source lives as long as the run (a released source stops delivering).
     private var signalSource: DispatchSourceSignal?             // guarded by lock
 
     /// A run of `jobs` into `directory`, `concurrency` at a time, each retried `retry` times.
