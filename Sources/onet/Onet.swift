@@ -15,7 +15,7 @@ struct Onet: ParsableCommand {
           onet --generate-completion-script bash     shell completions (bash, zsh, fish)
         """,
         version: OnetVersion.text,
-        subcommands: [Demo.self, Request.self, Serve.self, Bench.self, Soak.self, Archive.self, Reachability.self],
+        subcommands: [Demo.self, Request.self, Fetch.self, Serve.self, Bench.self, Soak.self, Archive.self, Reachability.self],
         defaultSubcommand: Demo.self
     )
 

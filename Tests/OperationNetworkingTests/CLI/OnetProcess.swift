@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 
 /// What one run of the `onet` executable produced.
-struct OnetRun {
+struct OnetRun: CustomStringConvertible {
     /// The exit status.
     var status: Int32
     /// Standard output, byte for byte.
@@ -11,6 +11,8 @@ struct OnetRun {
     var stderr: String
     /// Standard output as text.
     var text: String { String(decoding: stdout, as: UTF8.self) }
+    /// Everything, for assertion messages.
+    var description: String { "status \(status)\n--- stdout\n\(text)\n--- stderr\n\(stderr)" }
 }
 
 extension XCTestCase {

@@ -1,0 +1,271 @@
+import Dispatch
+import Foundation
+
+/// What `onet fetch` shows while it runs: on a terminal, a progress bar per active file and a total
+/// line, redrawn in place with ANSI escape codes; elsewhere (a pipe, a file, `TERM=dumb`) a plain
+/// total line every `plainInterval` seconds. Messages (a file saved, a retry) go above the bars.
+///
+/// The bars are drawn on standard error (standard output stays free for the list of saved files),
+/// so the terminal test is `isatty(2)`.
+/// - Threading: every stored var is guarded by `lock`; the redraw timer runs on `timerQueue`;
+///   writes happen under `lock`, so a message and a redraw never interleave on the screen.
+final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded by lock
+    /// Where one file stands, as the display shows it.
+    enum Phase {
+        /// Queued, not started.
+        case waiting
+        /// Transferring (or paused): has a bar.
+        case active
+        /// Saved.
+        case done
+        /// Given up on.
+        case failed
+    }
+
+    /// One file's line.
+    struct File {
+        /// The file name in the target directory.
+        var name: String
+        /// Where it stands.
+        var phase: Phase = .waiting
+        /// Bytes in the file so far (a resumed prefix included).
+        var received: Int64
+        /// The whole file's size, or -1 while unknown.
+        var expected: Int64 = -1
+        /// Bytes the file had before this run (not counted in the rate).
+        let baseline: Int64
+    }
+
+    /// How often the bars are redrawn on a terminal.
+    static let redrawInterval: DispatchTimeInterval = .milliseconds(100)
+    /// How often a plain progress line is printed when standard error is not a terminal.
+    let plainInterval: TimeInterval
+    /// How far back the transfer rate looks, in seconds.
+    static let rateWindow: TimeInterval = 3
+
+    /// Whether bars are drawn in place (standard error is a terminal that understands ANSI codes).
+    let interactive: Bool
+    /// Whether the bars use block characters (a UTF-8 locale) or ASCII.
+    private let unicode: Bool
+    /// Guards every var below.
+    private let lock = NSLock()
+    private var files: [File]                                       // guarded by lock
+    /// (time, bytes received in this run) samples of the last `rateWindow` seconds.
+    private var samples: [(time: TimeInterval, bytes: Int64)] = []  // guarded by lock
+    /// Lines of bars currently on the screen, below the cursor's line start.
+    private var drawnLines = 0                                      // guarded by lock
+    private var lastPlainLine: TimeInterval = 0                     // guarded by lock
+    private var timer: DispatchSourceTimer?                         // guarded by lock
+    private let timerQueue = DispatchQueue(label: "org.operationnetworking.onet.fetch.display")
+
+    /// A display for `files` (name and bytes already on disk each).
+    init(files: [(name: String, bytes: Int64)], interactive: Bool? = nil, plainInterval: TimeInterval = 1) {
+        self.files = files.map { File(name: $0.name, received: $0.bytes, baseline: $0.bytes) }
+        self.plainInterval = plainInterval
+        let environment = ProcessInfo.processInfo.environment
+        self.interactive = interactive ?? (isatty(STDERR_FILENO) == 1 && environment["TERM"] != "dumb")
+        let locale = environment["LC_ALL"] ?? environment["LC_CTYPE"] ?? environment["LANG"] ?? ""
+        unicode = locale.lowercased().replacingOccurrences(of: "-", with: "").contains("utf8")
+    }
+
+    // MARK: - Events (any thread)
+
+    /// The file's transfer started.
+    func started(_ index: Int) {
+        lock.withLock { if files[index].phase == .waiting { files[index].phase = .active } }
+    }
+
+    /// The file holds `received` of `expected` bytes (-1: unknown).
+    func progress(_ index: Int, received: Int64, expected: Int64) {
+        lock.withLock {
+            // A late progress call must not bring a finished file's bar back.
+            guard files[index].phase == .waiting || files[index].phase == .active else { return }
+            files[index].phase = .active
+            files[index].received = received
+            files[index].expected = expected
+        }
+    }
+
+    /// The file ended: saved (`ok`) or failed.
+    func finished(_ index: Int, ok: Bool, bytes: Int64) {
+        lock.withLock {
+            files[index].phase = ok ? .done : .failed
+            if ok {
+                files[index].received = bytes
+                files[index].expected = bytes
+            }
+        }
+    }
+
+    /// Prints `text` (a full line) on standard output, or standard error when `error`, above the bars.
+    func message(_ text: String, error: Bool = false) {
+        lock.withLock {
+            clearBars()
+            write(text + "\n", to: error ? FileHandle.standardError : FileHandle.standardOutput)
+            if timer != nil { drawBars() }
+        }
+    }
+
+    // MARK: - Drawing
+
+    /// Starts redrawing (a terminal) or printing plain lines (anything else).
+    func start() {
+        let source = DispatchSource.makeTimerSource(queue: timerQueue)
+        source.schedule(deadline: .now(), repeating: interactive ? FetchDisplay.redrawInterval : .milliseconds(250))
+        source.setEventHandler { [weak self] in self?.tick() }
+        lock.withLock {
+            timer = source
+            if interactive { write("\u{1B}[?25l", to: FileHandle.standardError) }   // hide the cursor while redrawing
+        }
+        source.resume()
+    }
+
+    /// Stops drawing: removes the bars and prints the final total line (plain, once).
+    func stop() {
+        let source = lock.withLock { () -> DispatchSourceTimer? in
+            defer { timer = nil }
+            return timer
+        }
+        source?.cancel()
+        // The handler may still be running on timerQueue; let it end before the last draw.
+        timerQueue.sync {}
+        lock.withLock {
+            clearBars()
+            if interactive { write("\u{1B}[?25h", to: FileHandle.standardError) }
+            sample()
+            write(totalLine() + "\n", to: FileHandle.standardError)
+        }
+    }
+
+    /// One timer tick: redraw, or a plain line when its interval passed.
+    private func tick() {
+        lock.withLock {
+            guard timer != nil else { return }
+            sample()
+            if interactive {
+                drawBars()
+            } else {
+                let now = Date().timeIntervalSinceReferenceDate
+                guard now - lastPlainLine >= plainInterval else { return }
+                lastPlainLine = now
+                write(totalLine() + "\n", to: FileHandle.standardError)
+            }
+        }
+    }
+
+    /// Records how many bytes this run received by now, for the rate. Caller holds `lock`.
+    private func sample() {
+        let now = Date().timeIntervalSinceReferenceDate
+        let bytes = files.reduce(Int64(0)) { $0 + max(0, $1.received - $1.baseline) }
+        samples.append((now, bytes))
+        samples.removeAll { now - $0.time > FetchDisplay.rateWindow }
+    }
+
+    /// Bytes per second over the window, or `nil` while too little time passed. Caller holds `lock`.
+    private func rate() -> Double? {
+        guard let first = samples.first, let last = samples.last, last.time - first.time >= 0.5 else { return nil }
+        return max(0, Double(last.bytes - first.bytes) / (last.time - first.time))
+    }
+
+    /// Moves to the first bar line and clears the bars. Caller holds `lock`.
+    private func clearBars() {
+        guard interactive, drawnLines > 0 else { return }
+        write("\u{1B}[\(drawnLines)F\u{1B}[J", to: FileHandle.standardError)
+        drawnLines = 0
+    }
+
+    /// Draws the active files' bars and the total line over the previous ones. Caller holds `lock`.
+    private func drawBars() {
+        guard interactive else { return }
+        let (columns, rows) = FetchDisplay.terminalSize()
+        let width = max(40, columns - 1)   // never the last column: no wrapping
+        let active = files.filter { $0.phase == .active }
+        // The block must fit on the screen, or moving back up to its first line would fall short.
+        let shown = min(active.count, max(0, rows - 3))
+        var lines = active.prefix(shown).map { barLine($0, width: width) }
+        if shown < active.count { lines.append((unicode ? "…" : "...") + " and \(active.count - shown) more") }
+        lines.append(totalLine())
+        var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)F" : "\r"
+        for line in lines {
+            text += "\u{1B}[2K" + String(line.prefix(width)) + "\n"
+        }
+        text += "\u{1B}[J"
+        drawnLines = lines.count
+        write(text, to: FileHandle.standardError)
+    }
+
+    /// `name  [█████░░░░░]  52%  1.2 MB / 2.3 MB` fitted to `width`.
+    private func barLine(_ file: File, width: Int) -> String {
+        let amounts = file.expected >= 0
+            ? "\(FetchDisplay.bytes(file.received)) / \(FetchDisplay.bytes(file.expected))"
+            : FetchDisplay.bytes(file.received)
+        let percent = file.expected > 0 ? "\(min(100, Int(file.received * 100 / file.expected)))%" : "--%"
+        let nameWidth = min(30, max(10, width / 4))
+        var name = file.name
+        if name.count > nameWidth { name = String(name.prefix(nameWidth - 1)) + (unicode ? "…" : "~") }
+        name += String(repeating: " ", count: nameWidth - name.count)
+        let barWidth = max(10, min(40, width - nameWidth - amounts.count - 12))
+        let filled = file.expected > 0 ? Int(Int64(barWidth) * min(file.received, file.expected) / file.expected) : 0
+        let bar = String(repeating: unicode ? "█" : "#", count: filled)
+            + String(repeating: unicode ? "░" : "-", count: barWidth - filled)
+        let padded = String(repeating: " ", count: max(0, 4 - percent.count)) + percent
+        return "\(name) [\(bar)] \(padded)  \(amounts)"
+    }
+
+    /// `Total  2/5 files  1.2 MB / 3.4 MB  640.0 KB/s  ETA 0:03`. Caller holds `lock`.
+    private func totalLine() -> String {
+        let finished = files.filter { $0.phase == .done || $0.phase == .failed }.count
+        let received = files.reduce(Int64(0)) { $0 + $1.received }
+        let sizesKnown = files.allSatisfy { $0.expected >= 0 || $0.phase == .failed }
+        let expected = files.reduce(Int64(0)) { $0 + max(0, $1.expected) }
+        var line = "Total  \(finished)/\(files.count) files  \(FetchDisplay.bytes(received))"
+        line += sizesKnown ? " / \(FetchDisplay.bytes(expected))" : " / ?"
+        let speed = rate()
+        line += "  " + (speed.map { FetchDisplay.bytes(Int64($0)) + "/s" } ?? "--/s")
+        let remaining = files.filter { $0.phase != .failed }.reduce(Int64(0)) { $0 + max(0, $1.expected - $1.received) }
+        if sizesKnown, let speed, speed > 0 {
+            line += "  ETA " + FetchDisplay.duration(Double(remaining) / speed)
+        } else {
+            line += finished == files.count ? "  ETA 0:00" : "  ETA --:--"
+        }
+        return line
+    }
+
+    // MARK: - Formatting
+
+    /// `512 B`, `1.2 KB`, `3.4 MB`, `1.0 GB` (powers of 1024).
+    static func bytes(_ count: Int64) -> String {
+        let units = ["B", "KB", "MB", "GB", "TB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(count) B" : String(format: "%.1f", value) + " " + units[unit]
+    }
+
+    /// `m:ss`, or `h:mm:ss` from an hour on; `--:--` beyond 100 hours.
+    static func duration(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds < 360_000 else { return "--:--" }
+        let total = Int(seconds.rounded(.up))
+        let (hours, minutes, secs) = (total / 3600, total / 60 % 60, total % 60)
+        return hours > 0 ? String(format: "%d:%02d:%02d", hours, minutes, secs) : String(format: "%d:%02d", minutes, secs)
+    }
+
+    /// The terminal's columns and rows from standard error, else `COLUMNS`/`LINES`, else 80×24.
+    static func terminalSize() -> (columns: Int, rows: Int) {
+        var size = winsize()
+        if ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, size.ws_row > 0 {
+            return (Int(size.ws_col), Int(size.ws_row))
+        }
+        let environment = ProcessInfo.processInfo.environment
+        return (environment["COLUMNS"].flatMap { Int($0) } ?? 80, environment["LINES"].flatMap { Int($0) } ?? 24)
+    }
+
+    /// Writes unbuffered, so the order on the terminal is the order of the calls. A stream that went
+    /// away (a closed pipe) loses the text rather than stopping the downloads.
+    private func write(_ text: String, to handle: FileHandle) {
+        try? handle.write(contentsOf: Data(text.utf8))
+    }
+}

@@ -1,0 +1,252 @@
+import ArgumentParser
+import Foundation
+
+/// One file `onet fetch` downloads: where it comes from, its name inside the target directory, and
+/// how this run gets it (fresh, continued from a paused archive, or not at all because it is done).
+struct FetchJob: Sendable {
+    /// How the job starts in this run.
+    enum Start: Sendable {
+        /// From the first byte, truncating whatever is at the destination.
+        case fresh
+        /// Continues a paused operation archived by an interrupted run; the file holds `bytes` bytes.
+        case paused(archive: Data, bytes: Int64)
+        /// Finished by an earlier run (the file holds `bytes` bytes): not fetched again.
+        case done(bytes: Int64)
+    }
+
+    /// The URL as given (the state file matches runs on its absolute string).
+    let url: URL
+    /// The file name inside the target directory: one safe path component, unique in the run.
+    let name: String
+    /// How this run gets the file.
+    let start: Start
+}
+
+/// Reading the URL list and choosing file names, with no network involved (the tests run it directly).
+enum FetchPlan {
+    /// The name used when a URL has no usable last path component (`http://host/`).
+    static let fallbackName = "index"
+    /// Longest file name in UTF-8 bytes; most Linux file systems stop at 255.
+    static let maximumNameBytes = 200
+
+    /// The URLs of `--from` (one a line; blank lines and `#` comments skipped) followed by the
+    /// positional ones. Throws a `ValidationError` naming the file or the line that is wrong.
+    static func urls(from file: String?, arguments: [String]) throws -> [URL] {
+        var found: [URL] = []
+        if let file {
+            let text: String
+            do {
+                text = try String(contentsOfFile: file, encoding: .utf8)
+            } catch {
+                throw ValidationError("--from: cannot read '\(file)': \(reason(error))")
+            }
+            for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+                if line.isEmpty || line.hasPrefix("#") { continue }
+                guard let url = httpURL(line) else {
+                    throw ValidationError("--from: line \(index + 1) of '\(file)' is not an http(s) URL: '\(line)'")
+                }
+                found.append(url)
+            }
+        }
+        for argument in arguments {
+            guard let url = httpURL(argument) else {
+                throw ValidationError("<urls>: not an http(s) URL: '\(argument)'")
+            }
+            found.append(url)
+        }
+        guard !found.isEmpty else {
+            throw ValidationError("no URLs: give them as arguments or in a file with --from")
+        }
+        return found
+    }
+
+    /// `text` as an absolute http or https URL with a host, or `nil`.
+    static func httpURL(_ text: String) -> URL? {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = url.host, !host.isEmpty else { return nil }
+        return url
+    }
+
+    /// A file name for `url` that is a single, harmless path component: the last path component,
+    /// percent-decoded, with path separators and control characters replaced, leading dots dropped (no
+    /// hidden files, no `..`, no clash with the state file) and the length bounded; `index` when
+    /// nothing usable is left.
+    static func safeName(for url: URL) -> String {
+        let component = url.path.split(separator: "/").last.map(String.init) ?? ""
+        let decoded = component.removingPercentEncoding ?? component
+        var scalars = String.UnicodeScalarView()
+        for scalar in decoded.unicodeScalars {
+            let harmful = scalar == "/" || scalar == "\\" || scalar.value < 0x20 || scalar.value == 0x7F
+            scalars.append(harmful ? "_" : scalar)
+        }
+        var name = String(scalars).trimmingCharacters(in: .whitespaces)
+        while name.hasPrefix(".") { name.removeFirst() }
+        while name.utf8.count > maximumNameBytes { name.removeLast() }
+        return name.isEmpty ? fallbackName : name
+    }
+
+    /// `name`, or `name-1.ext`, `name-2.ext`, … — the first that `isTaken` does not refuse.
+    static func unique(_ name: String, isTaken: (String) -> Bool) -> String {
+        guard isTaken(name) else { return name }
+        let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
+        let stem = dot.map { String(name[..<$0]) } ?? name
+        let suffix = dot.map { String(name[$0...]) } ?? ""
+        var counter = 1
+        while isTaken("\(stem)-\(counter)\(suffix)") { counter += 1 }
+        return "\(stem)-\(counter)\(suffix)"
+    }
+
+    /// The jobs of a run: each URL matched (in order, so duplicates pair up) with an entry of the
+    /// previous run's state, when there is one; new URLs get a fresh unique name. An entry only
+    /// continues if its file still has the size the state recorded; otherwise it starts over.
+    static func jobs(for urls: [URL], in directory: URL, state: FetchState?) -> [FetchJob] {
+        var entries = state?.files ?? []
+        var used = Set(entries.map(\.name))
+        var jobs: [FetchJob] = []
+        for url in urls {
+            if let index = entries.firstIndex(where: { $0.url == url.absoluteString }) {
+                let entry = entries.remove(at: index)
+                // A tampered state must not name a file outside the directory.
+                if entry.name == safeComponent(entry.name) {
+                    jobs.append(FetchJob(url: url, name: entry.name, start: continuation(of: entry, in: directory)))
+                    continue
+                }
+            }
+            let name = unique(safeName(for: url)) { candidate in
+                used.contains(candidate) || FileManager.default.fileExists(atPath: directory.appendingPathComponent(candidate).path)
+            }
+            used.insert(name)
+            jobs.append(FetchJob(url: url, name: name, start: .fresh))
+        }
+        return jobs
+    }
+
+    /// How a job recorded in the state continues, checked against the file on disk.
+    private static func continuation(of entry: FetchState.Entry, in directory: URL) -> FetchJob.Start {
+        let size = fileSize(directory.appendingPathComponent(entry.name))
+        switch entry.status {
+        case .done where size != nil && size == entry.bytes:
+            return .done(bytes: entry.bytes ?? 0)
+        case .paused where size != nil && size == entry.bytes:
+            guard let archive = entry.archive, let bytes = entry.bytes else { return .fresh }
+            return .paused(archive: archive, bytes: bytes)
+        default:
+            return .fresh
+        }
+    }
+
+    /// `name` if it is one harmless path component (what `safeName` could have produced), else `""`.
+    private static func safeComponent(_ name: String) -> String {
+        guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/"), !name.contains("\0"),
+              name.utf8.count <= maximumNameBytes else { return "" }
+        return name
+    }
+
+    /// The size of the file at `url`, or `nil` when there is none.
+    static func fileSize(_ url: URL) -> Int64? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
+              let size = attributes[.size] as? NSNumber else { return nil }
+        return size.int64Value
+    }
+
+    /// A short reason for a file error, without Foundation's long wrapper text.
+    static func reason(_ error: Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain,
+           let code = POSIXErrorCode(rawValue: Int32(underlying.code)) {
+            return String(cString: strerror(code.rawValue))
+        }
+        switch (nsError.domain, nsError.code) {
+        case (NSCocoaErrorDomain, NSFileReadNoSuchFileError), (NSCocoaErrorDomain, NSFileNoSuchFileError):
+            return "no such file"
+        case (NSCocoaErrorDomain, NSFileReadNoPermissionError):
+            return "permission denied"
+        case (NSCocoaErrorDomain, NSFileReadInapplicableStringEncodingError):
+            return "not UTF-8 text"
+        default:
+            return nsError.localizedDescription
+        }
+    }
+}
+
+/// The state file an interrupted `onet fetch` leaves next to the files (`DIR/.onet-fetch-state`), JSON:
+///
+/// ```
+/// {"version": 1,
+///  "files": [{"url": "https://…/a.iso", "name": "a.iso", "status": "paused", "bytes": 1048576,
+///             "archive": "<base64 of the paused HTTPRequestOperation, NSKeyedArchiver secure coding>"},
+///            {"url": "https://…/b.iso", "name": "b.iso", "status": "done", "bytes": 2097152},
+///            {"url": "https://…/c.iso", "name": "c.iso", "status": "pending"}]}
+/// ```
+///
+/// `status` is `done` (complete, not fetched again), `paused` (`archive` continues it with a Range
+/// request, appending to the `bytes` already in the file), `pending` (not started) or `failed` (fetched
+/// again). `bytes` is the file's size when the state was written; a file whose size changed since starts over.
+struct FetchState: Codable, Equatable {
+    /// The file name inside the target directory; a leading dot keeps it out of the downloads' way.
+    static let fileName = ".onet-fetch-state"
+    /// The format this code writes and reads.
+    static let currentVersion = 1
+
+    /// What happened to one URL.
+    enum Status: String, Codable {
+        /// Saved completely; not fetched again.
+        case done
+        /// Paused part-way; `archive` continues it.
+        case paused
+        /// Not started (or cancelled before it could pause); fetched from the start.
+        case pending
+        /// Failed; fetched again from the start.
+        case failed
+    }
+
+    /// One URL of the run.
+    struct Entry: Codable, Equatable {
+        /// The absolute URL string, as the run was given it.
+        var url: String
+        /// The file name in the directory.
+        var name: String
+        /// Where the file stands.
+        var status: Status
+        /// The file's size when the state was written (done and paused entries).
+        var bytes: Int64?
+        /// The paused operation's archive (`SafeArchive.archive`), paused entries only; base64 in JSON.
+        var archive: Data?
+    }
+
+    /// The format version (`currentVersion`).
+    var version = FetchState.currentVersion
+    /// Every URL of the run, in order.
+    var files: [Entry]
+
+    /// The state in `directory`, `nil` when there is none; a state that cannot be read is an error
+    /// naming the file (resuming blindly could mix two downloads in one file).
+    static func load(from directory: URL) throws -> FetchState? {
+        let file = directory.appendingPathComponent(fileName)
+        guard FileManager.default.fileExists(atPath: file.path) else { return nil }
+        do {
+            let state = try JSONDecoder().decode(FetchState.self, from: Data(contentsOf: file))
+            guard state.version == currentVersion else {
+                throw ValidationError("--to: '\(file.path)' has state version \(state.version); this onet reads \(currentVersion) (delete it to start over)")
+            }
+            return state
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            throw ValidationError("--to: cannot read the state file '\(file.path)' (delete it to start over): \(FetchPlan.reason(error))")
+        }
+    }
+
+    /// Writes the state atomically (a crash leaves the old state or the new one, never half).
+    func save(in directory: URL) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(self).write(to: directory.appendingPathComponent(FetchState.fileName), options: .atomic)
+    }
+
+    /// Removes the state file of `directory`, if any.
+    static func remove(from directory: URL) {
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent(fileName))
+    }
+}

@@ -1,0 +1,295 @@
+import Dispatch
+import Foundation
+import OperationNetworking
+
+/// One run of `onet fetch`: an `HTTPRequestOperation` per file on an `OperationQueue`, each streaming
+/// into its file through `outputStream`; Ctrl-C pauses them all and archives them into the state file.
+///
+/// Lifecycle: `run()` (main thread) builds the operations, enqueues them and waits on `end`. Either
+/// every file's handler has recorded an outcome (the last one signals `end`), or SIGINT arrived (the
+/// signal source signals `end`); whichever comes first sets `ended`, so the other does nothing. Then the
+/// main thread reports and writes the state, or pauses and archives (`interrupt()`).
+/// - Threading: the `let`s are immutable after init; every `var` is guarded by `lock`.
+final class FetchSession: @unchecked Sendable {   // every stored var is guarded by lock
+    /// How one file ended.
+    enum Outcome {
+        /// Saved; the file holds this many bytes.
+        case done(Int64)
+        /// Not saved; why, in a few words.
+        case failed(String)
+    }
+
+    /// Where the files go.
+    let directory: URL
+    /// The files, in the order given.
+    let jobs: [FetchJob]
+    /// The progress display.
+    let display: FetchDisplay
+    private let retry: Int
+    private let queue = OperationQueue()
+    /// One per job, entered at creation, left once the job's outcome was recorded.
+    private let settled: [DispatchGroup]
+    /// Signalled once: every outcome recorded, or SIGINT.
+    private let end = DispatchSemaphore(value: 0)
+    /// Guards every var below.
+    private let lock = NSLock()
+    private var operations: [Int: HTTPRequestOperation] = [:]   // guarded by lock
+    private var outcomes: [Int: Outcome] = [:]                  // guarded by lock
+    /// Set by whichever came first, the last outcome or SIGINT.
+    private var ended = false                                   // guarded by lock
+    private var interrupted = false                             // guarded by lock
+    /// Kept so the SIGINT source lives as long as the run (a released source stops delivering).
+    private var signalSource: DispatchSourceSignal?             // guarded by lock
+
+    /// A run of `jobs` into `directory`, `concurrency` at a time, each retried `retry` times.
+    init(jobs: [FetchJob], directory: URL, concurrency: Int, retry: Int, display: FetchDisplay? = nil) {
+        self.jobs = jobs
+        self.directory = directory
+        self.retry = retry
+        self.display = display ?? FetchDisplay(files: jobs.map { job in
+            switch job.start {
+            case .fresh: return (job.name, 0)
+            case .paused(_, let bytes), .done(let bytes): return (job.name, bytes)
+            }
+        })
+        settled = jobs.map { _ in DispatchGroup() }
+        queue.name = "org.operationnetworking.onet.fetch"
+        queue.maxConcurrentOperationCount = concurrency
+    }
+
+    /// Runs every job; returns the exit status: 0 all saved, 1 some failed, 130 interrupted.
+    func run() -> Int32 {
+        installInterruptHandler()
+        var enqueued: [HTTPRequestOperation] = []
+        for (index, job) in jobs.enumerated() {
+            settled[index].enter()
+            if case .done(let bytes) = job.start {
+                display.message("already complete: \(job.name)")
+                record(index, .done(bytes))
+                continue
+            }
+            let operation = makeOperation(index, job)
+            lock.withLock { operations[index] = operation }
+            enqueued.append(operation)
+        }
+        display.start()
+        queue.addOperations(enqueued, waitUntilFinished: false)
+        if lock.withLock({ outcomes.count == jobs.count && !ended }) { signalEnd() }
+        end.wait()
+        if lock.withLock({ interrupted }) { return interrupt() }
+        // Every handler ran; let the operations turn finished (their streams closed) before reporting.
+        queue.waitUntilAllOperationsAreFinished()
+        return finish()
+    }
+
+    // MARK: - Operations
+
+    /// The operation for `job`: new, or restored from its archive to continue with a Range request.
+    private func makeOperation(_ index: Int, _ job: FetchJob) -> HTTPRequestOperation {
+        let path = directory.appendingPathComponent(job.name).path
+        var operation = HTTPRequestOperation(request: URLRequest(url: job.url))
+        var append = false
+        if case .paused(let archive, _) = job.start {
+            do {
+                operation = try SafeArchive.unarchive(HTTPRequestOperation.self, from: archive)
+                append = true
+            } catch {
+                display.message("onet fetch: \(job.name): the paused download cannot be restored (\(error.localizedDescription)); starting over",
+                                error: true)
+            }
+        }
+        operation.outputStream = OutputStream(toFileAtPath: path, append: append)
+        operation.retryPolicy = RetryPolicy(maxAttempts: retry + 1)
+        operation.eventMonitors = [FetchMonitor(index: index, name: job.name, display: display)]
+        let display = display
+        operation.setDownloadProgressBlock { _, received, expected in
+            display.progress(index, received: received, expected: expected)
+        }
+        operation.setCompletionBlockWithSuccess({ [weak self] _, _ in
+            guard let self else { return }
+            self.record(index, .done(FetchPlan.fileSize(URL(fileURLWithPath: path)) ?? 0))
+        }, failure: { [weak self] operation, error in
+            guard let self else { return }
+            // Cancelled by an interrupt that could not pause it: it starts over next time.
+            if (error as? URLError)?.code == .cancelled, self.lock.withLock({ self.interrupted }) {
+                self.settled[index].leave()
+                return
+            }
+            try? FileManager.default.removeItem(atPath: path)   // a partial body or an error page
+            self.record(index, .failed(FetchSession.describe(error, of: operation)))
+        })
+        return operation
+    }
+
+    /// `HTTP 404`, or the transport error's description, with the attempts when there were several.
+    static func describe(_ error: Error, of operation: HTTPRequestOperation) -> String {
+        var text: String
+        if let status = operation.response?.statusCode, !(200..<300).contains(status) {
+            text = "HTTP \(status) \(HTTPURLResponse.localizedString(forStatusCode: status))"
+        } else {
+            text = error.localizedDescription
+        }
+        if operation.attempts > 1 { text += " (after \(operation.attempts) attempts)" }
+        return text
+    }
+
+    /// Records how job `index` ended, tells the display, and ends the run after the last one.
+    private func record(_ index: Int, _ outcome: Outcome) {
+        let last = lock.withLock { () -> Bool in
+            outcomes[index] = outcome
+            return outcomes.count == jobs.count && !ended
+        }
+        let job = jobs[index]
+        switch outcome {
+        case .done(let bytes):
+            display.finished(index, ok: true, bytes: bytes)
+            if case .done = job.start {} else {
+                display.message("saved \(directory.appendingPathComponent(job.name).path) (\(bytes) bytes)")
+            }
+        case .failed:
+            display.finished(index, ok: false, bytes: 0)
+        }
+        settled[index].leave()
+        if last { signalEnd() }
+    }
+
+    /// Ends the run unless it already ended; `byInterrupt` when SIGINT did it.
+    private func signalEnd(byInterrupt: Bool = false) {
+        let first = lock.withLock { () -> Bool in
+            guard !ended else { return false }
+            ended = true
+            interrupted = byInterrupt
+            return true
+        }
+        if first { end.signal() }
+    }
+
+    // MARK: - Interrupt
+
+    /// Ctrl-C ends the run through `end` instead of killing the process (a DispatchSource sees the
+    /// signal only when its default action is off).
+    private func installInterruptHandler() {
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        source.setEventHandler { [weak self] in self?.signalEnd(byInterrupt: true) }
+        source.resume()
+        lock.withLock { signalSource = source }
+    }
+
+    /// Pauses every transfer, archives the paused operations and the rest of the run into the state
+    /// file, and returns 130.
+    private func interrupt() -> Int32 {
+        queue.isSuspended = true   // nothing new starts while the others are paused
+        let current = lock.withLock { operations }
+        for operation in current.values where operation.isExecuting {
+            operation.pause()
+        }
+        var entries: [FetchState.Entry] = []
+        var paused = 0
+        for (index, job) in jobs.enumerated() {
+            var entry = entryForOutcome(index, job)
+                ?? current[index].flatMap { pausedEntry($0, job) }
+                ?? FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .pending)
+            if entry.status == .pending, let operation = current[index], operation.isExecuting || operation.isFinished {
+                // Ending as the pause came (its handlers running): wait briefly for its outcome.
+                _ = settled[index].wait(timeout: .now() + 3)
+                entry = entryForOutcome(index, job) ?? entry
+                if entry.status == .pending { operation.cancel() }
+            }
+            if entry.status == .paused { paused += 1 }
+            entries.append(entry)
+        }
+        display.stop()
+        do {
+            try FetchState(files: entries).save(in: directory)
+        } catch {
+            display.message("onet fetch: cannot write the state file in \(directory.path): \(FetchPlan.reason(error))", error: true)
+            return 130
+        }
+        let done = entries.filter { $0.status == .done }.count
+        let pending = entries.count - done - paused
+        display.message("interrupted: \(paused) paused, \(done) done, \(pending) to fetch; state saved in "
+                        + "\(directory.appendingPathComponent(FetchState.fileName).path). Run the same command to resume.",
+                        error: true)
+        return 130
+    }
+
+    /// The entry of a job whose outcome was recorded, or `nil`.
+    private func entryForOutcome(_ index: Int, _ job: FetchJob) -> FetchState.Entry? {
+        switch lock.withLock({ outcomes[index] }) {
+        case .done(let bytes)?:
+            return FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .done, bytes: bytes)
+        case .failed?:
+            return FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .failed)
+        case nil:
+            return nil
+        }
+    }
+
+    /// The entry of a paused operation, with its archive (taken after the pause settled, so the file
+    /// size is where the operation continues), or `nil` when it is not paused.
+    private func pausedEntry(_ operation: HTTPRequestOperation, _ job: FetchJob) -> FetchState.Entry? {
+        guard operation.isPaused, let archive = try? SafeArchive.archive(operation), operation.isPaused else { return nil }
+        let bytes = FetchPlan.fileSize(directory.appendingPathComponent(job.name)) ?? 0
+        return FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .paused, bytes: bytes, archive: archive)
+    }
+
+    // MARK: - End
+
+    /// Reports failures (stderr, one line each), writes or removes the state; the exit status.
+    private func finish() -> Int32 {
+        display.stop()
+        let results = lock.withLock { outcomes }
+        var entries: [FetchState.Entry] = []
+        var failures = 0
+        for (index, job) in jobs.enumerated() {
+            switch results[index] {
+            case .done(let bytes)?:
+                entries.append(FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .done, bytes: bytes))
+            case .failed(let reason)?:
+                failures += 1
+                display.message("onet fetch: failed: \(job.url.absoluteString): \(reason)", error: true)
+                entries.append(FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .failed))
+            case nil:
+                entries.append(FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .pending))
+            }
+        }
+        guard failures > 0 else {
+            FetchState.remove(from: directory)
+            return 0
+        }
+        // Keep the saved files' record, so running the command again fetches only the failed ones.
+        try? FetchState(files: entries).save(in: directory)
+        return 1
+    }
+}
+
+/// Tells the display when a file's transfer starts and when it is retried.
+/// - Threading: immutable; called on the library's monitor queue.
+final class FetchMonitor: EventMonitor {
+    /// The job's index in the run.
+    let index: Int
+    /// The job's file name, for the retry message.
+    let name: String
+    /// The run's display.
+    let display: FetchDisplay
+
+    /// A monitor for job `index`.
+    init(index: Int, name: String, display: FetchDisplay) {
+        self.index = index
+        self.name = name
+        self.display = display
+    }
+
+    /// Shows the file's bar from its first transfer on.
+    func operationDidStart(_ operation: URLConnectionOperation) {
+        display.started(index)
+    }
+
+    /// Says on stderr that (and why) the file is tried again.
+    func operation(_ operation: URLConnectionOperation, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {
+        let status = (operation as? HTTPRequestOperation)?.response?.statusCode
+        let why = error?.localizedDescription ?? status.map { "HTTP \($0)" } ?? "retryable response"
+        display.message("retrying \(name) (attempt \(attempt) in \(String(format: "%.1f", delay)) s): \(why)", error: true)
+    }
+}
