@@ -120,7 +120,7 @@ struct TmuxSession: Sendable {
     /// `waitUntilExit()` (and reading a pipe to its end) would never return.
     @discardableResult
     func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        var environment = ProcessInfo.processInfo.environment
+        var environment = onetEnvironment()
         environment["LANG"] = "C.UTF-8"
         environment["LC_ALL"] = "C.UTF-8"
         environment["TERM"] = "xterm-256color"

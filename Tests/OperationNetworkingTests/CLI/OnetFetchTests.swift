@@ -119,6 +119,7 @@ final class OnetFetchTests: ServerTestCase {
         let process = Process()
         process.executableURL = try onetExecutable()
         process.arguments = ["fetch", "--to", target.path, url.absoluteString]
+        process.environment = onetEnvironment()
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         let exited = expectation(description: "onet exits")

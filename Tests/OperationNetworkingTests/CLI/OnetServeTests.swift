@@ -7,6 +7,7 @@ final class OnetServeTests: XCTestCase {
         let process = Process()
         process.executableURL = try onetExecutable()
         process.arguments = ["serve", "--seconds", "60"]
+        process.environment = onetEnvironment()
         let output = Pipe()
         process.standardOutput = output
         let exited = expectation(description: "serve exits")

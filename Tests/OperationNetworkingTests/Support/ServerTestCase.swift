@@ -101,6 +101,7 @@ extension XCTestCase {
         let process = Process()
         process.executableURL = try onetExecutable()
         process.arguments = arguments
+        process.environment = onetEnvironment()
         let output = Pipe()
         process.standardOutput = output
         let finished = expectation(description: "onet exits")
