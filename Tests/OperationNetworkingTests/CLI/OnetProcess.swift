@@ -28,21 +28,28 @@ func onetEnvironment() -> [String: String] {
 }
 
 extension XCTestCase {
-    /// Runs `onet` with `arguments`, standard output and error on separate pipes (read concurrently,
-    /// so neither can fill up and stall the child), standard input empty.
-    func runOnetCapturing(_ arguments: [String], timeout: TimeInterval = 60) throws -> OnetRun {
+    /// Starts `onet` with `arguments` in `onetEnvironment()`, standard output to `output` (and standard
+    /// error to `errors` when given), standard input empty; the expectation is fulfilled when it exits.
+    func launchOnet(_ arguments: [String], output: Pipe, errors: Pipe? = nil) throws -> (Process, XCTestExpectation) {
         let process = Process()
         process.executableURL = try onetExecutable()
         process.arguments = arguments
         process.environment = onetEnvironment()
+        process.standardOutput = output
+        if let errors { process.standardError = errors }
+        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        let exited = expectation(description: "onet \(arguments.first ?? "") exits")
+        process.terminationHandler = { _ in exited.fulfill() }
+        try process.run()
+        return (process, exited)
+    }
+
+    /// Runs `onet` with `arguments`, standard output and error on separate pipes (read concurrently,
+    /// so neither can fill up and stall the child), standard input empty.
+    func runOnetCapturing(_ arguments: [String], timeout: TimeInterval = 60) throws -> OnetRun {
         let output = Pipe()
         let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
-        let finished = expectation(description: "onet exits")
-        process.terminationHandler = { _ in finished.fulfill() }
-        try process.run()
+        let (process, finished) = try launchOnet(arguments, output: output, errors: errors)
         let errorText = PipeReader(errors.fileHandleForReading)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         wait(for: [finished], timeout: timeout)

@@ -4,15 +4,8 @@ import XCTest
 /// `onet serve`: the embedded server answers `onet request` and stops cleanly on SIGTERM.
 final class OnetServeTests: XCTestCase {
     func testServeAnswersRequestsAndStopsOnTerminate() throws {
-        let process = Process()
-        process.executableURL = try onetExecutable()
-        process.arguments = ["serve", "--seconds", "60"]
-        process.environment = onetEnvironment()
         let output = Pipe()
-        process.standardOutput = output
-        let exited = expectation(description: "serve exits")
-        process.terminationHandler = { _ in exited.fulfill() }
-        try process.run()
+        let (process, exited) = try launchOnet(["serve", "--seconds", "60"], output: output)
         var text = ""
         while !text.contains("\n") {   // blocks until the first line arrives (or the pipe closes)
             let chunk = output.fileHandleForReading.availableData

@@ -98,15 +98,8 @@ extension XCTestCase {
 
     /// Runs `onet` with `arguments`; returns its exit status and standard output.
     func runOnet(_ arguments: [String]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = try onetExecutable()
-        process.arguments = arguments
-        process.environment = onetEnvironment()
         let output = Pipe()
-        process.standardOutput = output
-        let finished = expectation(description: "onet exits")
-        process.terminationHandler = { _ in finished.fulfill() }
-        try process.run()
+        let (process, finished) = try launchOnet(arguments, output: output)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         wait(for: [finished], timeout: 60)
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
