@@ -28,7 +28,7 @@ struct Archive: ParsableCommand {
                                                     from: Data(contentsOf: URL(fileURLWithPath: file)))
             var report = ManagerReport(manager)
             let done = DispatchSemaphore(value: 0)
-            let status = StatusBox()
+            let status = Locked(0)
             manager.GET(path, parameters: nil, success: { operation, _ in
                 status.set(operation.response?.statusCode ?? 0)
                 done.signal()
@@ -57,7 +57,7 @@ struct Archive: ParsableCommand {
             let operation = try SafeArchive.unarchive(HTTPRequestOperation.self, from: Data(contentsOf: URL(fileURLWithPath: file)))
             operation.outputStream = OutputStream(toFileAtPath: output, append: true)
             let done = DispatchSemaphore(value: 0)
-            let result = StatusBox()
+            let result = Locked(0)
             operation.setCompletionBlockWithSuccess({ operation, _ in
                 result.set(operation.response?.statusCode ?? 0)
                 done.signal()
@@ -120,12 +120,4 @@ struct ManagerReport: Codable {
         hasCredential = manager.credential != nil
         queuedOperations = manager.operationQueue.operationCount
     }
-}
-
-/// A value set once from a callback; guarded by `lock`, hence `@unchecked Sendable`.
-final class StatusBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored = 0   // guarded by lock
-    func set(_ value: Int) { lock.withLock { stored = value } }
-    var value: Int { lock.withLock { stored } }
 }

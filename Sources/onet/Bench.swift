@@ -73,7 +73,7 @@ struct Bench: ParsableCommand {
             }
             let operation = HTTPRequestOperation(request: request)
             operation.responseSerializer = responseSerializer
-            let counter = sink == .stream ? ByteCount() : nil
+            let counter = sink == .stream ? Locked<Int64>(0) : nil
             operation.outputStream = counter.map { CountingOutputStream(total: $0) }
             operation.setCompletionBlockWithSuccess({ operation, _ in
                 let received = counter?.value ?? Int64(operation.responseData?.count ?? 0)
@@ -159,16 +159,16 @@ private final class Tally: @unchecked Sendable {
 /// An output stream that counts the bytes written to it into `total` and keeps none: the harness's
 /// "read every body, discard it". Used on the network thread only.
 private final class CountingOutputStream: OutputStream {
-    let total: ByteCount
+    let total: Locked<Int64>
     private var status: Stream.Status = .notOpen
 
-    init(total: ByteCount) {
+    init(total: Locked<Int64>) {
         self.total = total
         super.init(toMemory: ())
     }
 
     required init(toMemory: ()) {
-        total = ByteCount()
+        total = Locked<Int64>(0)
         super.init(toMemory: ())
     }
 
@@ -178,17 +178,7 @@ private final class CountingOutputStream: OutputStream {
     override var hasSpaceAvailable: Bool { true }
 
     override func write(_ buffer: UnsafePointer<UInt8>, maxLength length: Int) -> Int {
-        total.add(length)
+        total.update { $0 += Int64(length) }
         return length
     }
-}
-
-/// A byte count written by the network thread and read by a success block; guarded by `lock`,
-/// hence `@unchecked Sendable`.
-private final class ByteCount: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count: Int64 = 0   // guarded by lock
-
-    func add(_ bytes: Int) { lock.withLock { count += Int64(bytes) } }
-    var value: Int64 { lock.withLock { count } }
 }

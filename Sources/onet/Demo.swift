@@ -99,13 +99,13 @@ struct Demo: ParsableCommand {
         guard finished.wait(timeout: .now() + 10) == .success else { return false }
         console.say("   resumed: server received \(server.requests.count)")
 
-        let cancelled = Recorder()
+        let cancelled = Locked(0)
         let slow = DispatchGroup()
         for _ in 0..<4 {
             let operation = HTTPRequestOperation(request: URLRequest(url: server.url("/delay/5000")))
             slow.enter()
             operation.setCompletionBlockWithSuccess({ _, _ in slow.leave() }, failure: { _, error in
-                if (error as? URLError)?.code == .cancelled { cancelled.add() }
+                if (error as? URLError)?.code == .cancelled { cancelled.update { $0 += 1 } }
                 slow.leave()
             })
             queue.addOperation(operation)
@@ -115,8 +115,8 @@ struct Demo: ParsableCommand {
         queue.cancelAllOperations()
         guard slow.wait(timeout: .now() + 5) == .success else { return false }
         let millis = Int(Date().timeIntervalSince(started) * 1000)
-        console.say("   cancelAllOperations: \(cancelled.count) of 4 cancelled within \(millis) ms")
-        return server.requests.count >= 4 && cancelled.count == 4
+        console.say("   cancelAllOperations: \(cancelled.value) of 4 cancelled within \(millis) ms")
+        return server.requests.count >= 4 && cancelled.value == 4
     }
 
     /// A slow 2 MB download paused part way and resumed with a Range request.
@@ -126,10 +126,14 @@ struct Demo: ParsableCommand {
         let size = 2_000_000
         let operation = HTTPRequestOperation(request: URLRequest(url: server.url("/bytes/\(size)?chunkSize=16384&chunkDelayMs=4")))
         let halfway = DispatchSemaphore(value: 0)
-        let signalled = Recorder()
+        let signalled = Locked(false)
         operation.setDownloadProgressBlock { _, total, _ in
-            if total >= Int64(size / 3), signalled.count == 0 {
-                signalled.add()
+            // Checked and set in one step: only the first callback past a third signals.
+            if total >= Int64(size / 3), signalled.update({ sent in
+                let first = !sent
+                sent = true
+                return first
+            }) {
                 halfway.signal()
             }
         }
@@ -182,16 +186,16 @@ extension Demo {
         console.say("   archive: \(archive.count) bytes; password in it: \(leaked); restored timeout \(restored.requestSerializer.timeoutInterval) s, "
                     + "header X-Client=\(restored.requestSerializer.value(forHTTPHeaderField: "X-Client") ?? "-")")
         let done = DispatchSemaphore(value: 0)
-        let status = Recorder()
+        let status = Locked(0)
         server.clearLog()
         restored.GET("echo", parameters: nil, success: { _, _ in
-            status.add()
+            status.update { $0 += 1 }
             done.signal()
         }, failure: { _, _ in done.signal() })
         guard done.wait(timeout: .now() + 10) == .success else { return false }
         let sent = server.requests.first?.header("X-Client") ?? "-"
-        console.say("   the restored manager's GET succeeded: \(status.count == 1); server saw X-Client=\(sent)")
-        return !leaked && status.count == 1 && sent == "demo"
+        console.say("   the restored manager's GET succeeded: \(status.value == 1); server saw X-Client=\(sent)")
+        return !leaked && status.value == 1 && sent == "demo"
     }
 }
 
@@ -202,13 +206,4 @@ final class Console: @unchecked Sendable {
     func say(_ line: String) {
         lock.withLock { try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8)) }
     }
-}
-
-/// A thread-safe counter; guarded by `lock`, hence `@unchecked Sendable`.
-final class Recorder: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0   // guarded by lock
-
-    func add() { lock.withLock { value += 1 } }
-    var count: Int { lock.withLock { value } }
 }

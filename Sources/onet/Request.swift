@@ -87,26 +87,16 @@ struct Request: ParsableCommand {
             throw ValidationError("--pin-cert and --pin-key exclude each other: pin certificates or public keys.")
         }
         if let auth, !auth.contains(":") { throw ValidationError("--auth must be user:password.") }
-        let plan = try RequestPlan(words: words)
-        if form && plan.hasRawJSON && plan.files.isEmpty {
-            throw ValidationError("name:=json items need a JSON body: drop --form.")
-        }
-        if !plan.files.isEmpty && plan.hasRawJSON {
-            throw ValidationError("name:=json items cannot go in a multipart form (a name@file item makes one).")
-        }
+        _ = try RequestPlan(words: words, form: form)   // a bad word is a usage error before anything is sent
     }
 
     func run() throws {
-        let plan = try RequestPlan(words: words)   // checked by validate()
+        let plan = try RequestPlan(words: words, form: form)
         let manager = try makeManager()
         let request = try buildRequest(plan, serializer: manager.requestSerializer)
-        let finished = DispatchSemaphore(value: 0)
-        let failure = ErrorBox()
-        let operation = manager.httpRequestOperation(with: request, success: { _, _ in
-            finished.signal()
-        }, failure: { _, error in
+        let failure = Locked<Error?>(nil)
+        let operation = manager.httpRequestOperation(with: request, success: nil, failure: { _, error in
             failure.set(error)
-            finished.signal()
         })
         if curl {
             print(operation.curlDescription)
@@ -118,8 +108,7 @@ struct Request: ParsableCommand {
             operation.eventMonitors = [VerboseRetryMonitor()]
         }
         manager.operationQueue.addOperation(operation)
-        finished.wait()
-        operation.waitUntilFinished()
+        operation.waitUntilFinished()   // the handlers ran before the operation turned finished
         try report(operation, error: failure.value)
     }
 
@@ -204,16 +193,6 @@ struct Request: ParsableCommand {
         default: return
         }
     }
-}
-
-/// The error a failure block reported; guarded by `lock`, hence `@unchecked Sendable`.
-final class ErrorBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Error?   // guarded by lock
-    /// Records `error`.
-    func set(_ error: Error) { lock.withLock { stored = error } }
-    /// The recorded error, if any.
-    var value: Error? { lock.withLock { stored } }
 }
 
 /// Tells, on standard error, of each retry the policy makes (--verbose).

@@ -22,8 +22,9 @@ struct RequestPlan {
     /// Whether the items put anything in the body.
     var hasBody: Bool { !fields.isEmpty || !files.isEmpty }
 
-    /// Parses `words` (`[METHOD] URL [items…]`).
-    init(words: [String]) throws {
+    /// Parses `words` (`[METHOD] URL [items…]`); `form` says whether fields go in a form (`--form`),
+    /// where a raw JSON value cannot.
+    init(words: [String], form: Bool) throws {
         var rest = words[...]
         guard let first = rest.popFirst() else {
             throw ValidationError("Missing URL: usage is onet request [METHOD] URL [items…].")
@@ -40,6 +41,12 @@ struct RequestPlan {
         url = try RequestPlan.normalisedURL(target)
         method = "GET"
         for word in rest { try add(item: word) }
+        if hasRawJSON && !files.isEmpty {
+            throw ValidationError("name:=json items cannot go in a multipart form (a name@file item makes one).")
+        }
+        if hasRawJSON && form {
+            throw ValidationError("name:=json items need a JSON body: drop --form.")
+        }
         method = explicitMethod ?? (hasBody ? "POST" : "GET")
     }
 

@@ -1,0 +1,21 @@
+import Foundation
+
+/// A value shared between a callback (the network thread, a completion queue) and the thread that
+/// reads it; `stored` is guarded by `lock`, hence `@unchecked Sendable`.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value   // guarded by lock
+
+    /// A box holding `value`.
+    init(_ value: Value) { stored = value }
+
+    /// The current value.
+    var value: Value { lock.withLock { stored } }
+
+    /// Replaces the value.
+    func set(_ value: Value) { lock.withLock { stored = value } }
+
+    /// Changes the value in place and returns what `body` returns, all under the lock.
+    @discardableResult
+    func update<Result>(_ body: (inout Value) -> Result) -> Result { lock.withLock { body(&stored) } }
+}
