@@ -189,7 +189,7 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
         for (index, job) in jobs.enumerated() {
             var entry = entryForOutcome(index, job)
                 ?? current[index].flatMap { pausedEntry($0, job) }
-                ?? FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .pending)
+                ?? pendingEntry(job)
             if entry.status == .pending, let operation = current[index], operation.isExecuting || operation.isFinished {
                 // Ending as the pause came (its handlers running): wait briefly for its outcome.
                 _ = settled[index].wait(timeout: .now() + 3)
@@ -226,6 +226,11 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
         }
     }
 
+    /// The entry of a job that has not started (or must start over).
+    private func pendingEntry(_ job: FetchJob) -> FetchState.Entry {
+        FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .pending)
+    }
+
     /// The entry of a paused operation, with its archive (taken after the pause settled, so the file
     /// size is where the operation continues), or `nil` when it is not paused.
     private func pausedEntry(_ operation: HTTPRequestOperation, _ job: FetchJob) -> FetchState.Entry? {
@@ -243,16 +248,11 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
         var entries: [FetchState.Entry] = []
         var failures = 0
         for (index, job) in jobs.enumerated() {
-            switch results[index] {
-            case .done(let bytes)?:
-                entries.append(FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .done, bytes: bytes))
-            case .failed(let reason)?:
+            if case .failed(let reason)? = results[index] {
                 failures += 1
                 display.message("onet fetch: failed: \(job.url.absoluteString): \(reason)", error: true)
-                entries.append(FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .failed))
-            case nil:
-                entries.append(FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .pending))
             }
+            entries.append(entryForOutcome(index, job) ?? pendingEntry(job))
         }
         guard failures > 0 else {
             FetchState.remove(from: directory)

@@ -61,9 +61,7 @@ struct RequestPlan {
         var candidate = text
         if candidate.hasPrefix(":") { candidate = "localhost" + candidate }
         if !candidate.contains("://") { candidate = "http://" + candidate }
-        guard let components = URLComponents(string: candidate),
-              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = components.host, !host.isEmpty else {
+        guard FetchPlan.httpURL(candidate) != nil else {   // the same rule as onet fetch's URLs
             throw ValidationError("Invalid URL '\(text)': expected http(s)://host[:port]/path.")
         }
         return candidate
