@@ -112,7 +112,8 @@ enum ResponsePrinter {
     }
 }
 
-/// Certificates read from the files named by an option, PEM (one or more) or DER.
+/// Certificates read from the files named by an option, PEM (one or more) or DER. The library's public
+/// reader, `SecurityPolicy.certificates(in:)`, takes a directory, and its PEM parser is internal.
 enum CertificateFile {
     /// The DER certificates in `paths`; a missing file or one without a certificate is a usage error
     /// naming `option`.

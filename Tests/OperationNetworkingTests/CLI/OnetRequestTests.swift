@@ -1,4 +1,5 @@
 import Foundation
+@testable import OperationNetworking
 import OperationNetworkingTestServer
 import XCTest
 
@@ -115,7 +116,7 @@ final class OnetRequestTests: ServerTestCase {
         XCTAssertEqual(run.status, 0, run.stderr)
         XCTAssertTrue(run.stdout.isEmpty)
         let written = try Data(contentsOf: file)
-        XCTAssertEqual(written, Data((0..<200_000).map { UInt8($0 % 251) }))
+        XCTAssertEqual(written, deterministicBytes(200_000))
         let unwritable = try runOnetCapturing(["request", "--output", "/nonexistent-dir/x", url("/bytes/10")])
         XCTAssertEqual(unwritable.status, 1, unwritable.stderr)
     }
@@ -167,11 +168,11 @@ final class OnetRequestTests: ServerTestCase {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let caPEM = directory.appendingPathComponent("ca.pem")
-        try Data(pem(authority.certificate).utf8).write(to: caPEM)
+        try Data(CertificateData.pem([authority.certificate]).utf8).write(to: caPEM)
         let leafDER = directory.appendingPathComponent("leaf.der")
         try identity.certificate.write(to: leafDER)
         let stranger = directory.appendingPathComponent("stranger.pem")
-        try Data(pem(try TestCertificateAuthority(commonName: "Stranger").certificate).utf8).write(to: stranger)
+        try Data(CertificateData.pem([try TestCertificateAuthority(commonName: "Stranger").certificate]).utf8).write(to: stranger)
 
         let untrusted = try runOnetCapturing(["request", target])
         XCTAssertEqual(untrusted.status, 2, "an unknown CA is refused")
@@ -204,11 +205,5 @@ final class OnetRequestTests: ServerTestCase {
             XCTAssertTrue(run.stderr.hasPrefix("onet: ") && run.stderr.contains(named), "\(arguments): \(run.stderr)")
         }
         XCTAssertTrue(server.requests.isEmpty, "a usage error sends nothing")
-    }
-
-    /// PEM text for a DER certificate.
-    private func pem(_ der: Data) -> String {
-        "-----BEGIN CERTIFICATE-----\n" + der.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-            + "\n-----END CERTIFICATE-----\n"
     }
 }
