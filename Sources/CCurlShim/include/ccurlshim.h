@@ -4,6 +4,10 @@
 #define CCURLSHIM_H
 
 #include <curl/curl.h>
+#if defined(__GLIBC__)
+// For malloc_usable_size, which Swift's Glibc module leaves out (MallocThresholds.swift).
+#include <malloc.h>
+#endif
 
 // MARK: - curl_easy_setopt
 CURLcode ccurl_easy_setopt_long(CURL *handle, CURLoption option, long value);

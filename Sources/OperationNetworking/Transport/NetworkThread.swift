@@ -110,6 +110,7 @@ final class NetworkThread: @unchecked Sendable {
         let known = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0
         connectionCacheSize = NetworkThread.connectionCacheSize(forDescriptorLimit: known ? UInt64(limit.rlim_cur) : 1024)
         curl_global_init(Int(CURL_GLOBAL_ALL))
+        MallocThresholds.settled
         multi = curl_multi_init()
         if let multi {
             _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connectionCacheSize)
