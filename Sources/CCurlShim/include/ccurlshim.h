@@ -4,9 +4,13 @@
 #define CCURLSHIM_H
 
 #include <curl/curl.h>
+// C declarations Swift's Glibc module leaves out: malloc_usable_size (MallocThresholds.swift) and
+// eventfd (WakeupChannel.swift).
 #if defined(__GLIBC__)
-// For malloc_usable_size, which Swift's Glibc module leaves out (MallocThresholds.swift).
 #include <malloc.h>
+#endif
+#if defined(__linux__)
+#include <sys/eventfd.h>
 #endif
 
 // MARK: - curl_easy_setopt

@@ -6,7 +6,7 @@ import Foundation
 ///
 /// Other threads never touch curl handles: they append a command to the inbox and, only when the
 /// thread is parked in `curl_multi_poll`, wake it through the library's own `WakeupChannel` (a
-/// non-blocking pipe polled beside curl's sockets, which can be made again if the process was out of
+/// non-blocking eventfd polled beside curl's sockets, which can be made again if the process was out of
 /// descriptors when the thread started), so a burst of submissions costs one wake-up. The thread adds,
 /// removes and reconfigures easy handles, runs `curl_multi_perform`, reads finished transfers and
 /// sleeps in `curl_multi_poll`. Transfers beyond `maxActiveTransfers` wait in a FIFO without an

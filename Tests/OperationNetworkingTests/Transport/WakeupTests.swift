@@ -7,7 +7,7 @@ import OperationNetworkingTestServer
 import XCTest
 
 /// A network thread that started while the process had no descriptors left (so neither libcurl's
-/// wake-up socket pair nor the library's pipe could be made) still takes new requests promptly once
+/// wake-up socket pair nor the library's eventfd could be made) still takes new requests promptly once
 /// descriptors are back, instead of at its next idle poll a second later.
 final class WakeupTests: ServerTestCase {
     func testAThreadStartedWithoutDescriptorsIsWokenPromptly() throws {
@@ -16,7 +16,7 @@ final class WakeupTests: ServerTestCase {
         var none = saved
         none.rlim_cur = 0
         XCTAssertEqual(setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &none), 0)
-        let thread = NetworkThread()          // its multi handle and pipe cannot get descriptors now
+        let thread = NetworkThread()          // its multi handle and eventfd cannot get descriptors now
         XCTAssertEqual(setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &saved), 0)
         defer { thread.shutDown() }
 
