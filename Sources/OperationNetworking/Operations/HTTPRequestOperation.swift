@@ -60,19 +60,19 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// serialization or validation error becomes `error` (the object may still be set, e.g. the JSON
     /// body of a 404). `nil` before the end and after a transport error.
     public var responseObject: Any? {
-        let transportFailed = transportError != nil
         let (ended, serializer, done, object) = lock.withLock {
             (transferOver, storedSerializer, serialized, storedResponseObject)
         }
-        guard ended && !transportFailed else { return nil }
+        guard ended else { return nil }
+        let (transportFailed, data, head) = serializationInputs
+        guard !transportFailed else { return nil }
         if done { return object }
-        let data = responseData
         var result: Any?
         var failure: Error?
         do {
             // The library's own serializers validate from the raw head when it passes, so a response
             // nobody reads never pays for building Foundation's HTTPURLResponse.
-            if let head = responseHead, serializer.acceptsWithoutResponseObject(head, data: data) {
+            if let head, serializer.acceptsWithoutResponseObject(head, data: data) {
                 result = try serializer.decodedObject(from: data, head: head)
             } else {
                 result = try serializer.responseObject(for: response, data: data)
