@@ -10,7 +10,7 @@ struct FieldSpan: Sendable {
 
 /// A response head as it came off the wire: status, version and fields in order.
 ///
-/// Names and values stay as the bytes received, back to back in one array; a `String` is made only
+/// Names and values stay as the bytes received, in one array; a `String` is made only
 /// for a field someone reads. What every response needs (length, media type, charset) is parsed once,
 /// from bytes, when the head is complete. Building Foundation's `HTTPURLResponse` is costlier still
 /// (it rewrites every header name), so the operation builds it on first use.

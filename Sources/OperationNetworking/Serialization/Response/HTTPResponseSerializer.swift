@@ -128,8 +128,9 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     /// Whether a content-type failure stops decoding (true for every decoding subclass).
     var gatesOnContentType: Bool { false }
 
-    /// The object for a body (here: the body itself); `textEncodingName` is the response's charset.
-    func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
+    /// The object for a body (here: the body itself); `textEncodingName` gives the response's charset,
+    /// parsed only for a serializer that reads it.
+    func decodedObject(from data: Data?, textEncodingName: @autoclosure () -> String?) throws -> Any? {
         data
     }
 

@@ -64,7 +64,7 @@ open class ImageResponseSerializer: HTTPResponseSerializer, @unchecked Sendable 
     }
     override var gatesOnContentType: Bool { true }
 
-    override func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
+    override func decodedObject(from data: Data?, textEncodingName: @autoclosure () -> String?) throws -> Any? {
         guard let data, !data.isEmpty else { return nil }
         guard let image = Image(data: data) else {
             throw decodingError("The body is not a PNG, JPEG, GIF, BMP or WebP image.")

@@ -33,9 +33,9 @@ open class JSONResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
 
     override var gatesOnContentType: Bool { true }
 
-    override func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
+    override func decodedObject(from data: Data?, textEncodingName: @autoclosure () -> String?) throws -> Any? {
         guard let data, !data.isEmpty else { return nil }
-        let encoding = textEncodingName.flatMap(StringEncodingNames.encoding(forIANAName:)) ?? stringEncoding
+        let encoding = textEncodingName().flatMap(StringEncodingNames.encoding(forIANAName:)) ?? stringEncoding
         guard let text = String(data: data, encoding: encoding) else {
             throw decodingError("Data failed decoding as a \(encoding) string")
         }

@@ -28,7 +28,7 @@ open class PropertyListResponseSerializer: HTTPResponseSerializer, @unchecked Se
         set { lock.withLock { storedReadOptions = newValue } }
     }
 
-    override func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
+    override func decodedObject(from data: Data?, textEncodingName: @autoclosure () -> String?) throws -> Any? {
         guard let data, !data.isEmpty else { return nil }
         do {
             return try PropertyListSerialization.propertyList(from: data, options: readOptions, format: nil)

@@ -23,7 +23,7 @@ open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Senda
     override class var defaultAcceptableContentTypes: Set<String>? { ["application/xml", "text/xml"] }
     override var gatesOnContentType: Bool { true }
 
-    override func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
+    override func decodedObject(from data: Data?, textEncodingName: @autoclosure () -> String?) throws -> Any? {
         guard let data else { return nil }
         try refuseEntityDeclarations(data)
         return XMLParser(data: data)
@@ -52,7 +52,7 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
         set { lock.withLock { storedOptions = newValue } }
     }
 
-    override func decodedObject(from data: Data?, textEncodingName: String?) throws -> Any? {
+    override func decodedObject(from data: Data?, textEncodingName: @autoclosure () -> String?) throws -> Any? {
         guard let data, !data.isEmpty else { return nil }
         try refuseEntityDeclarations(data)
         // XMLDocument recovers from errors; XMLParser reports them (a started but malformed document
