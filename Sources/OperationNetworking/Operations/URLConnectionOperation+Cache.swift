@@ -8,9 +8,8 @@ import FoundationNetworking
 /// it has a cache response block or one of those policies. There is no implicit disk cache and no
 /// HTTP freshness revalidation (`.useProtocolCachePolicy` loads from the network).
 extension URLConnectionOperation {
-    /// Whether the request reads from the cache.
-    private var readsCache: Bool {
-        let request = self.request
+    /// Whether `request` reads from the cache.
+    static func readsCache(_ request: URLRequest) -> Bool {
         // The policy first: it rules out nearly every request without the method's uppercasing.
         let policy = request.cachePolicy
         return (policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad)

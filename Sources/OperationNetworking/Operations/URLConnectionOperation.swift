@@ -105,13 +105,20 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     var finishHooks: [@Sendable () -> Void] = []        // guarded by lock
     /// The inherited `completionBlock`, kept here so that Foundation never runs it on a global queue.
     var storedCompletionBlock: (@Sendable () -> Void)?  // guarded by lock
-    /// Event monitors and `value()` waiters (its own lock; see EventMonitor.swift).
-    let observers = OperationObservers()
+    /// Event monitors and `value()` waiters (see EventMonitor.swift); guarded by this operation's
+    /// `lock`, which it is never called under.
+    let observers: OperationObservers
+
+    /// Whether the request reads from `URLCache.shared` (its cache policy and method, which nothing
+    /// changes after init), decided once rather than at the start and again at the end.
+    let readsCache: Bool
 
     /// Creates an operation for `request` (designated initializer). Nothing is sent until `start()`.
     public required init(request: URLRequest) {
         storedRequest = request
         storedCurrentRequest = request
+        readsCache = URLConnectionOperation.readsCache(request)
+        observers = OperationObservers(lock: lock)
         super.init()
     }
 
