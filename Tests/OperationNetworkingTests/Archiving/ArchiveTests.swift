@@ -109,11 +109,7 @@ final class ArchiveTests: ServerTestCase {
         let size = 300_000
         let operation = HTTPRequestOperation(request: request("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5\(query)"))
         operation.outputStream = OutputStream(toFileAtPath: file.path, append: false)
-        let someBytes = expectation(description: "some bytes")
-        someBytes.assertForOverFulfill = false
-        operation.setDownloadProgressBlock { _, total, _ in if total >= 40_000 { someBytes.fulfill() } }
-        operation.start()
-        wait(for: [someBytes], timeout: 10)
+        startAndAwaitBytes(operation, atLeast: 40_000)
         operation.pause()
         let archive = try SafeArchive.archive(operation)   // waits for the pause to settle
         let offset = try XCTUnwrap(operation.resumePointForTesting?.offset)
@@ -150,11 +146,7 @@ final class ArchiveTests: ServerTestCase {
 
     func testInMemoryPausedOperationRoundTripsInProcess() throws {
         let operation = HTTPRequestOperation(request: request("/bytes/200000?chunkSize=4000&chunkDelayMs=5"))
-        let someBytes = expectation(description: "some bytes")
-        someBytes.assertForOverFulfill = false
-        operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
-        operation.start()
-        wait(for: [someBytes], timeout: 10)
+        startAndAwaitBytes(operation)
         let archive = try SafeArchive.archive(operation)   // archiving an executing operation pauses it
         XCTAssertTrue(operation.isPaused)
         let restored = try SafeArchive.unarchive(HTTPRequestOperation.self, from: archive)

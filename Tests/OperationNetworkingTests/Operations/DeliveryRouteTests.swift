@@ -67,11 +67,7 @@ final class DeliveryRouteTests: ServerTestCase {
     /// would give up after its 2 s limit with the bytes not yet accounted for.
     func testArchivingFromTheCallbackQueuePausesWithoutWaitingOutTheLimit() throws {
         let operation = HTTPRequestOperation(request: request("/bytes/400000?chunkSize=4000&chunkDelayMs=5"))
-        let someBytes = expectation(description: "some bytes")
-        someBytes.assertForOverFulfill = false
-        operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
-        operation.start()
-        wait(for: [someBytes], timeout: 10)
+        startAndAwaitBytes(operation)
 
         let archived = expectation(description: "archived on the callback queue")
         nonisolated(unsafe) var archive: Data?

@@ -87,12 +87,8 @@ final class EventMonitorTests: ServerTestCase {
         let path = "/bytes/400000?chunkSize=4000&chunkDelayMs=5"
         let operation = HTTPRequestOperation(request: request(path))
         operation.eventMonitors = [monitor]
-        let someBytes = expectation(description: "some bytes")
-        someBytes.assertForOverFulfill = false
-        operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
         let (done, box) = recordOutcome(of: operation)
-        operation.start()
-        wait(for: [someBytes], timeout: 5)
+        startAndAwaitBytes(operation, timeout: 5)
         operation.pause()
         operation.resume()
         wait(for: [done], timeout: 20)

@@ -66,16 +66,22 @@ extension XCTestCase {
         return box.value ?? .failure(URLError(.unknown))
     }
 
+    /// Starts `operation` (by hand, no queue) and waits until at least `bytes` body bytes arrived
+    /// (its download progress block is taken for this).
+    func startAndAwaitBytes(_ operation: HTTPRequestOperation, atLeast bytes: Int64 = 20_000, timeout: TimeInterval = 10) {
+        let someBytes = expectation(description: "\(bytes) bytes")
+        someBytes.assertForOverFulfill = false
+        operation.setDownloadProgressBlock { _, total, _ in if total >= bytes { someBytes.fulfill() } }
+        operation.start()
+        wait(for: [someBytes], timeout: timeout)
+    }
+
     /// Starts `operation`, pauses it once 20,000 body bytes arrived and waits for the pause to be
     /// reported; returns the expectation its handlers fulfil and the box they record into.
     func startAndPause(_ operation: HTTPRequestOperation) -> (XCTestExpectation, OutcomeBox) {
-        let someBytes = expectation(description: "some bytes")
-        someBytes.assertForOverFulfill = false
-        operation.setDownloadProgressBlock { _, total, _ in if total >= 20_000 { someBytes.fulfill() } }
         let (done, box) = recordOutcome(of: operation)
         let pausedNotice = expectation(forNotification: .operationDidFinish, object: operation)
-        operation.start()
-        wait(for: [someBytes], timeout: 5)
+        startAndAwaitBytes(operation, timeout: 5)
         operation.pause()
         XCTAssertTrue(operation.isPaused)
         XCTAssertFalse(operation.isExecuting)
