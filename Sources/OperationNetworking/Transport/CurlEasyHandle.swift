@@ -136,11 +136,14 @@ final class CurlEasyHandle {
     }
 }
 
-/// What a plain request (a GET or HEAD-less body-less request with the default security policy, no
-/// credentials, no client certificate, not a resumed download) sets beyond its URL, callback data and
-/// headers. Two transfers with equal values configure a handle identically but for those three.
+/// What a plain request (a body-less GET, or another method with an in-memory body, with the default
+/// security policy, no credentials, no client certificate, not a resumed download) sets beyond its
+/// URL, callback data, headers and body. Two transfers with equal values configure a handle
+/// identically but for those.
 struct PlainConfiguration: Equatable {
     var isHTTPS: Bool
     var asksForEncodings: Bool
     var connectTimeoutMilliseconds: Int
+    /// "GET" (no body), or the method of a request whose body is a `Data`.
+    var method: String
 }

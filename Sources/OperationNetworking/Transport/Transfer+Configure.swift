@@ -15,8 +15,8 @@ extension Transfer {
     /// Sets up `easy` for the current hop. Throws a `URLError` for a request curl must not see.
     ///
     /// A handle last configured for a plain request of the same kind keeps its options: only the
-    /// URL, the callback data and (when they differ) the headers are set. Anything else starts from
-    /// `curl_easy_reset`.
+    /// URL, the callback data, the body (its length and source) and (when they differ) the headers
+    /// are set. Anything else starts from `curl_easy_reset`.
     func configure(_ easy: CurlEasyHandle) throws {
         let request = currentRequest
         guard let url = request.url else {
@@ -30,7 +30,10 @@ extension Transfer {
         }
         let method = (request.httpMethod ?? "GET").uppercased()
         let timeoutMilliseconds = max(Int(min(timeoutNanoseconds / 1_000_000, UInt64(Int32.max))), 1)
-        let asksForEncodings = request.value(forHTTPHeaderField: "Accept-Encoding") == nil
+        // The fields once: corelibs builds this dictionary on every call, and looking one name up
+        // through `value(forHTTPHeaderField:)` costs more than lowering a few names here.
+        let fields = request.allHTTPHeaderFields ?? [:]
+        let asksForEncodings = !fields.keys.contains { $0.utf8.count == 15 && $0.lowercased() == "accept-encoding" }
         let plain = plainConfiguration(request, method: method, isHTTPS: scheme == "https",
                                        asksForEncodings: asksForEncodings, timeoutMilliseconds: timeoutMilliseconds)
         let userdata = Unmanaged.passUnretained(self).toOpaque()
@@ -43,7 +46,16 @@ extension Transfer {
             try easy.set(CURLOPT_HEADERDATA, pointer: userdata)
             try easy.set(CURLOPT_WRITEDATA, pointer: userdata)
             try easy.set(CURLOPT_OPENSOCKETDATA, pointer: userdata)
-            try easy.setHeaders(headerLines(for: request, url: url))
+            if let body = request.httpBody, method != "GET" {
+                // Method, upload mode and the body callbacks stay from the last request of this kind.
+                let source = UploadSource(data: body)
+                upload = source
+                try easy.set(CURLOPT_INFILESIZE_LARGE, offset: source.length ?? 0)
+                try easy.set(CURLOPT_READDATA, pointer: userdata)
+                try easy.set(CURLOPT_SEEKDATA, pointer: userdata)
+                bytesSent = 0
+            }
+            try easy.setHeaders(headerLines(for: request, fields: fields, url: url))
             beginHop()
             return
         }
@@ -68,7 +80,7 @@ extension Transfer {
         try easy.set(CURLOPT_OPENSOCKETDATA, pointer: userdata)
 
         try configureMethodAndBody(easy, method: method, request: request, userdata: userdata)
-        try easy.setHeaders(headerLines(for: request, url: url))
+        try easy.setHeaders(headerLines(for: request, fields: fields, url: url))
         if asksForEncodings {
             try easy.set(CURLOPT_ACCEPT_ENCODING, Transfer.offeredEncodings)
             try easy.set(CURLOPT_HTTP_CONTENT_DECODING, false)
@@ -77,15 +89,17 @@ extension Transfer {
         beginHop()
     }
 
-    /// The plain kind of this hop's request, or `nil` when it needs options beyond URL, callback data
-    /// and headers (a body, another method, TLS or credential settings, a resumed range).
+    /// The plain kind of this hop's request, or `nil` when it needs options beyond URL, callback data,
+    /// headers and an in-memory body (a body stream, a GET or HEAD with a body, a body-less method
+    /// other than GET, TLS or credential settings, a resumed range).
     private func plainConfiguration(_ request: URLRequest, method: String, isHTTPS: Bool, asksForEncodings: Bool,
                                     timeoutMilliseconds: Int) -> PlainConfiguration? {
-        guard method == "GET", request.httpBody == nil, request.httpBodyStream == nil,
+        let hasBody = request.httpBody != nil
+        guard hasBody ? method != "GET" && method != "HEAD" : method == "GET", request.httpBodyStream == nil,
               security?.isSystemDefault ?? true, clientCertificate == nil,
               serverCredential == nil, proxyCredential == nil, resumeFrom == nil else { return nil }
         return PlainConfiguration(isHTTPS: isHTTPS, asksForEncodings: asksForEncodings,
-                                  connectTimeoutMilliseconds: timeoutMilliseconds)
+                                  connectTimeoutMilliseconds: timeoutMilliseconds, method: method)
     }
 
     /// Per-hop state back to its start.
@@ -137,14 +151,15 @@ extension Transfer {
     }
 
     /// The request's headers as curl lines, with the library's additions (cookies, Range, no Expect).
-    private func headerLines(for request: URLRequest, url: URL) throws -> [String] {
+    private func headerLines(for request: URLRequest, fields: [String: String], url: URL) throws -> [String] {
         var lines: [String] = []
+        lines.reserveCapacity(fields.count + 2)
         var hasCookie = false, hasExpect = false
         callerRange = nil
         // A continuation sends its own Range (and If-Range) in place of the caller's; without one (paused
         // before any byte arrived, or a range the library cannot continue) the caller's stand as sent.
         let continuation = resumeFrom.flatMap { $0.offset > 0 && $0.rangesSupported ? $0 : nil }
-        for (name, value) in request.allHTTPHeaderFields ?? [:] {
+        for (name, value) in fields {
             guard Transfer.isValidHeader(name: name, value: value) else {
                 throw LibraryError.invalidHeader(name, url: url)
             }

@@ -45,6 +45,36 @@ final class HandleReuseTests: ServerTestCase {
         XCTAssertFalse(last.responseData?.isEmpty ?? true, "the GET after a HEAD has a body")
     }
 
+    /// Requests with an in-memory body keep the handle configured for their method too: each one must
+    /// still send its own body and length, never the previous request's.
+    func testAReusedHandleSendsEachRequestsOwnBody() throws {
+        let bodies: [(method: String, body: Data)] = [
+            ("POST", deterministicBytes(1_000)), ("POST", deterministicBytes(70_000)), ("POST", Data()),
+            ("POST", Data("fourth".utf8)), ("PUT", Data("put".utf8)), ("PUT", Data("put again".utf8)),
+        ]
+        for (method, body) in bodies {
+            var upload = request("/echo", method: method)
+            upload.httpBody = body
+            upload.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+            XCTAssertTrue(run(upload).1.isSuccess)
+        }
+        XCTAssertTrue(run(request("/echo")).1.isSuccess)
+        var last = request("/echo", method: "POST")
+        last.httpBody = Data("after a GET".utf8)
+        XCTAssertTrue(run(last).1.isSuccess)
+
+        let logged = server.requests(path: "/echo")
+        let expected = bodies + [("GET", Data()), ("POST", Data("after a GET".utf8))]
+        XCTAssertEqual(logged.map(\.method), expected.map(\.method))
+        for (index, (sent, wanted)) in zip(logged, expected).enumerated() {
+            XCTAssertEqual(sent.body, wanted.body, "request \(index) carried another body")
+            if wanted.method != "GET" {
+                XCTAssertEqual(sent.header("Content-Length"), "\(wanted.body.count)", "request \(index)")
+            }
+        }
+        XCTAssertNil(logged[6].header("Content-Length"), "the GET after the uploads sent a length")
+    }
+
     /// A lost wake-up would leave a request waiting for the idle poll (a second) each time.
     func testAParkedNetworkThreadTakesANewRequestAtOnce() {
         for _ in 0..<5 {
