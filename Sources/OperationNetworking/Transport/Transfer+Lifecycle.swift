@@ -212,7 +212,11 @@ extension Transfer {
     /// A body that ended before its `Content-Length` — one libcurl let pass because the number did
     /// not fit its integer (`Content-Length: 99999999999999999999999` and five bytes, then a close).
     private func bodyShortfall(_ easy: CurlEasyHandle) -> URLError? {
-        guard let declared = head?.declaredContentLength, head?.statusCode != 204, head?.statusCode != 304,
+        // One look at the head (each optional-chained read copied it), and curl's count first: it
+        // settles the usual case, a body that arrived whole, before the length is parsed again.
+        guard let head, head.statusCode != 204, head.statusCode != 304,
+              head.expectedContentLength < 0 || easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T) < head.expectedContentLength,
+              let declared = head.declaredContentLength,
               (currentRequest.httpMethod ?? "GET").uppercased() != "HEAD" else { return nil }
         let received = easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T)
         guard received < declared else { return nil }
