@@ -145,10 +145,12 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     static let inlineSerializationLimit = 64 * 1024
 
     override func transferDidEnd(batch: CompletionBatch? = nil) {
-        let (success, failure, bodySize) = lock.withLock { () -> (Success?, Failure?, Int) in
-            transferOver = true
-            return (self.success, self.failure, storedResponseData?.count ?? 0)
-        }
+        // Not `withLock`: blocks returned through its generic result are re-abstracted both ways, two
+        // allocations each, for every request.
+        lock.lock()
+        transferOver = true
+        let success = self.success, failure = self.failure, bodySize = storedResponseData?.count ?? 0
+        lock.unlock()
         guard success != nil || failure != nil else {
             super.transferDidEnd(batch: batch)
             return
