@@ -48,12 +48,7 @@ extension Transfer {
             try easy.set(CURLOPT_OPENSOCKETDATA, pointer: userdata)
             if let body = request.httpBody, method != "GET" {
                 // Method, upload mode and the body callbacks stay from the last request of this kind.
-                let source = UploadSource(data: body)
-                upload = source
-                try easy.set(CURLOPT_INFILESIZE_LARGE, offset: source.length ?? 0)
-                try easy.set(CURLOPT_READDATA, pointer: userdata)
-                try easy.set(CURLOPT_SEEKDATA, pointer: userdata)
-                bytesSent = 0
+                try attach(UploadSource(data: body), to: easy, userdata: userdata)
             }
             try easy.setHeaders(headerLines(for: request, fields: fields, url: url))
             beginHop()
@@ -140,12 +135,19 @@ extension Transfer {
         }
         try easy.set(CURLOPT_UPLOAD, true)
         try easy.set(CURLOPT_CUSTOMREQUEST, method)
-        if let length = upload.length {
+        try check(ccurl_easy_setopt_read_function(easy.raw, curlReadCallback))
+        try check(ccurl_easy_setopt_seek_function(easy.raw, curlSeekCallback))
+        try attach(upload, to: easy, userdata: userdata)
+    }
+
+    /// The part of a body set for every request, also on a handle kept configured for the method: its
+    /// length, and this transfer as what the read and seek callbacks reach.
+    private func attach(_ source: UploadSource, to easy: CurlEasyHandle, userdata: UnsafeMutableRawPointer) throws {
+        upload = source
+        if let length = source.length {
             try easy.set(CURLOPT_INFILESIZE_LARGE, offset: length)
         }
-        try check(ccurl_easy_setopt_read_function(easy.raw, curlReadCallback))
         try easy.set(CURLOPT_READDATA, pointer: userdata)
-        try check(ccurl_easy_setopt_seek_function(easy.raw, curlSeekCallback))
         try easy.set(CURLOPT_SEEKDATA, pointer: userdata)
         bytesSent = 0
     }

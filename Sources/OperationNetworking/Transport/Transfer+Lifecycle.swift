@@ -212,14 +212,13 @@ extension Transfer {
     /// A body that ended before its `Content-Length` — one libcurl let pass because the number did
     /// not fit its integer (`Content-Length: 99999999999999999999999` and five bytes, then a close).
     private func bodyShortfall(_ easy: CurlEasyHandle) -> URLError? {
-        // One look at the head (each optional-chained read copied it), and curl's count first: it
-        // settles the usual case, a body that arrived whole, before the length is parsed again.
-        guard let head, head.statusCode != 204, head.statusCode != 304,
-              head.expectedContentLength < 0 || easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T) < head.expectedContentLength,
-              let declared = head.declaredContentLength,
-              (currentRequest.httpMethod ?? "GET").uppercased() != "HEAD" else { return nil }
+        // One look at the head (each optional-chained read copied it). The length parsed with the
+        // head settles the usual case, a body that arrived whole, before the digits are read again.
+        guard let head, head.statusCode != 204, head.statusCode != 304 else { return nil }
         let received = easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T)
-        guard received < declared else { return nil }
+        guard head.expectedContentLength < 0 || received < head.expectedContentLength,
+              let declared = head.declaredContentLength, received < declared,
+              (currentRequest.httpMethod ?? "GET").uppercased() != "HEAD" else { return nil }
         return TransportError.make(.networkConnectionLost,
                                    "The server announced \(declared == .max ? "more than \(Int64.max)" : String(declared)) "
                                    + "body bytes and closed after \(received).", url: currentRequest.url)
