@@ -65,3 +65,35 @@ final class ConnectionCacheTests: ServerTestCase {
         XCTAssertEqual(server.acceptedConnections, 2, "a connection idle for 2 s was reused under a 1 s lifetime")
     }
 }
+
+/// A transfer's start waits for one poll before it leaves the network thread, so a quick transfer's
+/// start and end reach the delivery queue in one dispatch; a slow one's start is not held back.
+final class StartDeliveryTests: ServerTestCase {
+    func testAQuickTransfersStartLeavesWithItsEnd() {
+        // A hold far longer than the exchange makes the outcome independent of the machine's speed.
+        let thread = NetworkThread(startHoldMilliseconds: 10_000)
+        defer { thread.shutDown() }
+        let done = expectation(description: "transfer ended")
+        let recorder = TransferOutcomeRecorder(done)
+        thread.submit(.add(Transfer(request: request("/echo"), outputStream: nil, resumeFrom: nil, initialBody: Data(),
+                                    delegate: recorder)))
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(recorder.completed, true)
+        XCTAssertEqual(recorder.startAndEndSharedABatch, true, "the start was delivered in a dispatch of its own")
+    }
+
+    func testASlowTransfersStartIsDeliveredWhileItRuns() {
+        let thread = NetworkThread()
+        defer { thread.shutDown() }
+        let started = expectation(description: "transfer started")
+        let done = expectation(description: "transfer ended")
+        let recorder = TransferOutcomeRecorder(done, started: started)
+        thread.submit(.add(Transfer(request: request("/delay/3000"), outputStream: nil, resumeFrom: nil, initialBody: Data(),
+                                    delegate: recorder)))
+        wait(for: [started], timeout: 2)   // the response comes after 3 s
+        XCTAssertNil(recorder.completed, "the transfer ended before its start was delivered")
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(recorder.completed, true)
+        XCTAssertEqual(recorder.startAndEndSharedABatch, false)
+    }
+}
