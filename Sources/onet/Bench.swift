@@ -45,6 +45,7 @@ struct Bench: ParsableCommand {
         let body = method == "POST" ? Data(repeating: 0x61, count: bodySize) : nil
         print("# client=onet requests=\(requests) concurrency=\(concurrency) method=\(method) body=\(bodySize) sink=\(sink.rawValue)")
         let tally = Tally()
+        let streams = CountingStreamPool()
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = concurrency
         let responseSerializer = HTTPResponseSerializer()
@@ -77,9 +78,11 @@ struct Bench: ParsableCommand {
             }
             let operation = HTTPRequestOperation(request: request)
             operation.responseSerializer = responseSerializer
-            let counter = sink == .stream ? Locked<Int64>(0) : nil
-            operation.outputStream = counter.map { CountingOutputStream(total: $0) }
+            let stream = sink == .stream ? streams.take() : nil
+            operation.outputStream = stream
+            let counter = stream?.total
             operation.setCompletionBlockWithSuccess({ operation, _ in
+                // The transfer is over, so the count is final; the stream goes back to the pool when closed.
                 let received = counter?.value ?? Int64(operation.responseData?.count ?? 0)
                 if tally.record(bytes: received + sent, failed: false) == total {
                     done.signal()
@@ -160,25 +163,56 @@ private final class Tally: @unchecked Sendable {
     var snapshot: (Int, Int, Int64) { lock.withLock { (finished, errors, bytes) } }
 }
 
-/// An output stream that counts the bytes written to it into `total` and keeps none: the harness's
-/// "read every body, discard it". Used on the network thread only.
-private final class CountingOutputStream: OutputStream {
-    let total: Locked<Int64>
-    private var status: Stream.Status = .notOpen
+/// Counting streams of finished requests, handed to new ones: corelibs builds a CoreFoundation stream
+/// for every `OutputStream`, about 4,000 instructions per request to make and free, where the
+/// harness's other clients discard bodies through a plain callback. A stream serves one request at a
+/// time: it comes back when the operation closes it, after its completion block read the count.
+/// `idle` is guarded by `lock`, hence `@unchecked Sendable`.
+private final class CountingStreamPool: @unchecked Sendable {
+    private let lock = NSLock()
+    private var idle: [CountingOutputStream] = []   // guarded by lock
 
-    init(total: Locked<Int64>) {
-        self.total = total
+    /// A stream at zero, not open.
+    func take() -> CountingOutputStream {
+        lock.withLock { idle.popLast() } ?? CountingOutputStream(pool: self)
+    }
+
+    /// Takes back a closed stream, already at zero.
+    fileprivate func giveBack(_ stream: CountingOutputStream) {
+        lock.withLock { idle.append(stream) }
+    }
+}
+
+/// An output stream that counts the bytes written to it into `total` and keeps none: the harness's
+/// "read every body, discard it". Written on the network thread, read and closed on the completion
+/// queue after the transfer ended; `status` is guarded by `lock`.
+private final class CountingOutputStream: OutputStream {
+    /// Bytes counted since the stream was last closed.
+    let total = Locked<Int64>(0)
+    private let lock = NSLock()
+    private var status: Stream.Status = .notOpen // guarded by lock
+    /// Where the stream goes when closed (weak: the pool holds idle streams).
+    private weak var pool: CountingStreamPool?
+
+    init(pool: CountingStreamPool) {
+        self.pool = pool
         super.init(toMemory: ())
     }
 
     required init(toMemory: ()) {
-        total = Locked<Int64>(0)
         super.init(toMemory: ())
     }
 
-    override func open() { status = .open }
-    override func close() { status = .closed }
-    override var streamStatus: Stream.Status { status }
+    override func open() { lock.withLock { status = .open } }
+
+    /// Ends this request's use: the stream is at zero, not open, and back in its pool.
+    override func close() {
+        total.set(0)
+        lock.withLock { status = .notOpen }
+        pool?.giveBack(self)
+    }
+
+    override var streamStatus: Stream.Status { lock.withLock { status } }
     override var hasSpaceAvailable: Bool { true }
 
     override func write(_ buffer: UnsafePointer<UInt8>, maxLength length: Int) -> Int {
