@@ -33,7 +33,7 @@ struct Onet: ParsableCommand {
             }
             let text = message(for: error)
             if !text.isEmpty {
-                FileHandle.standardError.write(Data("onet: \(text.split(whereSeparator: \.isNewline).joined(separator: " "))\n".utf8))
+                StandardStreams.write("onet: \(text.split(whereSeparator: \.isNewline).joined(separator: " "))\n", to: .standardError)
             }
             Foundation.exit(code.rawValue)
         }

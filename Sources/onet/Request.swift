@@ -176,15 +176,17 @@ struct Request: ParsableCommand {
         let response = operation.response
         if verbose, let response { ResponsePrinter.writeResponseHead(response, metrics: operation.metrics, to: .standardError) }
         if let error = error as NSError? {
-            FileHandle.standardError.write(Data("onet: \(ResponsePrinter.describe(error))\n".utf8))
+            StandardStreams.write("onet: \(ResponsePrinter.describe(error))\n", to: .standardError)
             // Writing the output file is a local failure; anything else means no (complete) response.
             let local = error.domain == NSPOSIXErrorDomain
                 || (error.domain == NSURLErrorDomain && error.code == URLError.cannotWriteToFile.rawValue)
             throw ExitCode(local ? 1 : 2)
         }
         guard let response else { throw ExitCode(2) }
-        if output == nil, let body = operation.responseData, !body.isEmpty {
-            ResponsePrinter.writeBody(body, contentType: response.value(forHTTPHeaderField: "Content-Type"))
+        if output == nil, let body = operation.responseData, !body.isEmpty,
+           !ResponsePrinter.writeBody(body, contentType: response.value(forHTTPHeaderField: "Content-Type")) {
+            StandardStreams.write("onet: the body could not be written to standard output\n", to: .standardError)
+            throw ExitCode(1)
         }
         switch response.statusCode {
         case 300..<400: throw ExitCode(3)
@@ -199,6 +201,6 @@ struct Request: ParsableCommand {
 final class VerboseRetryMonitor: EventMonitor {
     func operation(_ operation: URLConnectionOperation, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {
         let why = error.map { ResponsePrinter.describe($0 as NSError) } ?? "status \((operation.response as? HTTPURLResponse)?.statusCode ?? 0)"
-        FileHandle.standardError.write(Data(String(format: "* retry: attempt %d in %.2f s after %@\n", attempt, delay, why).utf8))
+        StandardStreams.write(String(format: "* retry: attempt %d in %.2f s after %@\n", attempt, delay, why), to: .standardError)
     }
 }

@@ -22,7 +22,7 @@ enum ResponsePrinter {
             lines.append("> \(name): \(secretHeaders.contains(name.lowercased()) ? "***" : value)")
         }
         lines.append(">")
-        handle.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        StandardStreams.write(lines.joined(separator: "\n") + "\n", to: handle)
     }
 
     /// `< HTTP/x 200 OK`, the response headers, a blank `<`, then one `*` line of metrics.
@@ -44,24 +44,26 @@ enum ResponsePrinter {
                          + "connection \(metrics.connectionReused ? "reused" : "new"), redirects \(metrics.redirectCount), "
                          + "attempts \(metrics.attempts)")
         }
-        handle.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        StandardStreams.write(lines.joined(separator: "\n") + "\n", to: handle)
     }
 
     /// The body on standard output: raw bytes when it is not a terminal; on a terminal, JSON indented
-    /// and coloured, text as it is, and a note instead of binary data.
-    static func writeBody(_ body: Data, contentType: String?) {
+    /// and coloured, text as it is, and a note instead of binary data. False when standard output
+    /// refused the bytes (a full disk, a closed descriptor).
+    static func writeBody(_ body: Data, contentType: String?) -> Bool {
         guard isatty(STDOUT_FILENO) == 1 else {
-            FileHandle.standardOutput.write(body)
-            return
+            return StandardStreams.write(body, to: .standardOutput)
         }
         let declaredJSON = contentType?.lowercased().contains("json") ?? false
         if (declaredJSON || body.first.map { $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "[") } ?? false),
            (try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])) != nil {
-            FileHandle.standardOutput.write(Data(JSONHighlighter(colours: true).format(body).utf8))
+            return StandardStreams.write(JSONHighlighter(colours: true).format(body), to: .standardOutput)
         } else if let text = String(data: body, encoding: .utf8), !text.contains("\u{0}") {
-            FileHandle.standardOutput.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+            return StandardStreams.write(text.hasSuffix("\n") ? text : text + "\n", to: .standardOutput)
         } else {
-            FileHandle.standardError.write(Data("onet: binary body (\(body.count) bytes) not shown on a terminal; use --output FILE or a pipe\n".utf8))
+            StandardStreams.write("onet: binary body (\(body.count) bytes) not shown on a terminal; use --output FILE or a pipe\n",
+                                  to: .standardError)
+            return true
         }
     }
 

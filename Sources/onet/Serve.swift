@@ -24,7 +24,7 @@ struct Serve: ParsableCommand {
         let server = try TestServer()
         defer { server.shutdown() }
         // Written directly (not buffered by print) so that a script reading the pipe sees it at once.
-        FileHandle.standardOutput.write(Data("Serving on \(server.baseURL.absoluteString)\n".utf8))
+        StandardStreams.write("Serving on \(server.baseURL.absoluteString)\n", to: .standardOutput)
         let stop = DispatchSemaphore(value: 0)
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)

@@ -30,7 +30,7 @@ func onetEnvironment() -> [String: String] {
 extension XCTestCase {
     /// Starts `onet` with `arguments` in `onetEnvironment()`, standard output to `output` (and standard
     /// error to `errors` when given), standard input empty; the expectation is fulfilled when it exits.
-    func launchOnet(_ arguments: [String], output: Pipe, errors: Pipe? = nil) throws -> (Process, XCTestExpectation) {
+    func launchOnet(_ arguments: [String], output: Any, errors: Pipe? = nil) throws -> (Process, XCTestExpectation) {
         let process = Process()
         process.executableURL = try onetExecutable()
         process.arguments = arguments
@@ -54,6 +54,16 @@ extension XCTestCase {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         wait(for: [finished], timeout: timeout)
         return OnetRun(status: process.terminationStatus, stdout: data, stderr: errorText.wait())
+    }
+
+    /// Runs `onet` with `arguments`, standard output to `file` (a file or device the test opened),
+    /// standard error captured.
+    func runOnet(_ arguments: [String], standardOutput file: FileHandle, timeout: TimeInterval = 60) throws -> OnetRun {
+        let errors = Pipe()
+        let (process, finished) = try launchOnet(arguments, output: file, errors: errors)
+        let errorText = PipeReader(errors.fileHandleForReading)
+        wait(for: [finished], timeout: timeout)
+        return OnetRun(status: process.terminationStatus, stdout: Data(), stderr: errorText.wait())
     }
 
     /// Runs `onet` with `arguments` in a pseudo-terminal (util-linux `script`), so that it sees a

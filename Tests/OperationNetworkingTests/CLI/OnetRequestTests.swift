@@ -121,6 +121,15 @@ final class OnetRequestTests: ServerTestCase {
         XCTAssertEqual(unwritable.status, 1, unwritable.stderr)
     }
 
+    /// A standard output that refuses the body (a full disk) is a reported local failure, not a crash.
+    func testABodyStandardOutputRefusesExitsOneWithAMessage() throws {
+        guard let full = FileHandle(forWritingAtPath: "/dev/full") else { throw XCTSkip("/dev/full is missing") }
+        defer { try? full.close() }
+        let run = try runOnet(["request", url("/bytes/5000")], standardOutput: full)
+        XCTAssertEqual(run.status, 1, run.description)
+        XCTAssertTrue(run.stderr.contains("onet: the body could not be written to standard output"), run.description)
+    }
+
     func testVerboseShowsBothHeadsAndMetricsWithSecretsRedacted() throws {
         let run = try runOnetCapturing(["request", "-v", url("/echo"), "Authorization:Bearer top-secret",
                                         "Cookie:session=also-secret", "X-Visible:yes"])
