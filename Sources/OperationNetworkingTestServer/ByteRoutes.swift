@@ -136,6 +136,22 @@ extension TestServerHandler {
         context.flush()
     }
 
+    /// `/claims/<n>`: a server that lies: `Content-Length: n` (any non-negative 64-bit value), then 100
+    /// pattern bytes, then the connection closes.
+    func claimLength(_ context: ChannelHandlerContext, _ request: IncomingRequest, _ argument: String) {
+        guard let declared = Int64(argument), declared >= 0 else {
+            return badRequest(context, request, "length must be 0...\(Int64.max)")
+        }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/octet-stream")
+        headers.add(name: "Content-Length", value: String(declared))
+        let (head, _) = makeHead(request, .ok, headers, close: true)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        let body = BytePattern.buffer(0..<100, allocator: context.channel.allocator)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(body)))).whenComplete { _ in channel.close(promise: nil) }
+    }
+
     // MARK: - Helpers
 
     /// An `etag=` override as a valid entity tag: quoted unless already quoted or weak.

@@ -39,6 +39,7 @@ extension TestServerHandler {
         case ("redirect-loop", 1): redirect(context, request, to: "/redirect-loop", status: .found)
         case ("drop", 2): drop(context, request, argument)
         case ("stall", 1): stall(context, request)
+        case ("claims", 2): claimLength(context, request, argument)
         case ("stall-headers", 1): break  // logged already; deliberately never answered
         case ("huge-headers", 2): hugeHeaders(context, request, argument)
         case ("cookies", 2) where argument == "set": setCookies(context, request)

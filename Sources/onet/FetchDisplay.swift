@@ -156,7 +156,7 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
     /// Records how many bytes this run received by now, for the rate. Caller holds `lock`.
     private func sample() {
         let now = Date().timeIntervalSinceReferenceDate
-        let bytes = files.reduce(Int64(0)) { $0 + max(0, $1.received - $1.baseline) }
+        let bytes = FetchDisplay.sum(files.map { max(0, $0.received &- $0.baseline) })
         samples.append((now, bytes))
         samples.removeAll { now - $0.time > FetchDisplay.rateWindow }
     }
@@ -199,13 +199,14 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
         let amounts = file.expected >= 0
             ? "\(FetchDisplay.bytes(file.received)) / \(FetchDisplay.bytes(file.expected))"
             : FetchDisplay.bytes(file.received)
-        let percent = file.expected > 0 ? "\(min(100, Int(file.received * 100 / file.expected)))%" : "--%"
+        let fraction = file.expected > 0 ? min(1, Double(max(0, file.received)) / Double(file.expected)) : 0
+        let percent = file.expected > 0 ? "\(Int(fraction * 100))%" : "--%"
         let nameWidth = min(30, max(10, width / 4))
         var name = file.name
         if name.count > nameWidth { name = String(name.prefix(nameWidth - 1)) + (unicode ? "…" : "~") }
         name += String(repeating: " ", count: nameWidth - name.count)
         let barWidth = max(10, min(40, width - nameWidth - amounts.count - 12))
-        let filled = file.expected > 0 ? Int(Int64(barWidth) * min(file.received, file.expected) / file.expected) : 0
+        let filled = Int(Double(barWidth) * fraction)
         let bar = String(repeating: unicode ? "█" : "#", count: filled)
             + String(repeating: unicode ? "░" : "-", count: barWidth - filled)
         let padded = String(repeating: " ", count: max(0, 4 - percent.count)) + percent
@@ -215,14 +216,14 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
     /// `Total  2/5 files  1.2 MB / 3.4 MB  640.0 KB/s  ETA 0:03`. Caller holds `lock`.
     private func totalLine() -> String {
         let finished = files.filter { $0.phase == .done || $0.phase == .failed }.count
-        let received = files.reduce(Int64(0)) { $0 + $1.received }
+        let received = FetchDisplay.sum(files.map(\.received))
         let sizesKnown = files.allSatisfy { $0.expected >= 0 || $0.phase == .failed }
-        let expected = files.reduce(Int64(0)) { $0 + max(0, $1.expected) }
+        let expected = FetchDisplay.sum(files.map { max(0, $0.expected) })
         var line = "Total  \(finished)/\(files.count) files  \(FetchDisplay.bytes(received))"
         line += sizesKnown ? " / \(FetchDisplay.bytes(expected))" : " / ?"
         let speed = rate()
-        line += "  " + (speed.map { FetchDisplay.bytes(Int64($0)) + "/s" } ?? "--/s")
-        let remaining = files.filter { $0.phase != .failed }.reduce(Int64(0)) { $0 + max(0, $1.expected - $1.received) }
+        line += "  " + (speed.map { FetchDisplay.bytes(Int64(min($0, 9e18))) + "/s" } ?? "--/s")
+        let remaining = FetchDisplay.sum(files.filter { $0.phase != .failed }.map { max(0, $0.expected &- $0.received) })
         if sizesKnown, let speed, speed > 0 {
             line += "  ETA " + FetchDisplay.duration(Double(remaining) / speed)
         } else {
@@ -232,6 +233,15 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
     }
 
     // MARK: - Formatting
+
+    /// The total of byte counts, held at `Int64.max`: sizes come from servers (`Content-Length`), and
+    /// two that claim exabytes must not stop the display.
+    static func sum(_ counts: [Int64]) -> Int64 {
+        counts.reduce(Int64(0)) { total, count in
+            let (result, overflow) = total.addingReportingOverflow(count)
+            return overflow ? .max : result
+        }
+    }
 
     /// `512 B`, `1.2 KB`, `3.4 MB`, `1.0 GB` (powers of 1024).
     static func bytes(_ count: Int64) -> String {

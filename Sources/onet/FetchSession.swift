@@ -15,8 +15,9 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
     enum Outcome {
         /// Saved; the file holds this many bytes.
         case done(Int64)
-        /// Not saved; why, in a few words.
-        case failed(String)
+        /// Not saved; why, in a few words. `resumable` is the paused download this run tried to continue:
+        /// its file is cut back to where the archive continues, and the next run tries again from there.
+        case failed(String, resumable: (archive: Data, bytes: Int64)?)
     }
 
     /// Where the files go.
@@ -89,15 +90,24 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
         let path = directory.appendingPathComponent(job.name).path
         var operation = HTTPRequestOperation(request: URLRequest(url: job.url))
         var append = false
-        if case .paused(let archive, _) = job.start {
+        var continued: (archive: Data, bytes: Int64)?
+        if case .paused(let archive, let bytes) = job.start {
             do {
                 operation = try SafeArchive.unarchive(HTTPRequestOperation.self, from: archive)
-                append = true
+                // An archive taken before its pause settled has no place to continue from: the operation
+                // comes back ready and fetches the whole body, which must not land after the old prefix.
+                append = operation.isPaused
+                if append {
+                    continued = (archive, bytes)
+                } else {
+                    display.message("onet fetch: \(job.name): the paused download has no resume point; starting over", error: true)
+                }
             } catch {
                 display.message("onet fetch: \(job.name): the paused download cannot be restored (\(error.localizedDescription)); starting over",
                                 error: true)
             }
         }
+        let resumable = continued
         operation.outputStream = OutputStream(toFileAtPath: path, append: append)
         operation.retryPolicy = RetryPolicy(maxAttempts: retry + 1)
         operation.eventMonitors = [FetchMonitor(index: index, name: job.name, display: display)]
@@ -115,10 +125,30 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
                 self.settled[index].leave()
                 return
             }
+            let reason = FetchSession.describe(error, of: operation)
+            // A continuation that failed (the server unreachable for now, a 503) keeps what the
+            // earlier run saved: the file goes back to the archived length, and the state stays paused.
+            if let resumable, FetchSession.truncate(path, to: resumable.bytes) {
+                self.record(index, .failed(reason, resumable: resumable))
+                return
+            }
             try? FileManager.default.removeItem(atPath: path)   // a partial body or an error page
-            self.record(index, .failed(FetchSession.describe(error, of: operation)))
+            self.record(index, .failed(reason, resumable: nil))
         })
         return operation
+    }
+
+    /// Cuts the file at `path` back to `length` bytes; false if it is shorter or cannot be written.
+    static func truncate(_ path: String, to length: Int64) -> Bool {
+        guard length >= 0, let size = FetchPlan.fileSize(URL(fileURLWithPath: path)), size >= length,
+              let handle = FileHandle(forWritingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        do {
+            try handle.truncate(atOffset: UInt64(length))
+            return true
+        } catch {
+            return false
+        }
     }
 
     /// `HTTP 404`, or the transport error's description, with the attempts when there were several.
@@ -219,6 +249,9 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
         switch lock.withLock({ outcomes[index] }) {
         case .done(let bytes)?:
             return FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .done, bytes: bytes)
+        case .failed(_, let resumable?)?:
+            return FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .paused, bytes: resumable.bytes,
+                                    archive: resumable.archive)
         case .failed?:
             return FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .failed)
         case nil:
@@ -248,7 +281,7 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
         var entries: [FetchState.Entry] = []
         var failures = 0
         for (index, job) in jobs.enumerated() {
-            if case .failed(let reason)? = results[index] {
+            if case .failed(let reason, _)? = results[index] {
                 failures += 1
                 display.message("onet fetch: failed: \(job.url.absoluteString): \(reason)", error: true)
             }

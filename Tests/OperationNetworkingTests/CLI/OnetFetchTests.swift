@@ -92,6 +92,18 @@ final class OnetFetchTests: ServerTestCase {
         XCTAssertEqual(state.files.map(\.status), ["done", "failed", "failed"], "a rerun fetches only the failed ones")
     }
 
+    /// Servers that announce exabyte bodies (`Content-Length` near `Int64.max`, then 100 bytes and a
+    /// closed connection) fail those files; the totals saturate instead of overflowing.
+    func testHugeDeclaredLengthsFailTheFilesWithoutCrashing() throws {
+        let target = try makeDirectory().appendingPathComponent("out")
+        let claims = [server.url("/claims/5000000000000000000"), server.url("/claims/9223372036854775807")]
+        let run = try runOnetCapturing(["fetch", "--to", target.path] + claims.map(\.absoluteString))
+        XCTAssertEqual(run.status, 1, run.description)
+        let failures = run.stderr.split(separator: "\n").filter { $0.hasPrefix("onet fetch: failed: ") }
+        XCTAssertEqual(failures.count, 2, run.description)
+        XCTAssertTrue(run.stderr.contains("Total  2/2 files"), run.description)
+    }
+
     /// `--retry 2` against /flaky: three requests on the wire and the last body saved; without it, one request and a failure.
     func testRetryIsSentOverTheWire() throws {
         let target = try makeDirectory().appendingPathComponent("out")
@@ -143,6 +155,44 @@ final class OnetFetchTests: ServerTestCase {
         XCTAssertNil(server.requests(path: "/bytes/1000000").last?.header("Range"),
                      "no Accept-Ranges was advertised, so the library asks for the whole body again")
         XCTAssertEqual(try Data(contentsOf: file), deterministicBytes(1_000_000), "the repeated prefix was skipped")
+    }
+
+    /// A paused download whose continuation fails (its server is gone) keeps the saved prefix and stays
+    /// paused in the state, so a later run can still continue it.
+    func testAFailedContinuationKeepsThePausedPrefix() throws {
+        let target = try makeDirectory().appendingPathComponent("out")
+        let other = try TestServer()
+        let url = other.url("/bytes/1000000?chunkSize=10000&chunkDelayMs=20")
+        let process = Process()
+        process.executableURL = try onetExecutable()
+        process.arguments = ["fetch", "--to", target.path, url.absoluteString]
+        process.environment = onetEnvironment()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let exited = expectation(description: "onet exits")
+        process.terminationHandler = { _ in exited.fulfill() }
+        try process.run()
+        let file = target.appendingPathComponent("1000000")
+        XCTAssertTrue(eventually(timeout: 20) {
+            ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0) > 0
+        }, "no bytes arrived")
+        process.interrupt()
+        wait(for: [exited], timeout: 30)
+        XCTAssertEqual(process.terminationStatus, 130)
+        let paused = try XCTUnwrap(loadState(target).files.first)
+        XCTAssertEqual(paused.status, "paused")
+        let bytes = try XCTUnwrap(paused.bytes)
+        other.shutdown()   // nothing listens on its port any more
+
+        let rerun = try runOnetCapturing(["fetch", "--to", target.path, url.absoluteString])
+        XCTAssertEqual(rerun.status, 1, rerun.description)
+        XCTAssertTrue(rerun.stderr.contains("onet fetch: failed: \(url.absoluteString)"), rerun.description)
+        let kept = try Data(contentsOf: file)
+        XCTAssertEqual(Int64(kept.count), bytes, "the prefix the first run saved is still there")
+        XCTAssertEqual(kept, deterministicBytes(Int(bytes)))
+        let state = try loadState(target)
+        XCTAssertEqual(state.files.map(\.status), ["paused"], "the next run still continues it")
+        XCTAssertEqual(state.files.first?.bytes, bytes)
     }
 
     /// Each wrong argument is one `onet:` line naming it (status 64), before any request; `--help` has examples
