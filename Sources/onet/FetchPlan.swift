@@ -69,7 +69,8 @@ enum FetchPlan {
     }
 
     /// A file name for `url` that is a single, harmless path component: the last path component,
-    /// percent-decoded, with path separators and control characters replaced, leading dots dropped (no
+    /// percent-decoded, with path separators, control characters (C0 and C1) and invisible format
+    /// characters (bidi overrides, which would reorder the name on a terminal) replaced, leading dots dropped (no
     /// hidden files, no `..`, no clash with the state file) and the length bounded; `index` when
     /// nothing usable is left.
     static func safeName(for url: URL) -> String {
@@ -77,7 +78,8 @@ enum FetchPlan {
         let decoded = component.removingPercentEncoding ?? component
         var scalars = String.UnicodeScalarView()
         for scalar in decoded.unicodeScalars {
-            let harmful = scalar == "/" || scalar == "\\" || scalar.value < 0x20 || scalar.value == 0x7F
+            let category = scalar.properties.generalCategory
+            let harmful = scalar == "/" || scalar == "\\" || category == .control || category == .format
             scalars.append(harmful ? "_" : scalar)
         }
         var name = String(scalars).trimmingCharacters(in: .whitespaces)

@@ -56,7 +56,9 @@ final class OnetFetchTests: ServerTestCase {
         let base = try makeDirectory()
         let target = base.appendingPathComponent("out")
         // /flaky/0/<anything> answers 200, so the last component can be chosen freely.
-        let urls = ["/flaky/0/..%2F..%2Fescape", "/flaky/0/%2E%2E", "/flaky/0/.onet-fetch-state", "/flaky/0/a%00b"]
+        // C1 CSI (U+009B) and a right-to-left override (U+202E) would act on the terminal the names are shown on.
+        let urls = ["/flaky/0/..%2F..%2Fescape", "/flaky/0/%2E%2E", "/flaky/0/.onet-fetch-state", "/flaky/0/a%00b",
+                    "/flaky/0/c%C2%9Bd%E2%80%AEe"]
             .map { server.url($0).absoluteString }
 
         let run = try runOnetCapturing(["fetch", "--to", target.path] + urls)
@@ -64,8 +66,10 @@ final class OnetFetchTests: ServerTestCase {
         XCTAssertEqual(run.status, 0, run.description)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: base.path), ["out"], "nothing written beside DIR")
         let names = try FileManager.default.contentsOfDirectory(atPath: target.path).sorted()
-        XCTAssertEqual(names.count, 4, "\(names)")
+        XCTAssertEqual(names.count, 5, "\(names)")
         XCTAssertFalse(names.contains { $0.hasPrefix(".") || $0.contains("/") || $0.contains("\0") }, "\(names)")
+        XCTAssertTrue(names.contains("c_d_e"), "control and format characters are replaced: \(names.map { $0.unicodeScalars.map(\.value) })")
+        XCTAssertFalse(run.stderr.unicodeScalars.contains { $0.value == 0x9B || $0.value == 0x202E }, run.description)
         XCTAssertTrue(names.contains("index"), "a URL whose last component is '..' is saved as index: \(names)")
     }
 
