@@ -75,8 +75,9 @@ struct Fetch: ParsableCommand {
             throw ValidationError("--to: cannot create '\(directory.path)': \(FetchPlan.reason(error))")
         }
         let state = try FetchState.load(from: directory)
-        let jobs = FetchPlan.jobs(for: list, in: directory, state: state)
-        let status = FetchSession(jobs: jobs, directory: directory, concurrency: concurrency, retry: retry).run()
+        let (jobs, carried) = FetchPlan.jobs(for: list, in: directory, state: state)
+        let status = FetchSession(jobs: jobs, directory: directory, concurrency: concurrency, retry: retry,
+                                  carried: carried).run()
         if status != 0 { throw ExitCode(status) }
     }
 }

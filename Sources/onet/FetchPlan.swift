@@ -102,7 +102,9 @@ enum FetchPlan {
     /// The jobs of a run: each URL matched (in order, so duplicates pair up) with an entry of the
     /// previous run's state, when there is one; new URLs get a fresh unique name. An entry only
     /// continues if its file still has the size the state recorded; otherwise it starts over.
-    static func jobs(for urls: [URL], in directory: URL, state: FetchState?) -> [FetchJob] {
+    /// `carried` are the state's entries for URLs this run does not fetch: they are kept in the
+    /// state this run writes, so a run with another list of URLs does not lose them.
+    static func jobs(for urls: [URL], in directory: URL, state: FetchState?) -> (jobs: [FetchJob], carried: [FetchState.Entry]) {
         var entries = state?.files ?? []
         var used = Set(entries.map(\.name))
         var jobs: [FetchJob] = []
@@ -121,7 +123,7 @@ enum FetchPlan {
             used.insert(name)
             jobs.append(FetchJob(url: url, name: name, start: .fresh))
         }
-        return jobs
+        return (jobs, entries)
     }
 
     /// How a job recorded in the state continues, checked against the file on disk.

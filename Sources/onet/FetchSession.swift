@@ -26,6 +26,8 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
     let jobs: [FetchJob]
     /// The progress display.
     let display: FetchDisplay
+    /// Entries of the directory's state for URLs this run does not fetch, written back unchanged.
+    let carried: [FetchState.Entry]
     private let retry: Int
     private let queue = OperationQueue()
     /// One per job, entered at creation, left once the job's outcome was recorded.
@@ -43,8 +45,10 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
     private var signalSource: DispatchSourceSignal?             // guarded by lock
 
     /// A run of `jobs` into `directory`, `concurrency` at a time, each retried `retry` times.
-    init(jobs: [FetchJob], directory: URL, concurrency: Int, retry: Int, display: FetchDisplay? = nil) {
+    init(jobs: [FetchJob], directory: URL, concurrency: Int, retry: Int, carried: [FetchState.Entry] = [],
+         display: FetchDisplay? = nil) {
         self.jobs = jobs
+        self.carried = carried
         self.directory = directory
         self.retry = retry
         self.display = display ?? FetchDisplay(files: jobs.map { job in
@@ -231,7 +235,7 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
         }
         display.stop()
         do {
-            try FetchState(files: entries).save(in: directory)
+            try FetchState(files: entries + carried).save(in: directory)
         } catch {
             display.message("onet fetch: cannot write the state file in \(directory.path): \(FetchPlan.reason(error))", error: true)
             return 130
@@ -287,13 +291,14 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
             }
             entries.append(entryForOutcome(index, job) ?? pendingEntry(job))
         }
-        guard failures > 0 else {
+        // Another list's unfinished files keep the state alive (this run's done entries go with it).
+        guard failures > 0 || carried.contains(where: { $0.status != .done }) else {
             FetchState.remove(from: directory)
             return 0
         }
         // Keep the saved files' record, so running the command again fetches only the failed ones.
-        try? FetchState(files: entries).save(in: directory)
-        return 1
+        try? FetchState(files: entries + carried).save(in: directory)
+        return failures > 0 ? 1 : 0
     }
 }
 

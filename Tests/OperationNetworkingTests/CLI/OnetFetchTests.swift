@@ -199,6 +199,43 @@ final class OnetFetchTests: ServerTestCase {
         XCTAssertEqual(state.files.first?.bytes, bytes)
     }
 
+    /// A run with another list of URLs in the same directory keeps the paused entry of the first list,
+    /// which then still continues with a Range request.
+    func testAnotherListKeepsThePausedEntriesOfTheFirst() throws {
+        let target = try makeDirectory().appendingPathComponent("out")
+        let slow = server.url("/bytes/1000000?chunkSize=10000&chunkDelayMs=20")
+        let process = Process()
+        process.executableURL = try onetExecutable()
+        process.arguments = ["fetch", "--to", target.path, slow.absoluteString]
+        process.environment = onetEnvironment()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let exited = expectation(description: "onet exits")
+        process.terminationHandler = { _ in exited.fulfill() }
+        try process.run()
+        let file = target.appendingPathComponent("1000000")
+        XCTAssertTrue(eventually(timeout: 20) {
+            ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0) > 0
+        }, "no bytes arrived")
+        process.interrupt()
+        wait(for: [exited], timeout: 30)
+        XCTAssertEqual(process.terminationStatus, 130)
+        let bytes = try XCTUnwrap(loadState(target).files.first?.bytes)
+
+        let other = try runOnetCapturing(["fetch", "--to", target.path, server.url("/bytes/2000").absoluteString])
+        XCTAssertEqual(other.status, 0, other.description)
+        let state = try loadState(target)
+        XCTAssertEqual(state.files.map(\.url), [server.url("/bytes/2000").absoluteString, slow.absoluteString])
+        XCTAssertEqual(state.files.map(\.status), ["done", "paused"], "the first list's paused file is still recorded")
+
+        let resumed = try runOnetCapturing(["fetch", "--to", target.path, slow.absoluteString])
+        XCTAssertEqual(resumed.status, 0, resumed.description)
+        XCTAssertEqual(server.requests(path: "/bytes/1000000").last?.header("Range"), "bytes=\(bytes)-")
+        XCTAssertEqual(try Data(contentsOf: file), deterministicBytes(1_000_000))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target.appendingPathComponent("1000000-1").path),
+                       "the file continued under its own name")
+    }
+
     /// Each wrong argument is one `onet:` line naming it (status 64), before any request; `--help` has examples
     /// and the state file.
     func testBadArgumentsAreOneLineNamingTheArgument() throws {
