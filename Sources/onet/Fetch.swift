@@ -9,8 +9,9 @@ struct Fetch: ParsableCommand {
         discussion: """
             Each URL becomes one HTTPRequestOperation on an OperationQueue, streaming its body into \
             DIR/<name>, where <name> is the URL's last path component made safe (no path separators, \
-            no leading dots; "index" when there is none) and unique (name-1.ext, name-2.ext, ...: an \
-            existing file is never overwritten).
+            no leading dots; "index" when there is none) and unique (name-1.ext, name-2.ext, ...: a \
+            new URL never overwrites an existing file; a URL the state file records keeps its name, and \
+            its file starts over when it is not complete or continuable).
 
             On a terminal, standard error shows a progress bar per active file and a total line (bytes, \
             rate, ETA), redrawn in place; otherwise a plain total line every second. Each saved file is \
