@@ -70,6 +70,9 @@ final class NetworkThread: @unchecked Sendable {
     // MARK: Network thread only
     /// Connections a pinning policy accepted (see `Transfer.serverIsTrusted`).
     let trustedConnections = TrustedConnections()
+    /// The last absolute URL string `Transfer.configure` found usable, and whether it is https:
+    /// requests to one URL (a poller, a benchmark) skip parsing its scheme and host every time.
+    var lastCheckedURL: (absoluteString: String, isHTTPS: Bool)?
     /// Transfers on curl, by easy handle.
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     /// Transfers waiting for a slot, oldest first (`waitingHead` is the next to admit).

@@ -22,19 +22,15 @@ extension Transfer {
         guard let url = request.url else {
             throw TransportError.make(.badURL, "The request has no URL.", url: nil)
         }
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw TransportError.make(.unsupportedURL, "Only http and https URLs are supported.", url: url)
-        }
-        guard let host = url.host, !host.isEmpty else {
-            throw TransportError.make(.badURL, "The URL has no host.", url: url)
-        }
+        let absoluteString = url.absoluteString
+        let isHTTPS = try checkedIsHTTPS(url, absoluteString: absoluteString)
         let method = (request.httpMethod ?? "GET").uppercased()
         let timeoutMilliseconds = max(Int(min(timeoutNanoseconds / 1_000_000, UInt64(Int32.max))), 1)
         // The fields once: corelibs builds this dictionary on every call, and looking one name up
         // through `value(forHTTPHeaderField:)` costs more than lowering a few names here.
         let fields = request.allHTTPHeaderFields ?? [:]
         let asksForEncodings = !fields.keys.contains { $0.utf8.count == 15 && $0.lowercased() == "accept-encoding" }
-        let plain = plainConfiguration(request, method: method, isHTTPS: scheme == "https",
+        let plain = plainConfiguration(request, method: method, isHTTPS: isHTTPS,
                                        asksForEncodings: asksForEncodings, timeoutMilliseconds: timeoutMilliseconds)
         let userdata = Unmanaged.passUnretained(self).toOpaque()
         self.asksForEncodings = asksForEncodings
@@ -42,7 +38,7 @@ extension Transfer {
             easy.clearError()
             upload?.close()
             upload = nil
-            try easy.set(CURLOPT_URL, url.absoluteString)
+            try easy.set(CURLOPT_URL, absoluteString)
             try easy.set(CURLOPT_HEADERDATA, pointer: userdata)
             try easy.set(CURLOPT_WRITEDATA, pointer: userdata)
             try easy.set(CURLOPT_OPENSOCKETDATA, pointer: userdata)
@@ -57,7 +53,7 @@ extension Transfer {
         if easy.isConfigured { easy.reset() }
         easy.isConfigured = true
         try easy.installErrorBuffer()
-        try easy.set(CURLOPT_URL, url.absoluteString)
+        try easy.set(CURLOPT_URL, absoluteString)
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
         try easy.set(CURLOPT_NOSIGNAL, true)
         try easy.set(CURLOPT_FOLLOWLOCATION, false)   // redirects are decided by the library, hop by hop
@@ -82,6 +78,21 @@ extension Transfer {
         }
         easy.plainConfiguration = plain
         beginHop()
+    }
+
+    /// Whether `url` is https; throws unless it is an http or https URL with a host. The network
+    /// thread remembers the last URL that passed (same string, same parse), since parsing its host
+    /// costs more than comparing the string.
+    private func checkedIsHTTPS(_ url: URL, absoluteString: String) throws -> Bool {
+        if let last = network?.lastCheckedURL, last.absoluteString == absoluteString { return last.isHTTPS }
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw TransportError.make(.unsupportedURL, "Only http and https URLs are supported.", url: url)
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw TransportError.make(.badURL, "The URL has no host.", url: url)
+        }
+        network?.lastCheckedURL = (absoluteString, scheme == "https")
+        return scheme == "https"
     }
 
     /// The plain kind of this hop's request, or `nil` when it needs options beyond URL, callback data,
