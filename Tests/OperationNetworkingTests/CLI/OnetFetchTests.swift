@@ -132,22 +132,8 @@ final class OnetFetchTests: ServerTestCase {
     func testInterruptWithoutTerminalThenServerIgnoringRangesStillByteExact() throws {
         let target = try makeDirectory().appendingPathComponent("out")
         let url = server.url("/bytes/1000000?chunkSize=10000&chunkDelayMs=20&ignoreRange=1")
-        let process = Process()
-        process.executableURL = try onetExecutable()
-        process.arguments = ["fetch", "--to", target.path, url.absoluteString]
-        process.environment = onetEnvironment()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let exited = expectation(description: "onet exits")
-        process.terminationHandler = { _ in exited.fulfill() }
-        try process.run()
         let file = target.appendingPathComponent("1000000")
-        XCTAssertTrue(eventually(timeout: 20) {
-            ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0) > 0
-        }, "no bytes arrived")
-        process.interrupt()
-        wait(for: [exited], timeout: 30)
-        XCTAssertEqual(process.terminationStatus, 130)
+        try interruptFetch(of: url, into: target, file: file)
         let state = try loadState(target)
         XCTAssertEqual(state.files.map(\.status), ["paused"])
         let bytes = try XCTUnwrap(state.files.first?.bytes)
@@ -167,22 +153,8 @@ final class OnetFetchTests: ServerTestCase {
         let target = try makeDirectory().appendingPathComponent("out")
         let other = try TestServer()
         let url = other.url("/bytes/1000000?chunkSize=10000&chunkDelayMs=20")
-        let process = Process()
-        process.executableURL = try onetExecutable()
-        process.arguments = ["fetch", "--to", target.path, url.absoluteString]
-        process.environment = onetEnvironment()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let exited = expectation(description: "onet exits")
-        process.terminationHandler = { _ in exited.fulfill() }
-        try process.run()
         let file = target.appendingPathComponent("1000000")
-        XCTAssertTrue(eventually(timeout: 20) {
-            ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0) > 0
-        }, "no bytes arrived")
-        process.interrupt()
-        wait(for: [exited], timeout: 30)
-        XCTAssertEqual(process.terminationStatus, 130)
+        try interruptFetch(of: url, into: target, file: file)
         let paused = try XCTUnwrap(loadState(target).files.first)
         XCTAssertEqual(paused.status, "paused")
         let bytes = try XCTUnwrap(paused.bytes)
@@ -204,22 +176,8 @@ final class OnetFetchTests: ServerTestCase {
     func testAnotherListKeepsThePausedEntriesOfTheFirst() throws {
         let target = try makeDirectory().appendingPathComponent("out")
         let slow = server.url("/bytes/1000000?chunkSize=10000&chunkDelayMs=20")
-        let process = Process()
-        process.executableURL = try onetExecutable()
-        process.arguments = ["fetch", "--to", target.path, slow.absoluteString]
-        process.environment = onetEnvironment()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let exited = expectation(description: "onet exits")
-        process.terminationHandler = { _ in exited.fulfill() }
-        try process.run()
         let file = target.appendingPathComponent("1000000")
-        XCTAssertTrue(eventually(timeout: 20) {
-            ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0) > 0
-        }, "no bytes arrived")
-        process.interrupt()
-        wait(for: [exited], timeout: 30)
-        XCTAssertEqual(process.terminationStatus, 130)
+        try interruptFetch(of: slow, into: target, file: file)
         let bytes = try XCTUnwrap(loadState(target).files.first?.bytes)
 
         let other = try runOnetCapturing(["fetch", "--to", target.path, server.url("/bytes/2000").absoluteString])
@@ -263,6 +221,26 @@ final class OnetFetchTests: ServerTestCase {
     }
 
     // MARK: - Helpers
+
+    /// Starts `onet fetch` of `url` into `target`, sends SIGINT (no terminal) once `file` has bytes,
+    /// and checks that it exited 130 (paused and saved).
+    func interruptFetch(of url: URL, into target: URL, file: URL) throws {
+        let process = Process()
+        process.executableURL = try onetExecutable()
+        process.arguments = ["fetch", "--to", target.path, url.absoluteString]
+        process.environment = onetEnvironment()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let exited = expectation(description: "onet exits")
+        process.terminationHandler = { _ in exited.fulfill() }
+        try process.run()
+        XCTAssertTrue(eventually(timeout: 20) {
+            ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0) > 0
+        }, "no bytes arrived")
+        process.interrupt()
+        wait(for: [exited], timeout: 30)
+        XCTAssertEqual(process.terminationStatus, 130)
+    }
 
     /// A fresh temporary directory, removed after the test.
     func makeDirectory() throws -> URL {

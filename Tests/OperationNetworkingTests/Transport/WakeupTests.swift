@@ -45,9 +45,7 @@ final class ConnectionCacheTests: ServerTestCase {
 
     private func fetch(on thread: NetworkThread) {
         let done = expectation(description: "transfer ended")
-        let recorder = TransferOutcomeRecorder(done)
-        thread.submit(.add(Transfer(request: request("/echo"), outputStream: nil, resumeFrom: nil, initialBody: Data(),
-                                    delegate: recorder)))
+        let recorder = submit("/echo", to: thread, done: done)
         wait(for: [done], timeout: 5)
         XCTAssertEqual(recorder.completed, true)
     }
@@ -74,9 +72,7 @@ final class StartDeliveryTests: ServerTestCase {
         let thread = NetworkThread(startHoldMilliseconds: 10_000)
         defer { thread.shutDown() }
         let done = expectation(description: "transfer ended")
-        let recorder = TransferOutcomeRecorder(done)
-        thread.submit(.add(Transfer(request: request("/echo"), outputStream: nil, resumeFrom: nil, initialBody: Data(),
-                                    delegate: recorder)))
+        let recorder = submit("/echo", to: thread, done: done)
         wait(for: [done], timeout: 5)
         XCTAssertEqual(recorder.completed, true)
         XCTAssertEqual(recorder.startAndEndSharedABatch, true, "the start was delivered in a dispatch of its own")
@@ -87,13 +83,23 @@ final class StartDeliveryTests: ServerTestCase {
         defer { thread.shutDown() }
         let started = expectation(description: "transfer started")
         let done = expectation(description: "transfer ended")
-        let recorder = TransferOutcomeRecorder(done, started: started)
-        thread.submit(.add(Transfer(request: request("/delay/3000"), outputStream: nil, resumeFrom: nil, initialBody: Data(),
-                                    delegate: recorder)))
+        let recorder = submit("/delay/3000", to: thread, done: done, started: started)
         wait(for: [started], timeout: 2)   // the response comes after 3 s
         XCTAssertNil(recorder.completed, "the transfer ended before its start was delivered")
         wait(for: [done], timeout: 10)
         XCTAssertEqual(recorder.completed, true)
         XCTAssertEqual(recorder.startAndEndSharedABatch, false)
+    }
+}
+
+extension ServerTestCase {
+    /// Hands a GET of `path` on the test server straight to `thread`; the recorder fulfils `done` at
+    /// the end (and `started` at the start, when given).
+    func submit(_ path: String, to thread: NetworkThread, done: XCTestExpectation,
+                started: XCTestExpectation? = nil) -> TransferOutcomeRecorder {
+        let recorder = TransferOutcomeRecorder(done, started: started)
+        thread.submit(.add(Transfer(request: request(path), outputStream: nil, resumeFrom: nil, initialBody: Data(),
+                                    delegate: recorder)))
+        return recorder
     }
 }
