@@ -93,15 +93,13 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
     private func makeOperation(_ index: Int, _ job: FetchJob) -> HTTPRequestOperation {
         let path = directory.appendingPathComponent(job.name).path
         var operation = HTTPRequestOperation(request: URLRequest(url: job.url))
-        var append = false
         var continued: (archive: Data, bytes: Int64)?
         if case .paused(let archive, let bytes) = job.start {
             do {
                 operation = try SafeArchive.unarchive(HTTPRequestOperation.self, from: archive)
                 // An archive taken before its pause settled has no place to continue from: the operation
                 // comes back ready and fetches the whole body, which must not land after the old prefix.
-                append = operation.isPaused
-                if append {
+                if operation.isPaused {
                     continued = (archive, bytes)
                 } else {
                     display.message("onet fetch: \(job.name): the paused download has no resume point; starting over", error: true)
@@ -111,8 +109,8 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
                                 error: true)
             }
         }
-        let resumable = continued
-        operation.outputStream = OutputStream(toFileAtPath: path, append: append)
+        let resumable = continued   // appended to, and kept if this continuation fails
+        operation.outputStream = OutputStream(toFileAtPath: path, append: resumable != nil)
         operation.retryPolicy = RetryPolicy(maxAttempts: retry + 1)
         operation.eventMonitors = [FetchMonitor(index: index, name: job.name, display: display)]
         let display = display

@@ -64,8 +64,9 @@ final class ConnectionCacheTests: ServerTestCase {
     }
 }
 
-/// A transfer's start waits for one poll before it leaves the network thread, so a quick transfer's
-/// start and end reach the delivery queue in one dispatch; a slow one's start is not held back.
+/// A transfer's start waits up to `startHoldMilliseconds` for company before it leaves the network
+/// thread, so a quick transfer's start and end reach the delivery queue in one dispatch; a slow one's
+/// start is not held back until its end.
 final class StartDeliveryTests: ServerTestCase {
     func testAQuickTransfersStartLeavesWithItsEnd() {
         // A hold far longer than the exchange makes the outcome independent of the machine's speed.
