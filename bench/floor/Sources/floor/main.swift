@@ -1,0 +1,172 @@
+import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Usage: floor REQUESTS CONCURRENCY
+//
+// Runs REQUESTS asynchronous `Operation`s through one `OperationQueue` whose
+// `maxConcurrentOperationCount` is CONCURRENCY, each taking the path API.md §1–3 prescribes for a
+// request, but with a transfer that ends the moment it starts:
+//
+//   OperationQueue worker (`start()`) → the one network thread (woken through a pipe only while it
+//   sleeps in poll(2), as the library's loop is) → one dispatch per loop turn to a serial delivery
+//   queue (where responses are serialized) → one dispatch per batch to the serial callback queue
+//   (success handler, then `isFinished`) → the queue starts the next operation.
+//
+// Like `onet bench`, each finished operation queues the next. What it prints is the least time a
+// request can take in this model on this machine; pinned to one core (`taskset -c 0`) it is what the
+// model adds to raw libcurl's time per request in the harness.
+
+/// The stand-in for the network thread: takes operations in, "finishes" them at once, and hands each
+/// loop turn's batch to the delivery queue. `inbox` and `parked` are guarded by `lock`; the pipe and
+/// queues are immutable; hence `@unchecked Sendable`.
+final class NetworkLoop: @unchecked Sendable {
+    private let lock = NSLock()
+    private var inbox: [FloorOperation] = []   // guarded by lock
+    private var parked = false                 // guarded by lock
+    /// Read end (non-blocking) and write end of the wake-up pipe.
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let delivery = DispatchQueue(label: "floor.delivery")
+    private let callback = DispatchQueue(label: "floor.callback")
+
+    init() {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            FileHandle.standardError.write(Data("floor: pipe failed\n".utf8))
+            exit(1)
+        }
+        _ = fcntl(ends[0], F_SETFL, O_NONBLOCK)
+        wakeRead = ends[0]
+        wakeWrite = ends[1]
+    }
+
+    /// From `start()`: queue the operation, waking the loop only if it sleeps.
+    func submit(_ operation: FloorOperation) {
+        lock.lock()
+        inbox.append(operation)
+        let wake = parked
+        parked = false
+        lock.unlock()
+        if wake {
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
+        }
+    }
+
+    /// The loop: drain, deliver the batch, or sleep in poll(2) until woken.
+    func run() {
+        var taken: [FloorOperation] = []
+        var scratch = [UInt8](repeating: 0, count: 64)
+        while true {
+            lock.lock()
+            swap(&inbox, &taken)
+            parked = taken.isEmpty
+            lock.unlock()
+            if taken.isEmpty {
+                var entry = pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)
+                _ = poll(&entry, 1, 1000)
+                _ = read(wakeRead, &scratch, scratch.count)
+                continue
+            }
+            let batch = taken
+            taken.removeAll(keepingCapacity: true)
+            delivery.async { [callback] in
+                // Where the library validates and serializes; here nothing is left to do.
+                callback.async {
+                    for operation in batch {
+                        operation.handler()
+                        operation.finish()
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An asynchronous operation that hands itself to the loop; `done` is guarded by `lock`.
+final class FloorOperation: Operation, @unchecked Sendable {
+    let handler: @Sendable () -> Void
+    private let loop: NetworkLoop
+    private let lock = NSLock()
+    private var done = false   // guarded by lock
+
+    init(loop: NetworkLoop, handler: @escaping @Sendable () -> Void) {
+        self.loop = loop
+        self.handler = handler
+    }
+
+    override var isAsynchronous: Bool { true }
+    override var isExecuting: Bool { lock.withLock { !done } }
+    override var isFinished: Bool { lock.withLock { done } }
+
+    override func start() {
+        // corelibs has no KVO: an asynchronous operation announces its state changes itself.
+        willChangeValue(forKey: "isExecuting")
+        didChangeValue(forKey: "isExecuting")
+        loop.submit(self)
+    }
+
+    func finish() {
+        willChangeValue(forKey: "isFinished")
+        lock.withLock { done = true }
+        didChangeValue(forKey: "isFinished")
+    }
+}
+
+/// Makes the run's operations as it goes and counts the finished ones; guarded by `lock`.
+final class Feeder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var made = 0       // guarded by lock
+    private var finished = 0   // guarded by lock
+    let total: Int
+    let queue: OperationQueue
+    let loop: NetworkLoop
+    let done = DispatchSemaphore(value: 0)
+
+    init(total: Int, queue: OperationQueue, loop: NetworkLoop) {
+        self.total = total
+        self.queue = queue
+        self.loop = loop
+    }
+
+    /// Up to `count` new operations, fewer when the run has no more.
+    func make(_ count: Int) -> [FloorOperation] {
+        let taken: Int = lock.withLock {
+            let taken = min(count, total - made)
+            made += taken
+            return taken
+        }
+        return (0..<taken).map { _ in
+            FloorOperation(loop: loop) { [self] in
+                let last = lock.withLock {
+                    finished += 1
+                    return finished == total
+                }
+                if last { done.signal() }
+                queue.addOperations(make(1), waitUntilFinished: false)
+            }
+        }
+    }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3, let requests = Int(arguments[1]), let concurrency = Int(arguments[2]),
+      requests > 0, concurrency > 0 else {
+    FileHandle.standardError.write(Data("usage: floor REQUESTS CONCURRENCY\n".utf8))
+    exit(64)
+}
+let loop = NetworkLoop()
+let thread = Thread { loop.run() }
+thread.start()
+let queue = OperationQueue()
+queue.maxConcurrentOperationCount = concurrency
+let feeder = Feeder(total: requests, queue: queue, loop: loop)
+let start = DispatchTime.now()
+queue.addOperations(feeder.make(max(2 * concurrency, 64)), waitUntilFinished: false)
+feeder.done.wait()
+let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+print(String(format: "floor requests=%d concurrency=%d wall_s=%.6f us_per_request=%.2f rps=%.0f",
+             requests, concurrency, seconds, seconds / Double(requests) * 1e6, Double(requests) / seconds))
