@@ -60,13 +60,15 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// serialization or validation error becomes `error` (the object may still be set, e.g. the JSON
     /// body of a 404). `nil` before the end and after a transport error.
     public var responseObject: Any? {
-        let (ended, serializer, done, object) = lock.withLock {
-            (transferOver, storedSerializer, serialized, storedResponseObject)
-        }
-        guard ended else { return nil }
-        let (transportFailed, data, head) = serializationInputs
-        guard !transportFailed else { return nil }
+        // Once serialized (the handlers' read, and every later one), one acquisition of the lock and
+        // one copy of the object; the inputs are read only for the first serialization.
+        lock.lock()
+        let ended = transferOver, transportFailed = storedError != nil, done = serialized
+        let object = ended && !transportFailed && done ? storedResponseObject : nil
+        lock.unlock()
+        guard ended, !transportFailed else { return nil }
         if done { return object }
+        let (serializer, data, head) = lock.withLock { (storedSerializer, storedResponseData, storedHead) }
         var result: Any?
         var failure: Error?
         do {
@@ -93,7 +95,13 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
 
     /// The serialization error if there was one, otherwise the transport error.
     open override var error: Error? {
-        lock.withLock { serializationError } ?? transportError
+        // One acquisition of the lock: this is read for every operation that ends.
+        lock.lock()
+        let serialization = serializationError, transport = storedError
+        let url = serialization == nil && transport != nil ? storedCurrentRequest.url : nil
+        lock.unlock()
+        if let serialization { return serialization }
+        return transport.map { TransportError.completed($0, url: url) }
     }
 
     /// Sets the blocks run when the operation ends: exactly one of them, on the completion queue,
@@ -167,14 +175,14 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         }
         if let batch, bodySize <= HTTPRequestOperation.inlineSerializationLimit {
             storeInCacheIfAllowed()
-            if transportError == nil { _ = responseObject }
+            _ = responseObject   // serialized here, once (nothing to do after a transport error)
             batch.add(on: queue, group: group, handlers)
             return
         }
         group.enter()
         CallbackQueues.processing.async { [self] in
             storeInCacheIfAllowed()
-            if transportError == nil { _ = responseObject }   // serialized here, once, off the completion queue
+            _ = responseObject   // serialized here, once, off the completion queue
             queue.async(group: group, execute: handlers)
             group.leave()
         }

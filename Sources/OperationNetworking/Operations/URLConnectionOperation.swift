@@ -148,11 +148,6 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// The body received, when no custom `outputStream` was set; `nil` after a transport failure
     /// or cancel (as AFNetworking) and until the transfer ended.
     public var responseData: Data? { lock.withLock { storedResponseData } }
-    /// What response serialization reads, under one acquisition of the lock: whether the transport
-    /// failed, the body and the head.
-    final var serializationInputs: (transportFailed: Bool, data: Data?, head: ResponseHead?) {
-        lock.withLock { (storedError != nil, storedResponseData, storedHead) }
-    }
     /// Timing and connection facts, once the transfer ended.
     public var metrics: TransferMetrics? { lock.withLock { storedMetrics } }
 
