@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 #endif
 
-// Usage: floor REQUESTS CONCURRENCY
+// Usage: floor REQUESTS CONCURRENCY [notify]
 //
 // Runs REQUESTS asynchronous `Operation`s through one `OperationQueue` whose
 // `maxConcurrentOperationCount` is CONCURRENCY, each taking the path API.md §1–3 prescribes for a
@@ -15,7 +15,9 @@ import Glibc
 //   queue (where responses are serialized) → one dispatch per batch to the serial callback queue
 //   (success handler, then `isFinished`) → the queue starts the next operation.
 //
-// Like `onet bench`, each finished operation queues the next. What it prints is the least time a
+// With `notify`, each operation also posts the two notifications API.md §2 requires of every request
+// (did-start and did-finish, on the callback queue), the one piece of per-request work the contract
+// names beyond the hops. Like `onet bench`, each finished operation queues the next. What it prints is the least time a
 // request can take in this model on this machine; pinned to one core (`taskset -c 0`) it is what the
 // model adds to raw libcurl's time per request in the harness.
 
@@ -77,8 +79,14 @@ final class NetworkLoop: @unchecked Sendable {
                 // Where the library validates and serializes; here nothing is left to do.
                 callback.async {
                     for operation in batch {
+                        if postsNotifications {
+                            NotificationCenter.default.post(name: didStart, object: operation)
+                        }
                         operation.handler()
                         operation.finish()
+                        if postsNotifications {
+                            NotificationCenter.default.post(name: didFinish, object: operation)
+                        }
                     }
                 }
             }
@@ -152,10 +160,14 @@ final class Feeder: @unchecked Sendable {
     }
 }
 
+let didStart = Notification.Name("FloorOperationDidStart")
+let didFinish = Notification.Name("FloorOperationDidFinish")
 let arguments = CommandLine.arguments
-guard arguments.count == 3, let requests = Int(arguments[1]), let concurrency = Int(arguments[2]),
+/// Whether every operation posts the two notifications (third argument `notify`).
+let postsNotifications = arguments.count == 4 && arguments[3] == "notify"
+guard arguments.count == 3 || postsNotifications, let requests = Int(arguments[1]), let concurrency = Int(arguments[2]),
       requests > 0, concurrency > 0 else {
-    FileHandle.standardError.write(Data("usage: floor REQUESTS CONCURRENCY\n".utf8))
+    FileHandle.standardError.write(Data("usage: floor REQUESTS CONCURRENCY [notify]\n".utf8))
     exit(64)
 }
 let loop = NetworkLoop()
@@ -168,5 +180,5 @@ let start = DispatchTime.now()
 queue.addOperations(feeder.make(max(2 * concurrency, 64)), waitUntilFinished: false)
 feeder.done.wait()
 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-print(String(format: "floor requests=%d concurrency=%d wall_s=%.6f us_per_request=%.2f rps=%.0f",
-             requests, concurrency, seconds, seconds / Double(requests) * 1e6, Double(requests) / seconds))
+print(String(format: "floor requests=%d concurrency=%d notify=%@ wall_s=%.6f us_per_request=%.2f rps=%.0f",
+             requests, concurrency, postsNotifications ? "yes" : "no", seconds, seconds / Double(requests) * 1e6, Double(requests) / seconds))
