@@ -12,6 +12,13 @@ extension Transfer {
     /// body cut short is an error; libcurl only sends the header and passes the bytes through.
     static let offeredEncodings = "gzip, deflate"
 
+    /// libcurl's receive buffer per easy handle: 256 KiB instead of its 16 KiB default, so a large body
+    /// takes a sixteenth of the socket reads (a 256 MiB body: 16,386 `recvfrom` calls at 16 KiB, 1,039
+    /// at 256 KiB; raw libcurl here moves about 1,400 MB/s at 16 KiB, 2,400–3,300 at 256 KiB). Write
+    /// callbacks still come in pieces of at most 16 KiB (libcurl cuts them). The buffer stays with its
+    /// pooled handle, but only the pages a response reaches are ever touched: a 1 KiB response costs one.
+    static let receiveBufferSize = 256 * 1024
+
     /// Sets up `easy` for the current hop. Throws a `URLError` for a request curl must not see.
     ///
     /// A handle last configured for a plain request of the same kind keeps its options: only the
@@ -62,6 +69,7 @@ extension Transfer {
         try configureCredentials(easy)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, timeoutMilliseconds)
         try easy.set(CURLOPT_MAXAGE_CONN, network?.idleConnectionLifetime ?? 30)
+        try easy.set(CURLOPT_BUFFERSIZE, Transfer.receiveBufferSize)   // never on a handle curl is using
 
         try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
         try easy.set(CURLOPT_HEADERDATA, pointer: userdata)
