@@ -69,7 +69,9 @@ extension Transfer {
         try configureCredentials(easy)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, timeoutMilliseconds)
         try easy.set(CURLOPT_MAXAGE_CONN, network?.idleConnectionLifetime ?? 30)
-        try easy.set(CURLOPT_BUFFERSIZE, Transfer.receiveBufferSize)   // never on a handle curl is using
+        // A request, not an order: libcurl 7.88 refuses a new size while the handle still holds a buffer
+        // (after a transfer that failed, say), and reads no more than that buffer holds.
+        _ = ccurl_easy_setopt_long(easy.raw, CURLOPT_BUFFERSIZE, Transfer.receiveBufferSize)
 
         try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
         try easy.set(CURLOPT_HEADERDATA, pointer: userdata)

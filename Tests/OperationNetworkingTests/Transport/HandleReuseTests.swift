@@ -75,6 +75,18 @@ final class HandleReuseTests: ServerTestCase {
         XCTAssertNil(logged[6].header("Content-Length"), "the GET after the uploads sent a length")
     }
 
+    /// libcurl refuses a new receive-buffer size on a handle whose last transfer failed (it still holds
+    /// its buffer); the next request on that handle must go out all the same.
+    func testAHandleWhoseTransferFailedServesTheNextRequest() throws {
+        let unresolvable = try XCTUnwrap(URL(string: "http://onet-unresolvable.invalid:9/"))
+        for round in 0..<3 {
+            XCTAssertEqual(run(URLRequest(url: unresolvable)).1.urlErrorCode, .cannotFindHost)
+            // HEAD is configured from a reset handle: the pool hands back the one that just failed.
+            XCTAssertTrue(run(request("/echo", method: "HEAD")).1.isSuccess, "round \(round)")
+        }
+        XCTAssertEqual(server.requests(path: "/echo").map(\.method), ["HEAD", "HEAD", "HEAD"])
+    }
+
     /// A lost wake-up would leave a request waiting for the idle poll (a second) each time.
     func testAParkedNetworkThreadTakesANewRequestAtOnce() {
         for _ in 0..<5 {
