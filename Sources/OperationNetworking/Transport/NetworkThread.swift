@@ -103,6 +103,8 @@ final class NetworkThread: @unchecked Sendable {
     /// How long, at most, a batch of nothing but starts waits for company before it is delivered
     /// alone (see `flushEvents`): 1 ms, far below anything a caller could notice.
     let startHoldMilliseconds: Int32
+    /// Transfers on curl at once: `maxActiveTransfers`, fewer on threads tests make.
+    let activeLimit: Int
 
     /// The idle connections to keep for a process that may open `descriptorLimit` descriptors: a
     /// quarter of them (at least 4, at most as many as transfers can be active), so that the cache
@@ -112,9 +114,11 @@ final class NetworkThread: @unchecked Sendable {
     }
 
     /// A thread with its own multi handle; the library uses `shared` (tests make their own).
-    init(idleConnectionLifetime: Int = 30, startHoldMilliseconds: Int32 = 1) {
+    init(idleConnectionLifetime: Int = 30, startHoldMilliseconds: Int32 = 1,
+         activeLimit: Int = NetworkThread.maxActiveTransfers) {
         self.idleConnectionLifetime = idleConnectionLifetime
         self.startHoldMilliseconds = startHoldMilliseconds
+        self.activeLimit = max(1, min(activeLimit, NetworkThread.maxActiveTransfers))
         var limit = rlimit()
         let known = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0
         connectionCacheSize = NetworkThread.connectionCacheSize(forDescriptorLimit: known ? UInt64(limit.rlim_cur) : 1024)
@@ -196,9 +200,12 @@ final class NetworkThread: @unchecked Sendable {
             if let next = (pausedUploads.map(\.at) + delayed.map(\.at)).min() {
                 timeout = min(timeout, Int32(clamping: (next &- min(next, monotonicNow())) / 1_000_000 + 1))
             }
+            // Transfers that ended this turn freed slots that waiting ones can take at once: the loop
+            // must not sleep on them (with nothing left on curl, that sleep was the idle second).
+            let canAdmit = active.count < activeLimit && waitingHead < waiting.count
             // Commands that arrive from here on wake the poll; ones already queued skip it.
             let idle: Bool = inboxLock.withLock {
-                parked = inbox.isEmpty
+                parked = inbox.isEmpty && !canAdmit
                 return parked
             }
             if idle { poll(multi, timeout: timeout) }
@@ -263,7 +270,7 @@ final class NetworkThread: @unchecked Sendable {
     }
 
     private func admitWaiting(_ multi: UnsafeMutableRawPointer) {
-        while active.count < NetworkThread.maxActiveTransfers && waitingHead < waiting.count {
+        while active.count < activeLimit && waitingHead < waiting.count {
             let transfer = waiting[waitingHead]
             waitingHead += 1
             guard case .waiting = transfer.state else { continue }
