@@ -208,7 +208,8 @@ final class NetworkThread: @unchecked Sendable {
                 parked = inbox.isEmpty && !canAdmit
                 return parked
             }
-            if idle { poll(multi, timeout: timeout) }
+            // A shut-down command taken this turn ends the loop now, not after one more idle poll.
+            if idle && shutDownSignal == nil { poll(multi, timeout: timeout) }
         }
         // Shut down: every transfer was ended by its owner before (tests only), so only handles are left.
         flushEvents(now: monotonicNow(), holdingStarts: false)

@@ -109,6 +109,23 @@ final class WaitingTransferTests: ServerTestCase {
     }
 }
 
+/// A thread that tests make ends when told to, without first sleeping out its idle poll.
+final class NetworkThreadShutDownTests: ServerTestCase {
+    func testShutDownDoesNotWaitOutTheIdlePoll() {
+        let thread = NetworkThread()
+        let ended = expectation(description: "transfer ended")
+        _ = submit("/echo", to: thread, done: ended)
+        wait(for: [ended], timeout: 5)
+        XCTAssertTrue(eventually { thread.isParked })   // asleep in the 1 s poll of an idle loop
+        let stopped = expectation(description: "thread shut down")
+        DispatchQueue.global().async {
+            thread.shutDown()
+            stopped.fulfill()
+        }
+        wait(for: [stopped], timeout: 0.5)
+    }
+}
+
 extension ServerTestCase {
     /// Hands a GET of `path` on the test server straight to `thread`; the recorder fulfils `done` at
     /// the end (and `started` at the start, when given).
