@@ -95,13 +95,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
 
     /// The serialization error if there was one, otherwise the transport error.
     open override var error: Error? {
-        // One acquisition of the lock: this is read for every operation that ends.
-        lock.lock()
-        let serialization = serializationError, transport = storedError
-        let url = serialization == nil && transport != nil ? storedCurrentRequest.url : nil
-        lock.unlock()
-        if let serialization { return serialization }
-        return transport.map { TransportError.completed($0, url: url) }
+        lock.withLock { serializationError } ?? transportError
     }
 
     /// Sets the blocks run when the operation ends: exactly one of them, on the completion queue,

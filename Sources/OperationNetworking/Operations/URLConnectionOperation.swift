@@ -142,8 +142,11 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// The transport (or cancel) error alone, whatever a subclass adds to `error`; completed with the
     /// failing URL and a description where the transport left them out.
     final var transportError: Error? {
-        let (error, url) = lock.withLock { (storedError, storedCurrentRequest.url) }
-        return error.map { TransportError.completed($0, url: url) }
+        // Read for every operation that ends: the URL is copied only when there is an error to complete.
+        let failure = lock.withLock { () -> (error: Error, url: URL?)? in
+            storedError.map { ($0, storedCurrentRequest.url) }
+        }
+        return failure.map { TransportError.completed($0.error, url: $0.url) }
     }
     /// The body received, when no custom `outputStream` was set; `nil` after a transport failure
     /// or cancel (as AFNetworking) and until the transfer ended.

@@ -17,9 +17,9 @@ import Glibc
 //
 // With `notify`, each operation also posts the two notifications API.md §2 requires of every request
 // (did-start and did-finish, on the callback queue), the one piece of per-request work the contract
-// names beyond the hops. Like `onet bench`, each finished operation queues the next. What it prints is the least time a
-// request can take in this model on this machine; pinned to one core (`taskset -c 0`) it is what the
-// model adds to raw libcurl's time per request in the harness.
+// names beyond the hops. Like `onet bench`, each finished operation queues the next. What it prints is
+// the least time a request can take in this model on this machine; pinned to one core
+// (`taskset -c 0`) it is what the model adds to raw libcurl's time per request in the harness.
 
 /// The stand-in for the network thread: takes operations in, "finishes" them at once, and hands each
 /// loop turn's batch to the delivery queue. `inbox` and `parked` are guarded by `lock`; the pipe and
