@@ -62,3 +62,9 @@ CURLSHcode ccurl_share_setopt_long(CURLSH *share, CURLSHoption option, long valu
 
 size_t ccurl_readfunc_abort(void) { return CURL_READFUNC_ABORT; }
 size_t ccurl_readfunc_pause(void) { return CURL_READFUNC_PAUSE; }
+
+static __thread int network_thread_flag = 0;
+
+void ccurl_mark_network_thread(void) { network_thread_flag = 1; }
+
+int ccurl_is_network_thread(void) { return network_thread_flag; }

@@ -48,4 +48,10 @@ size_t ccurl_readfunc_abort(void);
 /// CURL_READFUNC_PAUSE, returned by a read callback to pause the upload.
 size_t ccurl_readfunc_pause(void);
 
+// MARK: - Network-thread confinement (debug assertions)
+/// Marks the calling thread as a network thread (a thread-local flag, never cleared).
+void ccurl_mark_network_thread(void);
+/// 1 on a thread marked by ccurl_mark_network_thread, 0 elsewhere.
+int ccurl_is_network_thread(void);
+
 #endif

@@ -53,13 +53,13 @@ extension URLConnectionOperation {
     /// continues, `shouldUseCredentialStorage` and the security policy. Never archived: blocks,
     /// queues, streams and `credential`.
     func encodeArchive(with coder: NSCoder) {
-        if isExecuting { pause() }
+        if isExecuting { pause() }   // an executing operation is archived paused (AFN)
         waitForPauseToSettle()
         let snapshot = lock.withLock {
-            (storedRequest, state.phase, storedHead, storedResponse as? HTTPURLResponse, storedError, storedResponseData,
-             partialData, resumePoint, storedShouldUseCredentialStorage, storedSecurityPolicy)
+            (mutable.request, mutable.lifecycle.phase, mutable.head, mutable.response as? HTTPURLResponse, mutable.error,
+             mutable.responseData, mutable.configuration.shouldUseCredentialStorage, mutable.securityPolicy)
         }
-        let (request, phase, head, response, error, data, partial, resume, useStorage, policy) = snapshot
+        let (request, phase, head, response, error, data, useStorage, policy) = snapshot
         coder.encode(SerializationCodingVersion, forKey: OperationCodingKeys.version)
         if let url = request.url { coder.encode(url.absoluteString, forKey: OperationCodingKeys.url) }
         coder.encode(request.httpMethod ?? "GET", forKey: OperationCodingKeys.method)
@@ -67,11 +67,17 @@ extension URLConnectionOperation {
         coder.encode(request.timeoutInterval, forKey: OperationCodingKeys.timeout)
         coder.encode(request.httpShouldHandleCookies, forKey: OperationCodingKeys.cookies)
         if let body = request.httpBody { coder.encode(body as NSData, forKey: OperationCodingKeys.body) }
+        // Only kept bytes make a paused archive: a pause that did not settle within the wait (or a
+        // resume that overtook it) is archived ready, to start over, never to continue from stale bytes.
         let archived: ArchivedState
+        let kept: KeptDownload?
         switch phase {
-        case .paused, .executing: archived = .paused
-        case .finished, .completing: archived = .finished
-        case .ready: archived = .ready
+        case .paused(let bytes), .parked(let bytes?):
+            (archived, kept) = (.paused, bytes)
+        case .ready, .parked(nil), .executing, .pausing:
+            (archived, kept) = (.ready, nil)
+        case .cancelling, .completing, .finished:
+            (archived, kept) = (.finished, nil)
         }
         coder.encode(archived.rawValue, forKey: OperationCodingKeys.state)
         if let head {
@@ -91,8 +97,9 @@ extension URLConnectionOperation {
             coder.encode(error.localizedDescription, forKey: OperationCodingKeys.errorDescription)
         }
         if let data { coder.encode(data as NSData, forKey: OperationCodingKeys.responseData) }
-        if let resume, archived == .paused {
-            coder.encode(partial as NSData, forKey: OperationCodingKeys.partialData)
+        if let kept {
+            let resume = kept.point
+            coder.encode(kept.bytes as NSData, forKey: OperationCodingKeys.partialData)
             coder.encode(resume.offset, forKey: OperationCodingKeys.offset)
             coder.encode(resume.validator, forKey: OperationCodingKeys.validator)
             coder.encode(resume.rangesSupported, forKey: OperationCodingKeys.rangesSupported)
@@ -166,18 +173,16 @@ extension URLConnectionOperation {
         let partial = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.partialData) ?? Data()
         let useStorage = coder.decodeCheckedBool(forKey: OperationCodingKeys.shouldUseCredentialStorage, of: owner)
         lock.withLock {
-            storedHead = head
-            storedError = paused ? nil : error
-            storedResponseData = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.responseData)
-            if let useStorage { storedShouldUseCredentialStorage = useStorage }
+            mutable.head = head
+            mutable.error = paused ? nil : error
+            mutable.responseData = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.responseData)
+            if let useStorage { mutable.configuration.shouldUseCredentialStorage = useStorage }
             if let policy = coder.decodeChecked(SecurityPolicy.self, forKey: OperationCodingKeys.securityPolicy) {
-                storedSecurityPolicy = policy
+                mutable.securityPolicy = policy
             }
             if paused {
                 // A memory download keeps its bytes; a stream download continues the caller's file.
-                partialData = partial
-                resumePoint = resume
-                state.restorePaused()
+                mutable.lifecycle.restorePaused(KeptDownload(point: resume, bytes: partial))
             }
         }
     }
@@ -188,7 +193,7 @@ extension URLConnectionOperation {
         let settled = pauseSettled
         settled.lock()
         defer { settled.unlock() }
-        while lock.withLock({ state.isPaused && resumePoint == nil && transfer != nil }) {
+        while lock.withLock({ mutable.lifecycle.isPausing }) {
             if !settled.wait(until: deadline) { break }
         }
     }

@@ -66,12 +66,11 @@ extension URLConnectionOperation {
 /// What an operation owes its event monitors and its `value()` waiters, kept apart from the
 /// operation's own state so the transport and state machine stay as they are.
 ///
-/// - Threading: guarded by `lock`, the operation's own (one lock fewer per operation): the operation
-///   never calls in here while holding it, and nothing is called from here while it is held. Monitors
+/// - Threading: guarded by `lock`, its own (a leaf: nothing is called while it is held). Monitors
 ///   are called on `CallbackQueues.monitors` after it is released, waiters resumed after it is released.
 final class OperationObservers: @unchecked Sendable {   // every stored var is guarded by lock
-    /// Guards every stored `var` below: the owning operation's lock.
-    private let lock: NSLock
+    /// Guards every stored `var` below.
+    private let lock = NSLock()
     private var configured: [EventMonitor] = []          // guarded by lock
     /// The monitors told of this operation, fixed at its first event so each one sees a whole life.
     private var active: [EventMonitor]?                  // guarded by lock
@@ -81,10 +80,6 @@ final class OperationObservers: @unchecked Sendable {   // every stored var is g
     private var finished = false                         // guarded by lock
     private var waiters: [FinishWaiter] = []             // guarded by lock
     private var storedBodyBytes: Int64 = 0               // guarded by lock
-
-    init(lock: NSLock) {
-        self.lock = lock
-    }
 
     /// Response body bytes the last transfer delivered to its sink (a resumed prefix included).
     var bodyBytes: Int64 {

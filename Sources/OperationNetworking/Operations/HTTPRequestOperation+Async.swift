@@ -71,9 +71,9 @@ extension URLConnectionOperation {
         } onCancel: {
             cancel()
             let started = lock.withLock { () -> Bool in
-                switch state.phase {
-                case .ready, .paused(started: false): return false
-                default: return true
+                switch mutable.lifecycle.phase {
+                case .ready, .parked: return false
+                case .executing, .cancelling, .pausing, .paused, .completing, .finished: return true
                 }
             }
             if !started { waiter.resume(finished: false) }

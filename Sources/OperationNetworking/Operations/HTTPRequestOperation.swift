@@ -63,12 +63,12 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         // Once serialized (the handlers' read, and every later one), one acquisition of the lock and
         // one copy of the object; the inputs are read only for the first serialization.
         lock.lock()
-        let ended = transferOver, transportFailed = storedError != nil, done = serialized
+        let ended = transferOver, transportFailed = mutable.error != nil, done = serialized
         let object = ended && !transportFailed && done ? storedResponseObject : nil
         lock.unlock()
         guard ended, !transportFailed else { return nil }
         if done { return object }
-        let (serializer, data, head) = lock.withLock { (storedSerializer, storedResponseData, storedHead) }
+        let (serializer, data, head) = lock.withLock { (storedSerializer, mutable.responseData, mutable.head) }
         var result: Any?
         var failure: Error?
         do {
@@ -151,7 +151,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         // allocations each, for every request.
         lock.lock()
         transferOver = true
-        let success = self.success, failure = self.failure, bodySize = storedResponseData?.count ?? 0
+        let success = self.success, failure = self.failure, bodySize = mutable.responseData?.count ?? 0
         lock.unlock()
         guard success != nil || failure != nil else {
             super.transferDidEnd(batch: batch)

@@ -1,78 +1,184 @@
-/// The life of a `URLConnectionOperation`, as a plain value: events in, the new state and what to do out.
+import Foundation
+
+/// What a paused download keeps for its continuation: where the bytes leave off and, for an
+/// in-memory download, the bytes themselves (an output-stream download keeps them in the stream).
+struct KeptDownload: Sendable {
+    /// Where the continuation starts, with the validator it sends as `If-Range`.
+    var point: ResumePoint
+    /// The body received so far, when the operation has no output stream; empty otherwise.
+    var bytes: Data
+}
+
+/// The life of a `URLConnectionOperation`, as a plain value: an event in, the new phase and the
+/// action the operation carries out (outside its lock) out. Every (phase, event) pair is written out.
 ///
-/// States follow AFNetworking 2.x (ready → executing → finished, executing ⇄ paused) with its known
-/// bugs fixed: a paused operation can be cancelled (it finishes), and resuming a paused operation
-/// that never started hands it back to its queue instead of starting it twice.
+/// ```
+///            start                    transfer ends                handlers ran
+///   ready ───────────▶ executing ─────────────────────▶ completing ─────────────▶ finished
+///   │  ▲ resume          │ ▲  │ cancel                     ▲
+///   │  │ (not started)   │ │  ▼                            │ the transfer's end, whatever it was,
+///   ▼  │         pause   │ │ cancelling ───────────────────┤ is delivered as a cancel
+///   parked               │ │ resume (continues              │
+///   (kept bytes after    ▼ │  from the kept bytes)         │
+///    a restore)        pausing(then:) ── paused ──────────┘ cancel
+/// ```
+///
+/// AFNetworking 2.x's states (ready → executing → finished, executing ⇄ paused) with its races
+/// closed: a `resume()` or `cancel()` made while a pause is on its way to the network thread is
+/// remembered (`pausing(then:)`) and carried out when the pause settles; a `cancel()` that returns
+/// before the operation learns of its transfer's end always wins (failure with `.cancelled`), and
+/// one made after it changes nothing (not even `isCancelled`); the kept bytes of a pause live in
+/// the phase, so they are consumed by exactly one continuation and never outlive it.
 /// - Threading: a value; its owner keeps it behind the operation's lock.
 struct OperationState {
+    /// What happens once a pause on its way to the network thread settled.
+    enum AfterPause: Equatable, Sendable {
+        /// Stay paused, keeping the bytes.
+        case stayPaused
+        /// `resume()` came meanwhile: continue from the kept bytes.
+        case resume
+        /// `cancel()` came meanwhile: end as cancelled.
+        case cancel
+    }
+
     /// Where the operation is.
-    enum Phase: Equatable {
+    enum Phase {
+        /// Not started.
         case ready
+        /// Paused before its queue started it: not ready, unless it carries the kept bytes of a
+        /// restored archive (then its queue's `start()` continues the download).
+        case parked(KeptDownload?)
+        /// Its transfer is on (or on its way to) the network thread.
         case executing
-        /// Paused; `started` tells whether it had been started (it then keeps its queue slot).
-        case paused(started: Bool)
+        /// `cancel()` was sent to the running transfer; whatever its end, it is delivered as a cancel.
+        case cancelling
+        /// `pause()` was sent to the running transfer and has not settled yet.
+        case pausing(then: AfterPause)
+        /// Paused after it started, keeping its queue slot and the bytes so far.
+        case paused(KeptDownload)
         /// The transfer ended; handlers may still be running (the operation is not yet `isFinished`).
         case completing
+        /// Handlers ran.
         case finished
     }
 
-    /// What the owner must do after an event, outside its lock.
-    enum Action: Equatable {
+    /// What the owner does after an event, outside its lock.
+    enum Action {
         case none
-        /// Put a transfer on the network thread (a start or a resume).
-        case startTransfer
-        /// Ask the network thread to stop the current transfer (cancel).
+        /// Put a (new) transfer on the network thread, continuing `kept` when there is one.
+        case startTransfer(KeptDownload?)
+        /// Ask the network thread to stop the running transfer (cancel).
         case cancelTransfer
-        /// Ask the network thread to stop the current transfer, keeping its bytes (pause).
+        /// Ask the network thread to stop the running transfer, keeping its bytes (pause).
         case pauseTransfer
-        /// End without (more) network traffic: cancelled before start, or cancelled while paused.
+        /// End as cancelled without (more) network traffic.
         case completeCancelled
         /// Readiness changed; tell the queue (`isReady`).
         case readinessChanged
+        /// A pause settled: wake whoever waits for the kept bytes (archiving).
+        case pauseSettled
+        /// The transfer's end is the operation's: deliver it, as a cancel when `cancelled`.
+        case deliver(cancelled: Bool)
+        /// Turn finished.
+        case finish
+    }
+
+    /// An event that is impossible in a phase: a bug in the library, never a caller's doing (every
+    /// call a caller can make is defined in every phase).
+    private func invalid(_ event: String) -> Never {
+        preconditionFailure("OperationState: \(event) in phase \(phase) (cancelled: \(isCancelled))")
     }
 
     private(set) var phase: Phase = .ready
-    /// Whether a pause reached the network thread and its bytes are kept for a resume.
-    private(set) var hasResumePoint = false
-    /// Whether a resume arrived before the network thread confirmed the pause.
-    private(set) var resumeWhenPaused = false
+    /// Whether `cancel()` took effect (it does not once the transfer's end was delivered). The
+    /// operation's `isCancelled`.
+    private(set) var isCancelled = false
 
-    var isExecuting: Bool { phase == .executing || phase == .completing }
-    var isFinished: Bool { phase == .finished }
-    var isPaused: Bool { if case .paused = phase { return true } else { return false } }
+    /// `isExecuting`: started, not paused, not yet finished.
+    var isExecuting: Bool {
+        switch phase {
+        case .executing, .cancelling, .completing: return true
+        case .pausing(let then): return then != .stayPaused
+        case .ready, .parked, .paused, .finished: return false
+        }
+    }
 
-    /// `start()`: run, or end at once when already cancelled.
-    mutating func start(cancelled: Bool) -> Action {
+    /// `isFinished`.
+    var isFinished: Bool {
+        if case .finished = phase { return true }
+        return false
+    }
+
+    /// `isPaused`: paused, or a pause on its way with nothing after it.
+    var isPaused: Bool {
+        switch phase {
+        case .parked, .paused: return true
+        case .pausing(let then): return then == .stayPaused
+        case .ready, .executing, .cancelling, .completing, .finished: return false
+        }
+    }
+
+    /// Whether the queue may start it (besides its dependencies): not parked by a `pause()` before it
+    /// ever started.
+    var mayStart: Bool {
+        if case .parked(nil) = phase { return false }
+        return true
+    }
+
+    /// Whether a pause is on its way to the network thread (archiving waits for it to settle).
+    var isPausing: Bool {
+        if case .pausing = phase { return true }
+        return false
+    }
+
+    // MARK: - Caller events (defined in every phase)
+
+    /// `start()`: run, continue a restored download, or end at once when cancelled.
+    mutating func start() -> Action {
         switch phase {
         case .ready:
-            if cancelled {
+            if isCancelled {
                 phase = .completing
                 return .completeCancelled
             }
             phase = .executing
-            return .startTransfer
-        case .paused(started: false) where hasResumePoint:
-            // Decoded paused operations continue when their queue starts them.
+            return .startTransfer(nil)
+        case .parked(let kept?):
             phase = .executing
-            return .startTransfer
-        default:
+            return .startTransfer(kept)
+        case .parked(nil):
+            // Only reachable by a caller's own `start()`: the queue does not start it (`mayStart`).
+            return .none
+        case .executing, .cancelling, .pausing, .paused, .completing, .finished:
             return .none
         }
     }
 
-    /// `cancel()`.
+    /// `cancel()`. `isCancelled` tells afterwards whether it took effect.
     mutating func cancel() -> Action {
         switch phase {
-        case .executing:
-            return .cancelTransfer
-        case .paused(started: true):
-            phase = .completing
-            return .completeCancelled
-        case .paused(started: false):
-            // Its queue never started it: make it ready so the queue starts it, and start finishes it.
+        case .ready:
+            isCancelled = true
+            return .none   // the queue starts it (a cancel makes it ready) and `start()` ends it
+        case .parked:
+            isCancelled = true
             phase = .ready
             return .readinessChanged
-        default:
+        case .executing:
+            isCancelled = true
+            phase = .cancelling
+            return .cancelTransfer
+        case .pausing(let then):
+            guard then != .cancel else { return .none }
+            isCancelled = true
+            phase = .pausing(then: .cancel)
+            return .none   // the pause settling ends it
+        case .paused:
+            isCancelled = true
+            phase = .completing
+            return .completeCancelled
+        case .cancelling, .completing, .finished:
+            // Cancelling already, or the transfer's end was delivered: the response wins.
             return .none
         }
     }
@@ -80,14 +186,17 @@ struct OperationState {
     /// `pause()`.
     mutating func pause() -> Action {
         switch phase {
-        case .executing:
-            phase = .paused(started: true)
-            resumeWhenPaused = false
-            return .pauseTransfer
         case .ready:
-            phase = .paused(started: false)
+            guard !isCancelled else { return .none }
+            phase = .parked(nil)
             return .readinessChanged
-        default:
+        case .executing:
+            phase = .pausing(then: .stayPaused)
+            return .pauseTransfer
+        case .pausing(.resume):
+            phase = .pausing(then: .stayPaused)   // the pause is still on its way
+            return .none
+        case .parked, .cancelling, .pausing(.stayPaused), .pausing(.cancel), .paused, .completing, .finished:
             return .none
         }
     }
@@ -95,57 +204,93 @@ struct OperationState {
     /// `resume()`.
     mutating func resume() -> Action {
         switch phase {
-        case .paused(started: true):
-            phase = .executing
-            guard hasResumePoint else {
-                resumeWhenPaused = true   // the pause is still on its way to the network thread
-                return .none
-            }
-            hasResumePoint = false
-            return .startTransfer
-        case .paused(started: false) where !hasResumePoint:
+        case .parked(nil):
             phase = .ready
             return .readinessChanged
-        case .paused(started: false):
+        case .parked(let kept?):
             phase = .executing
-            hasResumePoint = false
-            return .startTransfer
-        default:
+            return .startTransfer(kept)
+        case .pausing(.stayPaused):
+            phase = .pausing(then: .resume)   // continues when the pause settles
+            return .none
+        case .paused(let kept):
+            phase = .executing
+            return .startTransfer(kept)
+        case .ready, .executing, .cancelling, .pausing(.resume), .pausing(.cancel), .completing, .finished:
             return .none
         }
     }
 
-    /// The network thread confirmed a pause; the bytes so far are kept.
-    mutating func transferPaused() -> Action {
-        if resumeWhenPaused {
-            resumeWhenPaused = false
-            return .startTransfer
-        }
-        if isPaused { hasResumePoint = true }
-        return .none
-    }
+    // MARK: - Library events
 
-    /// A decoded archive said the operation was paused with bytes to continue from.
-    mutating func restorePaused() {
-        phase = .paused(started: false)
-        hasResumePoint = true
-    }
-
-    /// The transfer ended (completed, failed or cancelled): handlers run next. False if already ending.
-    mutating func transferEnded() -> Bool {
+    /// The network thread confirmed a pause; `kept` is where the bytes leave off.
+    mutating func transferPaused(_ kept: KeptDownload) -> Action {
         switch phase {
-        case .completing, .finished:
-            return false
-        default:
+        case .pausing(.stayPaused):
+            phase = .paused(kept)
+            return .pauseSettled
+        case .pausing(.resume):
+            phase = .executing
+            return .startTransfer(kept)
+        case .pausing(.cancel):
             phase = .completing
-            return true
+            return .completeCancelled
+        case .ready, .parked, .executing, .cancelling, .paused, .completing, .finished:
+            invalid("transferPaused")
         }
     }
 
-    /// Handlers ran; the operation turns finished. False if it already was.
-    mutating func finish() -> Bool {
-        guard phase != .finished else { return false }
-        phase = .finished
-        return true
+    /// The running transfer ended (completed, failed or cancelled on the network thread), or never
+    /// reached it (answered from the cache, an output stream that would not open).
+    mutating func transferEnded() -> Action {
+        switch phase {
+        case .executing, .pausing(.stayPaused), .pausing(.resume):
+            // A transfer that ended before its pause reached the network thread ends the operation.
+            phase = .completing
+            return .deliver(cancelled: false)
+        case .cancelling, .pausing(.cancel):
+            phase = .completing
+            return .deliver(cancelled: true)
+        case .ready, .parked, .paused, .completing, .finished:
+            invalid("transferEnded")
+        }
+    }
+
+    /// A decoded archive said the operation was paused with `kept` to continue from.
+    mutating func restorePaused(_ kept: KeptDownload) {
+        switch phase {
+        case .ready:
+            phase = .parked(kept)
+        case .parked, .executing, .cancelling, .pausing, .paused, .completing, .finished:
+            invalid("restorePaused")
+        }
+    }
+
+    /// Changes the resume point of kept bytes in place (tests use it to play a resource that changed
+    /// while paused); does nothing when nothing is kept.
+    mutating func amendKeptPoint(_ change: (inout ResumePoint) -> Void) {
+        switch phase {
+        case .paused(var kept):
+            change(&kept.point)
+            phase = .paused(kept)
+        case .parked(var kept?):
+            change(&kept.point)
+            phase = .parked(kept)
+        case .ready, .parked(nil), .executing, .cancelling, .pausing, .completing, .finished:
+            return
+        }
+    }
+
+    /// Handlers ran: the operation turns finished.
+    mutating func handlersRan() -> Action {
+        switch phase {
+        case .completing:
+            phase = .finished
+            return .finish
+        case .finished:
+            return .none
+        case .ready, .parked, .executing, .cancelling, .pausing, .paused:
+            invalid("handlersRan")
+        }
     }
 }

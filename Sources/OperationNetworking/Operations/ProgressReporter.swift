@@ -6,13 +6,16 @@ import Foundation
 /// The network thread adds each chunk under a lock; only when no delivery is already scheduled
 /// does it schedule one. A delivery reports everything gathered since the last one, so a fast
 /// transfer costs a handful of hops, and the totals a block sees are always current.
+/// The block is read when a delivery runs, not when the reporter is made, so a block replaced or
+/// removed while the transfer runs takes effect from the next delivery.
 /// - Threading: `record` on the network thread, delivery on `queue`; the pending numbers are
 ///   guarded by `lock`, which is why the class may be `@unchecked Sendable`.
 final class ProgressReporter: @unchecked Sendable {
     /// `(bytes since the last call, total bytes, expected total or -1)`.
     typealias Block = @Sendable (Int, Int64, Int64) -> Void
 
-    private let block: Block
+    /// Reads the operation's current block (under the operation's lock, never under `lock`).
+    private let currentBlock: @Sendable () -> Block?
     private let queue: DispatchQueue
     private let lock = NSLock()
     /// Bytes gathered since the last delivery; guarded by `lock`.
@@ -23,8 +26,8 @@ final class ProgressReporter: @unchecked Sendable {
     /// Whether a delivery is already on `queue`; guarded by `lock`.
     private var scheduled = false
 
-    init(block: @escaping Block, queue: DispatchQueue) {
-        self.block = block
+    init(queue: DispatchQueue, currentBlock: @escaping @Sendable () -> Block?) {
+        self.currentBlock = currentBlock
         self.queue = queue
     }
 
@@ -48,6 +51,6 @@ final class ProgressReporter: @unchecked Sendable {
             defer { pendingBytes = 0; scheduled = false }
             return (pendingBytes, self.total, self.expected)
         }
-        block(bytes, total, expected)
+        currentBlock()?(bytes, total, expected)
     }
 }

@@ -16,36 +16,25 @@ extension URLConnectionOperation {
             && (request.httpMethod ?? "GET").uppercased() == "GET"
     }
 
-    /// Ends the operation from the cache when the request asks for it; true when it did.
-    func answerFromCache() -> Bool {
-        guard readsCache else { return false }
+    /// How the operation ends from the cache when its request asks for it: the cached response, or a
+    /// failure when it may not load; `nil` when it goes to the network.
+    func cachedOutcome() -> TransferOutcome? {
+        guard readsCache else { return nil }
         let request = self.request
         let cached = URLCache.shared.cachedResponse(for: request)
-        guard cached != nil || request.cachePolicy == .returnCacheDataDontLoad else { return false }
-        lock.withLock {
-            if let cached {
-                storedResponse = cached.response
-                // A copy, not the cache entry's own storage: shared with the entry, the body's storage
-                // was never freed (LeakSanitizer, CacheTests under `scripts/test --sanitize=address`;
-                // storing and reading the same entry without an operation does not leak). One copy
-                // per cache hit.
-                storedResponseData = cached.data.withUnsafeBytes { Data($0) }
-            } else {
-                storedError = TransportError.make(.resourceUnavailable, "No cached response, and loading is not allowed.",
-                                                  url: request.url)
-            }
-            _ = state.transferEnded()
+        if let cached {
+            // A copy, not the cache entry's own storage: shared with the entry, the body's storage was
+            // never freed (LeakSanitizer, CacheTests under `scripts/test --sanitize=address`).
+            return .answeredFromCache(cached.response, cached.data.withUnsafeBytes { Data($0) })
         }
-        willChangeValue(forKey: "isExecuting")
-        didChangeValue(forKey: "isExecuting")
-        post(.operationDidStart)
-        transferDidEnd()
-        return true
+        guard request.cachePolicy == .returnCacheDataDontLoad else { return nil }
+        return .failed(TransportError.make(.resourceUnavailable, "No cached response, and loading is not allowed.",
+                                           url: request.url))
     }
 
     /// Stores a successful GET response when the operation opted into caching.
     func storeInCacheIfAllowed() {
-        let (block, data, error) = lock.withLock { (cacheBlock, storedResponseData, storedError) }
+        let (block, data, error) = lock.withLock { (mutable.configuration.cacheBlock, mutable.responseData, mutable.error) }
         guard error == nil, !isCancelled, block != nil || readsCache, let data,
               let response = response as? HTTPURLResponse, response.statusCode == 200,
               (request.httpMethod ?? "GET").uppercased() == "GET",

@@ -28,7 +28,7 @@ extension URLConnectionOperation {
     /// - Threading: any thread; it reads the request and settings under the operation's lock.
     public func curlDescription(redactingSecrets: Bool) -> String {
         let (request, credential, insecure) = lock.withLock {
-            (storedRequest, storedCredential, explicitSecurityPolicy?.allowInvalidCertificates ?? false)
+            (mutable.request, mutable.configuration.credential, mutable.configuration.securityPolicy?.allowInvalidCertificates ?? false)
         }
         return CurlCommand(request: request, credential: credential, insecure: insecure,
                            redactingSecrets: redactingSecrets).text

@@ -9,8 +9,8 @@ extension URLConnectionOperation {
     /// Opens a caller's output stream once; returns the error if it cannot be opened.
     func openOutputStream() -> Error? {
         let stream: OutputStream? = lock.withLock {
-            guard let stream = storedOutputStream, !outputStreamOpened else { return nil }
-            outputStreamOpened = true
+            guard let stream = mutable.outputStream, !mutable.outputStreamOpened else { return nil }
+            mutable.outputStreamOpened = true
             return stream
         }
         guard let stream else { return nil }

@@ -5,11 +5,11 @@ extension URLConnectionOperation {
     /// Default `.none`: one attempt, as AFNetworking. Set it before the operation starts; the manager
     /// sets its own on each operation it creates. `copy()` keeps it.
     public var retryPolicy: RetryPolicy {
-        get { lock.withLock { storedRetryPolicy } }
-        set { lock.withLock { storedRetryPolicy = newValue } }
+        get { lock.withLock { mutable.configuration.retryPolicy } }
+        set { lock.withLock { mutable.configuration.retryPolicy = newValue } }
     }
 
     /// The attempts made so far: 0 before the operation started, 1 for a request sent once, more when
     /// `retryPolicy` sent it again (the count includes an attempt still waiting out its delay).
-    public var attempts: Int { lock.withLock { storedAttempts } }
+    public var attempts: Int { lock.withLock { mutable.attempts } }
 }

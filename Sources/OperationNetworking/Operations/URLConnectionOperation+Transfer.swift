@@ -7,15 +7,15 @@ import FoundationNetworking
 
 extension URLConnectionOperation: TransferDelegate {
     func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
-        let block = lock.withLock { redirectBlock }
+        let block = lock.withLock { mutable.configuration.redirectBlock }
         let chosen = block.map { $0(self, request, response) } ?? request
-        if let chosen { lock.withLock { storedCurrentRequest = chosen } }
+        if let chosen { lock.withLock { mutable.currentRequest = chosen } }
         return chosen
     }
 
     func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
         let (block, credential, useStorage, original) = lock.withLock {
-            (challengeBlock, storedCredential, storedShouldUseCredentialStorage, storedRequest.url)
+            (mutable.configuration.challengeBlock, mutable.configuration.credential, mutable.configuration.shouldUseCredentialStorage, mutable.request.url)
         }
         let url = challenge.head.url
         let space: URLProtectionSpace
@@ -72,8 +72,8 @@ extension URLConnectionOperation: TransferDelegate {
 
     func transfer(_ transfer: Transfer, didReceive head: ResponseHead) {
         lock.withLock {
-            storedHead = head
-            storedResponse = nil
+            mutable.head = head
+            mutable.response = nil
         }
         // Network thread: monitors hear of it from the delivery queue, queued before this transfer's end.
         if observers.wantsResponses {
@@ -82,24 +82,24 @@ extension URLConnectionOperation: TransferDelegate {
     }
 
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
-        lock.withLock { downloadReporter }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
+        lock.withLock { progressReporter(download: true) }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
     }
 
     func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
-        lock.withLock { uploadReporter }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
+        lock.withLock { progressReporter(download: false) }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
     }
 
     func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {
         let current: Bool = lock.withLock {
-            guard transfer === self.transfer else { return false }
-            storedAttempts = max(storedAttempts, attempt)
+            guard transfer === mutable.transfer else { return false }
+            mutable.attempts = max(mutable.attempts, attempt)
             return true
         }
         if current { observers.willRetry(self, after: delay, attempt: attempt, error: error) }
     }
 
     func transferDidStart(_ transfer: Transfer, batch: CompletionBatch) {
-        lock.withLock { if storedAttempts == 0 { storedAttempts = 1 } }
+        lock.withLock { if mutable.attempts == 0 { mutable.attempts = 1 } }
         observers.transferDidStart(self)
         batch.add(on: CallbackQueues.callback, group: CallbackQueues.group) { [self] in
             NotificationCenter.default.post(name: .operationDidStart, object: self)
@@ -107,34 +107,51 @@ extension URLConnectionOperation: TransferDelegate {
     }
 
     func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch) {
-        var next: Transfer?
-        let ended: Bool = lock.withLock {
-            guard transfer === self.transfer else { return false }
-            storedAttempts = max(storedAttempts, transfer.attempt)
-            if let metrics = transfer.metrics { storedMetrics = metrics }
-            if storedHead == nil, let head = transfer.head { storedHead = head }
-            switch outcome {
-            case .paused(let point):
-                resumePoint = point
-                if storedOutputStream == nil { partialData = transfer.body }
-                if state.transferPaused() == .startTransfer { next = makeTransfer() }
-                return false
-            case .completed:
-                if storedOutputStream == nil { storedResponseData = transfer.body }
-            case .completedWithError(let error):
-                if storedOutputStream == nil { storedResponseData = transfer.body }
-                storedError = error
-            case .failed(let error):
-                storedError = error
-            case .cancelled:
-                storedError = TransportError.cancelled(url: storedRequest.url)
+        let (action, next, archiver) = lock.withLock { () -> (OperationState.Action, Transfer?, NSCondition?) in
+            guard transfer === mutable.transfer else { return (.none, nil, nil) }   // an earlier run's transfer
+            mutable.attempts = max(mutable.attempts, transfer.attempt)
+            if let metrics = transfer.metrics { mutable.metrics = metrics }
+            if mutable.head == nil, let head = transfer.head { mutable.head = head }
+            if case .paused(let point) = outcome {
+                let kept = KeptDownload(point: point, bytes: mutable.outputStream == nil ? transfer.body : Data())
+                let (action, next) = prepare(mutable.lifecycle.transferPaused(kept))
+                return (action, next, mutable.pauseSettled)
             }
-            return state.transferEnded()
+            let action = mutable.lifecycle.transferEnded()
+            if case .deliver(cancelled: false) = action { record(outcome, of: transfer) }
+            if case .deliver(cancelled: true) = action {
+                mutable.error = TransportError.cancelled(url: mutable.request.url)
+                mutable.responseData = nil
+            }
+            return (action, nil, mutable.pauseSettled)
         }
         observers.bodyBytes = transfer.bytesReceived   // for monitors, whatever the sink
-        if case .paused = outcome { pauseSettled.broadcastUnderLock() }   // only archiving waits for this
-        if let next { NetworkThread.shared.submit(.add(next)) }   // its start is posted when the thread takes it in
-        if ended { transferDidEnd(batch: batch) }
+        perform(action, transfer: next, batch: batch)
+        // However a pause ended (settled, continued, cancelled, overtaken by the transfer's end), an
+        // archiver waiting for it reads the phase again.
+        archiver?.broadcastUnderLock()
+    }
+
+    /// Stores how the operation's transfer ended; call with `lock` held.
+    private func record(_ outcome: TransferOutcome, of transfer: Transfer) {
+        switch outcome {
+        case .completed:
+            if mutable.outputStream == nil { mutable.responseData = transfer.body }
+        case .completedWithError(let error):
+            if mutable.outputStream == nil { mutable.responseData = transfer.body }
+            mutable.error = error
+        case .answeredFromCache(let response, let data):
+            mutable.head = nil
+            mutable.response = response
+            mutable.responseData = data
+        case .failed(let error):
+            mutable.error = error
+        case .cancelled:
+            // Only a cancel the operation asked for stops a transfer, and then it ends as cancelled.
+            mutable.error = TransportError.cancelled(url: mutable.request.url)
+        case .paused:
+            break   // handled before: a pause is not an end
+        }
     }
 }
 

@@ -41,73 +41,12 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     public typealias AuthenticationChallengeBlock =
         @Sendable (URLConnectionOperation, URLAuthenticationChallenge) -> (AuthChallengeDisposition, URLCredential?)
 
-    /// Guards every stored `var` of this class (leaf lock: nothing is called while it is held).
+    /// Guards `mutable` and the stored `var`s of subclasses (leaf lock: nothing is called while it is held).
     let lock = NSLock()
-    /// Signalled when a pause reached the network thread (archiving waits for the bytes to settle).
-    /// Made on first use, under `lock` (a `lazy var` would race): only paused operations need it.
-    var pauseSettled: NSCondition {
-        lock.withLock {
-            if let condition = storedPauseSettled { return condition }
-            let condition = NSCondition()
-            storedPauseSettled = condition
-            return condition
-        }
-    }
-    private var storedPauseSettled: NSCondition?        // guarded by lock
-    var state = OperationState()                       // guarded by lock
-    var storedRequest: URLRequest                       // guarded by lock
-    var storedCurrentRequest: URLRequest                // guarded by lock
-    /// The last response head; `storedResponse` is built from it on first use (off the network thread).
-    var storedHead: ResponseHead?                       // guarded by lock
-    var storedResponse: URLResponse?                    // guarded by lock
-    var storedError: Error?                             // guarded by lock
-    var storedResponseData: Data?                       // guarded by lock
-    var storedMetrics: TransferMetrics?                 // guarded by lock
-    /// The transfer on (or last on) the network thread.
-    var transfer: Transfer?                             // guarded by lock
-    /// Bytes of a paused in-memory download, handed to the resuming transfer.
-    var partialData = Data()                            // guarded by lock
-    /// Where a paused download continues from.
-    var resumePoint: ResumePoint?                               // guarded by lock
-    var storedShouldUseCredentialStorage = true         // guarded by lock
-    var storedCredential: URLCredential?                // guarded by lock
-    /// The policy, made on first use: most operations never read theirs, and the default's
-    /// snapshot is a constant.
-    var explicitSecurityPolicy: SecurityPolicy?         // guarded by lock
-    /// The operation's policy (call with `lock` held).
-    var storedSecurityPolicy: SecurityPolicy {
-        get {
-            if let policy = explicitSecurityPolicy { return policy }
-            let policy = SecurityPolicy.default()
-            explicitSecurityPolicy = policy
-            return policy
-        }
-        set { explicitSecurityPolicy = newValue }
-    }
-    var storedOutputStream: OutputStream?               // guarded by lock
-    var outputStreamOpened = false                      // guarded by lock
-    var storedCompletionQueue: DispatchQueue?           // guarded by lock
-    var storedCompletionGroup: DispatchGroup?           // guarded by lock
-    var storedUserInfo: [String: Any] = [:]             // guarded by lock
-    var uploadProgressBlock: UploadProgressBlock?       // guarded by lock
-    var downloadProgressBlock: DownloadProgressBlock?   // guarded by lock
-    var uploadReporter: ProgressReporter?               // guarded by lock
-    var downloadReporter: ProgressReporter?             // guarded by lock
-    var redirectBlock: RedirectResponseBlock?           // guarded by lock
-    var challengeBlock: AuthenticationChallengeBlock?   // guarded by lock
-    var cacheBlock: CacheResponseBlock?                 // guarded by lock
-    var storedClientCertificate: ClientCertificate?     // guarded by lock
-    var storedMaximumResponseSize: Int64?               // guarded by lock
-    var storedRetryPolicy = RetryPolicy.none            // guarded by lock
-    /// Attempts made so far (0 before the first starts).
-    var storedAttempts = 0                              // guarded by lock
-    /// Run once, on the completion queue, just before the operation turns finished (batches use it).
-    var finishHooks: [@Sendable () -> Void] = []        // guarded by lock
-    /// The inherited `completionBlock`, kept here so that Foundation never runs it on a global queue.
-    var storedCompletionBlock: (@Sendable () -> Void)?  // guarded by lock
-    /// Event monitors and `value()` waiters (see EventMonitor.swift); guarded by this operation's
-    /// `lock`, which it is never called under.
-    let observers: OperationObservers
+    /// Every mutable field of the operation, its life and its configuration; guarded by `lock`.
+    var mutable: MutableState
+    /// Event monitors and `value()` waiters (see EventMonitor.swift), behind a lock of their own.
+    let observers = OperationObservers()
 
     /// Whether the request reads from `URLCache.shared` (its cache policy and method, which nothing
     /// changes after init), decided once rather than at the start and again at the end.
@@ -115,44 +54,42 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
 
     /// Creates an operation for `request` (designated initializer). Nothing is sent until `start()`.
     public required init(request: URLRequest) {
-        storedRequest = request
-        storedCurrentRequest = request
+        mutable = MutableState(request: request)
         readsCache = URLConnectionOperation.readsCache(request)
-        observers = OperationObservers(lock: lock)
         super.init()
     }
 
     // MARK: - Request and response
 
     /// The request as given (and as changed by `inputStream`); redirects do not change it.
-    public var request: URLRequest { lock.withLock { storedRequest } }
+    public var request: URLRequest { lock.withLock { mutable.request } }
     /// The request of the transfer under way: after a redirect, the redirected one.
-    public var currentRequest: URLRequest { lock.withLock { storedCurrentRequest } }
+    public var currentRequest: URLRequest { lock.withLock { mutable.currentRequest } }
     /// The last response received (an `HTTPURLResponse` for http and https); `nil` before the first.
     open var response: URLResponse? {
         lock.withLock {
-            if storedResponse == nil, let head = storedHead { storedResponse = head.makeResponse() }
-            return storedResponse
+            if mutable.response == nil, let head = mutable.head { mutable.response = head.makeResponse() }
+            return mutable.response
         }
     }
     /// The transport error, or `URLError(.cancelled)` after `cancel()`; `nil` while none occurred.
     open var error: Error? { transportError }
     /// The last response head, as received (no `HTTPURLResponse` built).
-    final var responseHead: ResponseHead? { lock.withLock { storedHead } }
+    final var responseHead: ResponseHead? { lock.withLock { mutable.head } }
     /// The transport (or cancel) error alone, whatever a subclass adds to `error`; completed with the
     /// failing URL and a description where the transport left them out.
     final var transportError: Error? {
         // Read for every operation that ends: the URL is copied only when there is an error to complete.
         let failure = lock.withLock { () -> (error: Error, url: URL?)? in
-            storedError.map { ($0, storedCurrentRequest.url) }
+            mutable.error.map { ($0, mutable.currentRequest.url) }
         }
         return failure.map { TransportError.completed($0.error, url: $0.url) }
     }
     /// The body received, when no custom `outputStream` was set; `nil` after a transport failure
     /// or cancel (as AFNetworking) and until the transfer ended.
-    public var responseData: Data? { lock.withLock { storedResponseData } }
+    public var responseData: Data? { lock.withLock { mutable.responseData } }
     /// Timing and connection facts, once the transfer ended.
-    public var metrics: TransferMetrics? { lock.withLock { storedMetrics } }
+    public var metrics: TransferMetrics? { lock.withLock { mutable.metrics } }
 
     /// `responseData` decoded with `responseStringEncoding`; `nil` when it does not decode.
     public var responseString: String? {
@@ -170,27 +107,27 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
 
     /// Whether `URLCredentialStorage.shared` is consulted on an authentication challenge. Default `true`.
     public var shouldUseCredentialStorage: Bool {
-        get { lock.withLock { storedShouldUseCredentialStorage } }
-        set { lock.withLock { storedShouldUseCredentialStorage = newValue } }
+        get { lock.withLock { mutable.configuration.shouldUseCredentialStorage } }
+        set { lock.withLock { mutable.configuration.shouldUseCredentialStorage = newValue } }
     }
     /// The credential answering a 401/407 challenge. Default `nil`.
     public var credential: URLCredential? {
-        get { lock.withLock { storedCredential } }
-        set { lock.withLock { storedCredential = newValue } }
+        get { lock.withLock { mutable.configuration.credential } }
+        set { lock.withLock { mutable.configuration.credential = newValue } }
     }
     /// Decides whether the server's certificate chain is trusted, before any request byte is sent.
     /// Default `SecurityPolicy.default()`: system trust, host name validated, no pinning.
     public var securityPolicy: SecurityPolicy {
-        get { lock.withLock { storedSecurityPolicy } }
-        set { lock.withLock { storedSecurityPolicy = newValue } }
+        get { lock.withLock { mutable.securityPolicy } }
+        set { lock.withLock { mutable.securityPolicy = newValue } }
     }
     /// The request body stream: reads and sets `request.httpBodyStream` (clearing `httpBody`).
     public var inputStream: InputStream? {
-        get { lock.withLock { storedRequest.httpBodyStream } }
+        get { lock.withLock { mutable.request.httpBodyStream } }
         set {
             lock.withLock {
-                storedRequest.httpBodyStream = newValue
-                storedCurrentRequest = storedRequest
+                mutable.request.httpBodyStream = newValue
+                mutable.currentRequest = mutable.request
             }
         }
     }
@@ -198,35 +135,35 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// `start()`; the operation opens it if needed and closes it when it finishes. A stream that stops
     /// accepting bytes fails the operation with the stream's error.
     public var outputStream: OutputStream? {
-        get { lock.withLock { storedOutputStream } }
-        set { lock.withLock { storedOutputStream = newValue } }
+        get { lock.withLock { mutable.outputStream } }
+        set { lock.withLock { mutable.outputStream = newValue } }
     }
     /// Where completion handlers and progress blocks run. Default `nil`: the library's shared serial
     /// callback queue (not the main queue: a Linux program rarely runs a main loop).
     public var completionQueue: DispatchQueue? {
-        get { lock.withLock { storedCompletionQueue } }
-        set { lock.withLock { storedCompletionQueue = newValue } }
+        get { lock.withLock { mutable.configuration.completionQueue } }
+        set { lock.withLock { mutable.configuration.completionQueue = newValue } }
     }
     /// The group completion handlers run in. Default `nil`: a group private to the library.
     public var completionGroup: DispatchGroup? {
-        get { lock.withLock { storedCompletionGroup } }
-        set { lock.withLock { storedCompletionGroup = newValue } }
+        get { lock.withLock { mutable.configuration.completionGroup } }
+        set { lock.withLock { mutable.configuration.completionGroup = newValue } }
     }
     /// Free for the caller; the library never reads it.
     public var userInfo: [String: Any] {
-        get { lock.withLock { storedUserInfo } }
-        set { lock.withLock { storedUserInfo = newValue } }
+        get { lock.withLock { mutable.userInfo } }
+        set { lock.withLock { mutable.userInfo = newValue } }
     }
 
     /// Sets the block called as the request body goes out (on the completion queue, coalesced:
     /// `bytesWritten` is the count since the previous call). `nil` removes it.
     public func setUploadProgressBlock(_ block: UploadProgressBlock?) {
-        lock.withLock { uploadProgressBlock = block }
+        lock.withLock { mutable.configuration.uploadProgressBlock = block }
     }
     /// Sets the block called as the response body arrives (on the completion queue, coalesced:
     /// `bytesRead` is the count since the previous call; totals count a resumed prefix). `nil` removes it.
     public func setDownloadProgressBlock(_ block: DownloadProgressBlock?) {
-        lock.withLock { downloadProgressBlock = block }
+        lock.withLock { mutable.configuration.downloadProgressBlock = block }
     }
     /// Sets the block that answers each 401/407 challenge round (on the network thread: keep it short).
     /// `previousFailureCount` counts the rounds already answered. `.performDefaultHandling` uses
@@ -235,7 +172,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// with `URLError(.userCancelledAuthentication)`, the credential never sent;
     /// `.rejectProtectionSpace` delivers the 401/407. Without a block, default handling applies.
     public func setWillSendRequestForAuthenticationChallengeBlock(_ block: AuthenticationChallengeBlock?) {
-        lock.withLock { challengeBlock = block }
+        lock.withLock { mutable.configuration.challengeBlock = block }
     }
 
     /// Sets the block that decides whether (and what) a successful GET response goes into
@@ -243,13 +180,13 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// 64 KiB) or processing queue (larger ones), never on the completion queue. Setting a block opts the
     /// operation into caching (see `URLRequest.cachePolicy` in Migration.md); `nil` removes it.
     public func setCacheResponseBlock(_ block: CacheResponseBlock?) {
-        lock.withLock { cacheBlock = block }
+        lock.withLock { mutable.configuration.cacheBlock = block }
     }
 
     /// A client certificate for servers that ask for one (mutual TLS). Default `nil`.
     public var clientCertificate: ClientCertificate? {
-        get { lock.withLock { storedClientCertificate } }
-        set { lock.withLock { storedClientCertificate = newValue } }
+        get { lock.withLock { mutable.configuration.clientCertificate } }
+        set { lock.withLock { mutable.configuration.clientCertificate = newValue } }
     }
 
     /// The most response-body bytes the operation accepts (after decoding: a compressed body counts
@@ -257,14 +194,14 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// operation with `URLError(.dataLengthExceedsMaximum)` as soon as it is known: at the head when an
     /// uncompressed `Content-Length` announces more, else when the bytes arrive. Set it before `start()`.
     public var maximumResponseSize: Int64? {
-        get { lock.withLock { storedMaximumResponseSize } }
-        set { lock.withLock { storedMaximumResponseSize = newValue.map { max(0, $0) } } }
+        get { lock.withLock { mutable.configuration.maximumResponseSize } }
+        set { lock.withLock { mutable.configuration.maximumResponseSize = newValue.map { max(0, $0) } } }
     }
 
     /// Sets the block that decides each redirect (on the network thread: keep it short). Without one,
     /// redirects are followed (16 hops at most, then `URLError(.httpTooManyRedirects)`).
     public func setRedirectResponseBlock(_ block: RedirectResponseBlock?) {
-        lock.withLock { redirectBlock = block }
+        lock.withLock { mutable.configuration.redirectBlock = block }
     }
 
     // MARK: - Operation
@@ -272,58 +209,61 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// `true`: the work happens on the network thread.
     open override var isAsynchronous: Bool { true }
     /// Executing from `start()` until every completion handler returned (paused: `false`).
-    open override var isExecuting: Bool { lock.withLock { state.isExecuting } }
+    open override var isExecuting: Bool { lock.withLock { mutable.lifecycle.isExecuting } }
     /// Finished once the transfer ended and every completion handler returned.
-    open override var isFinished: Bool { lock.withLock { state.isFinished } }
+    open override var isFinished: Bool { lock.withLock { mutable.lifecycle.isFinished } }
+    /// Whether `cancel()` took effect: it does until the operation learned that its transfer ended;
+    /// a later `cancel()` changes nothing (the response won), so a success handler never sees `true`.
+    open override var isCancelled: Bool { lock.withLock { mutable.lifecycle.isCancelled } }
     /// Dependencies finished, and not parked by a `pause()` before it ever started.
     open override var isReady: Bool {
-        let parked = lock.withLock { state.phase == .paused(started: false) && resumePoint == nil }
-        return !parked && super.isReady
+        let mayStart = lock.withLock { mutable.lifecycle.mayStart }
+        return mayStart && super.isReady
     }
-    /// Whether the operation is paused.
-    public var isPaused: Bool { lock.withLock { state.isPaused } }
+    /// Whether the operation is paused (or a pause is on its way to the network thread).
+    public var isPaused: Bool { lock.withLock { mutable.lifecycle.isPaused } }
 
     /// Foundation's completion block, run as AFNetworking's override ran it: after the operation
     /// turned finished, on `completionQueue` (default: the library's callback queue, not a global
     /// queue) inside `completionGroup`. It is released once it ran, like every block of the operation.
     open override var completionBlock: (@Sendable () -> Void)? {
-        get { lock.withLock { storedCompletionBlock } }
-        set { lock.withLock { storedCompletionBlock = newValue } }
+        get { lock.withLock { mutable.completionBlock } }
+        set { lock.withLock { mutable.completionBlock = newValue } }
     }
 
     /// Hands the request to the network thread; a cancelled operation finishes without network traffic.
     open override func start() {
-        let (action, transfer) = lock.withLock { () -> (OperationState.Action, Transfer?) in
-            let action = state.start(cancelled: isCancelled)
-            return (action, action == .startTransfer ? makeTransfer() : nil)
-        }
+        let (action, transfer) = lock.withLock { prepare(mutable.lifecycle.start()) }
         perform(action, transfer: transfer)
     }
 
-    /// Cancels: before start, nothing is sent; while executing, the transfer stops at once; while
-    /// paused, the operation finishes. Failure handlers run with `URLError(.cancelled)`.
+    /// Cancels: before start, nothing is ever sent; while executing, the transfer stops at the network
+    /// thread's next turn and no request of it starts after this returns; while paused (or pausing),
+    /// the operation finishes. Failure handlers run with `URLError(.cancelled)`. Once the operation
+    /// learned that its transfer ended, a cancel changes nothing.
     open override func cancel() {
-        guard !isFinished else { return }
-        super.cancel()
-        let (action, transfer) = lock.withLock { (state.cancel(), self.transfer) }
+        let (took, action, transfer) = lock.withLock { () -> (Bool, OperationState.Action, Transfer?) in
+            let before = mutable.lifecycle.isCancelled
+            let (action, transfer) = prepare(mutable.lifecycle.cancel())
+            return (!before && mutable.lifecycle.isCancelled, action, transfer)
+        }
+        guard took else { return }
+        super.cancel()   // Foundation's own bookkeeping: a cancelled operation is ready whatever its dependencies
         perform(action, transfer: transfer)
     }
 
     /// Stops an executing transfer, keeping the bytes received; the operation keeps its queue slot.
-    /// Posts `operationDidFinish`. Pausing a finished or cancelled operation does nothing.
+    /// Posts `operationDidFinish`. A `resume()` or `cancel()` right after takes effect once the pause
+    /// reached the network thread. Pausing a finished or cancelled operation does nothing.
     public func pause() {
-        guard !isCancelled else { return }
-        let (action, transfer) = lock.withLock { (state.pause(), self.transfer) }
+        let (action, transfer) = lock.withLock { prepare(mutable.lifecycle.pause()) }
         perform(action, transfer: transfer)
     }
 
     /// Continues a paused operation, with `Range: bytes=N-` when the server supports ranges.
     /// A paused operation that had never started becomes ready again, for its queue to start.
     public func resume() {
-        let (action, transfer) = lock.withLock { () -> (OperationState.Action, Transfer?) in
-            let action = state.resume()
-            return (action, action == .startTransfer ? makeTransfer() : nil)
-        }
+        let (action, transfer) = lock.withLock { prepare(mutable.lifecycle.resume()) }
         perform(action, transfer: transfer)
     }
 
@@ -379,23 +319,15 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// success/failure blocks and the output stream are not copied).
     open func copy(with zone: NSZone? = nil) -> Any {
         let copy = type(of: self).init(request: request)
-        lock.withLock {
-            copy.storedShouldUseCredentialStorage = storedShouldUseCredentialStorage
-            copy.storedCredential = storedCredential
-            copy.storedSecurityPolicy = (storedSecurityPolicy.copy() as? SecurityPolicy) ?? storedSecurityPolicy
-            copy.storedCompletionQueue = storedCompletionQueue
-            copy.storedCompletionGroup = storedCompletionGroup
-            copy.uploadProgressBlock = uploadProgressBlock
-            copy.downloadProgressBlock = downloadProgressBlock
-            copy.redirectBlock = redirectBlock
-            copy.challengeBlock = challengeBlock
-            copy.cacheBlock = cacheBlock
-            copy.storedClientCertificate = storedClientCertificate
-            copy.storedMaximumResponseSize = storedMaximumResponseSize
-            copy.storedRetryPolicy = storedRetryPolicy
-        }
+        let configuration = lock.withLock { mutable.configuration.copied() }
+        copy.apply(configuration)
         copy.eventMonitors = eventMonitors
         return copy
+    }
+
+    /// Replaces the whole configuration (the manager's settings for a new operation, or a copy's).
+    func apply(_ configuration: OperationConfiguration) {
+        lock.withLock { mutable.configuration = configuration }
     }
 
     // MARK: - Internal: the finishing pipeline
@@ -419,21 +351,22 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// own operation's block captured is freed once the operation finished (AFN broke cycles this way).
     func finishOperation() {
         let (hooks, stream) = lock.withLock { () -> ([@Sendable () -> Void], OutputStream?) in
-            defer { finishHooks.removeAll() }
-            return (finishHooks, outputStreamOpened ? storedOutputStream : nil)
+            defer { mutable.finishHooks.removeAll() }
+            return (mutable.finishHooks, mutable.outputStreamOpened ? mutable.outputStream : nil)
         }
         hooks.forEach { $0() }
         stream?.close()
         observers.operationWillFinish(self)   // monitors hear of the finish before isFinished
-        let (finished, completion) = lock.withLock { () -> (Bool, (@Sendable () -> Void)?) in
-            guard state.finish() else { return (false, nil) }
-            defer { storedCompletionBlock = nil }
-            return (true, storedCompletionBlock)
+        let (action, completion) = lock.withLock { () -> (OperationState.Action, (@Sendable () -> Void)?) in
+            let action = mutable.lifecycle.handlersRan()
+            guard case .finish = action else { return (action, nil) }
+            defer { mutable.completionBlock = nil }
+            return (action, mutable.completionBlock)
         }
-        guard finished else { return }
+        guard case .finish = action else { return }
         releaseBlocks()
         // Only "isFinished" is announced: corelibs has no KVO, and its handler for "isExecuting" acts only on
-        // a change *to* executing (platform-notes §3), so announcing the drop cost ~3,000 instructions for nothing.
+        // a change *to* executing (platform-notes §3), so announcing the drop would cost work for nothing.
         willChangeValue(forKey: "isFinished")
         didChangeValue(forKey: "isFinished")
         observers.operationDidFinish()         // resumes `value()` waiters
@@ -447,19 +380,15 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// and call `super`. Called once, when the operation finishes.
     func releaseBlocks() {
         lock.withLock {
-            uploadProgressBlock = nil
-            downloadProgressBlock = nil
-            uploadReporter = nil
-            downloadReporter = nil
-            redirectBlock = nil
-            challengeBlock = nil
-            cacheBlock = nil
+            mutable.configuration.releaseBlocks()
+            mutable.uploadReporter = nil
+            mutable.downloadReporter = nil
         }
     }
 
     /// Adds work to run on the completion queue just before the operation turns finished.
     func addFinishHook(_ hook: @escaping @Sendable () -> Void) {
-        lock.withLock { finishHooks.append(hook) }
+        lock.withLock { mutable.finishHooks.append(hook) }
     }
 
     /// The operation's completion queue and group, defaults applied.
@@ -468,51 +397,78 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
 
     // MARK: - Private
 
-    /// Builds the transfer for a start or resume; called with `lock` held.
-    func makeTransfer() -> Transfer {
-        let queue = storedCompletionQueue ?? CallbackQueues.callback
-        uploadReporter = uploadProgressBlock.map { ProgressReporter(block: $0, queue: queue) }
-        downloadReporter = downloadProgressBlock.map { ProgressReporter(block: $0, queue: queue) }
-        let initialBody = partialData
-        partialData = Data()
-        storedCurrentRequest = storedRequest
-        let transfer = Transfer(request: storedRequest, outputStream: storedOutputStream, resumeFrom: resumePoint,
-                                initialBody: initialBody, security: explicitSecurityPolicy?.snapshot ?? SecurityPolicy.defaultSnapshot,
-                                clientCertificate: storedClientCertificate,
-                                maximumBodySize: storedMaximumResponseSize, retryPolicy: storedRetryPolicy, delegate: self)
-        self.transfer = transfer
+    /// Carries the part of an action that must happen under the lock: a start makes its transfer
+    /// (consuming the kept bytes), a cancel marks the running transfer so that no request of it starts
+    /// from now on. Returns the action and the transfer it concerns. Call with `lock` held.
+    func prepare(_ action: OperationState.Action) -> (OperationState.Action, Transfer?) {
+        switch action {
+        case .startTransfer(let kept):
+            return (action, makeTransfer(continuing: kept))
+        case .cancelTransfer:
+            mutable.transfer?.requestCancel()
+            return (action, mutable.transfer)
+        case .none, .pauseTransfer, .completeCancelled, .readinessChanged, .pauseSettled, .deliver, .finish:
+            return (action, mutable.transfer)
+        }
+    }
+
+    /// Builds the transfer for a start or a continuation of `kept`; called with `lock` held.
+    private func makeTransfer(continuing kept: KeptDownload?) -> Transfer {
+        mutable.currentRequest = mutable.request
+        let configuration = mutable.configuration
+        let transfer = Transfer(request: mutable.request, outputStream: mutable.outputStream, resumeFrom: kept?.point,
+                                initialBody: kept?.bytes ?? Data(),
+                                security: configuration.securityPolicy?.snapshot ?? SecurityPolicy.defaultSnapshot,
+                                clientCertificate: configuration.clientCertificate,
+                                maximumBodySize: configuration.maximumResponseSize, retryPolicy: configuration.retryPolicy,
+                                delegate: self)
+        mutable.transfer = transfer
         return transfer
     }
 
-    /// Carries out what the state machine decided, outside the lock.
-    private func perform(_ action: OperationState.Action, transfer: Transfer?) {
+    /// Carries out what the state machine decided, outside the lock. `batch` gathers completion-queue
+    /// work when the action comes from a transfer's end on the delivery queue.
+    func perform(_ action: OperationState.Action, transfer: Transfer?, batch: CompletionBatch? = nil) {
         switch action {
         case .none:
             return
         case .startTransfer:
             guard let transfer else { return }
-            if answerFromCache() { return }
-            if let failure = openOutputStream() {
-                lock.withLock { storedError = failure; _ = state.transferEnded() }
-                transferDidEnd()
-                return
-            }
+            // An answer from the cache, or an output stream that will not open, still goes through
+            // the network thread, so that a pause or cancel already on its way meets it there.
+            if let local = localOutcome() { transfer.endOnArrival(local) }
             willChangeValue(forKey: "isExecuting")
             didChangeValue(forKey: "isExecuting")
             // operationDidStart is posted once the network thread took the transfer in.
             NetworkThread.shared.submit(.add(transfer))
-            if isCancelled { NetworkThread.shared.submit(.cancel(transfer)) }
         case .cancelTransfer:
             if let transfer { NetworkThread.shared.submit(.cancel(transfer)) }
         case .pauseTransfer:
             if let transfer { NetworkThread.shared.submit(.pause(transfer)) }
             post(.operationDidFinish)
         case .completeCancelled:
-            lock.withLock { storedError = TransportError.cancelled(url: storedRequest.url) }
-            transferDidEnd()
+            lock.withLock {
+                mutable.error = TransportError.cancelled(url: mutable.request.url)
+                mutable.responseData = nil
+            }
+            transferDidEnd(batch: batch)
+        case .deliver:
+            transferDidEnd(batch: batch)   // the outcome was stored with the transition
         case .readinessChanged:
             willChangeValue(forKey: "isReady")
             didChangeValue(forKey: "isReady")
+        case .pauseSettled:
+            return   // transfer(_:didFinishWith:) wakes archivers after every end of a pause
+        case .finish:
+            return   // finishOperation() carries it out, with the completion block it took under the lock
         }
+    }
+
+    /// How the transfer about to start ends without the network: from the cache, or because the
+    /// caller's output stream would not open. `nil`: it goes to the network.
+    private func localOutcome() -> TransferOutcome? {
+        if let cached = cachedOutcome() { return cached }
+        if let failure = openOutputStream() { return .failed(failure) }
+        return nil
     }
 }

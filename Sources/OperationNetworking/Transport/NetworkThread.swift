@@ -173,6 +173,7 @@ final class NetworkThread: @unchecked Sendable {
 
     private func run() {
         guard let multi else { return }   // never started without one
+        ccurl_mark_network_thread()
         var running: Int32 = 0
         while shutDownSignal == nil {
             drainInbox()
@@ -238,6 +239,7 @@ final class NetworkThread: @unchecked Sendable {
     }
 
     private func drainInbox() {
+        assertOnNetworkThread()
         inboxLock.withLock {
             swap(&inbox, &drained)
             parked = false
@@ -247,7 +249,14 @@ final class NetworkThread: @unchecked Sendable {
             switch command {
             case .add(let transfer):
                 if let delegate = transfer.delegate { events.append(.started(transfer, delegate)) }
-                if transfer.takeIn(by: self, at: monotonicNow()) { waiting.append(transfer) }
+                guard transfer.takeIn(by: self, at: monotonicNow()) else { break }
+                if let outcome = transfer.outcomeOnArrival {
+                    end(transfer, outcome)
+                } else if transfer.isCancelRequested {
+                    end(transfer, .cancelled)   // its cancel command follows; nothing is sent meanwhile
+                } else {
+                    waiting.append(transfer)
+                }
             case .cancel(let transfer):
                 stop(transfer, with: .cancelled)
             case .pause(let transfer):
@@ -262,6 +271,7 @@ final class NetworkThread: @unchecked Sendable {
     /// Ends a transfer early (cancel, pause, stall), wherever it is. A waiting transfer stays in the
     /// FIFO and is skipped when its turn comes.
     private func stop(_ transfer: Transfer, with outcome: TransferOutcome) {
+        assertOnNetworkThread()
         if let easy = transfer.leaveCurlEarly(), let multi {
             curl_multi_remove_handle(multi, easy.raw)
             active.removeValue(forKey: easy.raw)
@@ -271,6 +281,7 @@ final class NetworkThread: @unchecked Sendable {
     }
 
     private func admitWaiting(_ multi: UnsafeMutableRawPointer) {
+        assertOnNetworkThread()
         while active.count < activeLimit && waitingHead < waiting.count {
             let transfer = waiting[waitingHead]
             waitingHead += 1
@@ -288,6 +299,11 @@ final class NetworkThread: @unchecked Sendable {
 
     /// Gives a transfer an easy handle and puts it on curl; a failure ends the transfer.
     private func start(_ transfer: Transfer, _ multi: UnsafeMutableRawPointer) {
+        // A cancel made while it waited: its command may still be in the inbox, but its request must not start.
+        guard !transfer.isCancelRequested else {
+            end(transfer, .cancelled)
+            return
+        }
         guard let easy = pool.popLast() ?? CurlEasyHandle(share: share) else {
             end(transfer, .failed(TransportError.make(.unknown, "libcurl could not create a handle.",
                                                         url: transfer.currentRequest.url)))
@@ -311,6 +327,7 @@ final class NetworkThread: @unchecked Sendable {
 
     /// Carries out what each transfer decides about its hop that curl reports done.
     private func readFinished(_ multi: UnsafeMutableRawPointer) {
+        assertOnNetworkThread()
         var left: Int32 = 0
         while let message = curl_multi_info_read(multi, &left) {
             guard message.pointee.msg == CURLMSG_DONE, let raw = message.pointee.easy_handle else { continue }
@@ -365,6 +382,7 @@ final class NetworkThread: @unchecked Sendable {
 
     /// Called from a read callback (network thread) when a throttled body must wait until `at`.
     func resumeUpload(_ transfer: Transfer, at: UInt64) {
+        assertOnNetworkThread()
         pausedUploads.append((transfer, at))
     }
 
@@ -394,6 +412,7 @@ final class NetworkThread: @unchecked Sendable {
 
     /// Ends a transfer on this thread; its delegate hears of it with the iteration's other events.
     private func end(_ transfer: Transfer, _ outcome: TransferOutcome) {
+        assertOnNetworkThread()
         guard let delegate = transfer.finish() else { return }
         events.append(.ended(transfer, outcome, delegate))
     }
@@ -422,6 +441,7 @@ final class NetworkThread: @unchecked Sendable {
     /// Keeps a handle for the next transfer. One configured for a plain request keeps its options
     /// (the next plain transfer of the same kind changes only what differs); others are reset now.
     private func recycle(_ easy: CurlEasyHandle) {
+        assertOnNetworkThread()
         guard pool.count < NetworkThread.maxPooledHandles else { return }
         if easy.plainConfiguration == nil { easy.reset() }
         pool.append(easy)
@@ -431,4 +451,11 @@ final class NetworkThread: @unchecked Sendable {
         let current = Statistics(active: active.count, waiting: waiting.count - waitingHead, pooledHandles: pool.count)
         statisticsLock.withLock { publishedStatistics = current }
     }
+}
+
+/// Stops a debug build when called off a network thread (the confinement the transfers' and the
+/// loop's state relies on); does nothing in release builds.
+@inline(__always)
+func assertOnNetworkThread(file: StaticString = #fileID, line: UInt = #line) {
+    assert(ccurl_is_network_thread() != 0, "called off the network thread", file: file, line: line)
 }

@@ -9,6 +9,7 @@ import FoundationNetworking
 extension Transfer {
     /// A header line arrived; false aborts the transfer (the reason is in `abortError`).
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
+        assertOnNetworkThread()
         lastActivity = monotonicNow()
         switch headerParser.consume(line) {
         case .tooLarge:
@@ -25,6 +26,7 @@ extension Transfer {
 
     /// A piece of the response body arrived; false aborts the transfer.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        assertOnNetworkThread()
         lastActivity = monotonicNow()
         guard let decoder else { return receiveDecoded(bytes) }
         switch decoder.decode(bytes, into: { receiveDecoded($0) }) {
@@ -60,6 +62,7 @@ extension Transfer {
 
     /// Copies request body bytes for curl; the count, 0 at the end, -1 to abort, or `mustWait` to pause.
     func sendBody(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
+        assertOnNetworkThread()
         guard let upload else { return 0 }
         let count = upload.read(into: buffer, capacity: capacity)
         if count == UploadSource.mustWait {

@@ -25,6 +25,7 @@ extension Transfer {
     /// URL, the callback data, the body (its length and source) and (when they differ) the headers
     /// are set. Anything else starts from `curl_easy_reset`.
     func configure(_ easy: CurlEasyHandle) throws {
+        assertOnNetworkThread()
         let request = currentRequest
         guard let url = request.url else {
             throw TransportError.make(.badURL, "The request has no URL.", url: nil)
@@ -49,6 +50,7 @@ extension Transfer {
             try easy.set(CURLOPT_HEADERDATA, pointer: userdata)
             try easy.set(CURLOPT_WRITEDATA, pointer: userdata)
             try easy.set(CURLOPT_OPENSOCKETDATA, pointer: userdata)
+            try easy.set(CURLOPT_PREREQDATA, pointer: userdata)
             if let body = request.httpBody, method != "GET" {
                 // Method, upload mode and the body callbacks stay from the last request of this kind.
                 try attach(UploadSource(data: body), to: easy, userdata: userdata)
@@ -79,6 +81,8 @@ extension Transfer {
         try easy.set(CURLOPT_WRITEDATA, pointer: userdata)
         try check(ccurl_easy_setopt_opensocket_function(easy.raw, curlOpenSocketCallback))
         try easy.set(CURLOPT_OPENSOCKETDATA, pointer: userdata)
+        try check(ccurl_easy_setopt_prereq_function(easy.raw, curlPrerequestCallback))
+        try easy.set(CURLOPT_PREREQDATA, pointer: userdata)
 
         try configureMethodAndBody(easy, method: method, request: request, userdata: userdata)
         try easy.setHeaders(headerLines(for: request, fields: fields, url: url))
@@ -222,7 +226,8 @@ extension Transfer {
             && !name.utf8.contains(0x3A) && !name.utf8.contains(0x20)
     }
 
-    private func check(_ code: CURLcode) throws {
+    /// Throws the `URLError` for a setopt that libcurl refused.
+    func check(_ code: CURLcode) throws {
         guard code != CURLE_OK else { return }
         throw TransportError.fromCurl(code, message: nil, url: currentRequest.url)
     }

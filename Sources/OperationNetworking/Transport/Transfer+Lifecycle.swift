@@ -9,7 +9,14 @@ import FoundationNetworking
 extension Transfer {
     /// Where a transfer is in its life. The network thread moves it along with the transitions below
     /// and carries out what they return; only `.active` holds an easy handle.
-    enum State {
+    ///
+    /// ```
+    /// created ──takeIn──▶ waiting ──admit──▶ active ──delay──▶ delaying
+    ///    │                 │  ▲                │                  │
+    ///    │                 │  └────────── beginNextAttempt ───────┘
+    ///    └─────────────────┴──── finish ──────▶ finished ◀────────┘ (from any state but itself)
+    /// ```
+    enum State: CustomStringConvertible {
         /// Built and handed to `submit`; the network thread has not taken it in yet.
         case created
         /// In the network thread's FIFO, without an easy handle.
@@ -20,7 +27,58 @@ extension Transfer {
         case delaying(until: UInt64)
         /// Over; its delegate is told once (`finish()`).
         case finished
+
+        var description: String {
+            switch self {
+            case .created: return "created"
+            case .waiting: return "waiting"
+            case .active: return "active"
+            case .delaying: return "delaying"
+            case .finished: return "finished"
+            }
+        }
     }
+
+    /// The transfer's state, and the one funnel every change of it goes through (curl's `mstate()`):
+    /// `enter(_:)` checks the change is one the diagram allows and, in debug builds, keeps a trace of
+    /// the last changes for the message of a failed check.
+    /// - Threading: network thread only (the transfer's `lifecycle`).
+    struct Lifecycle {
+        private(set) var state: State = .created
+        #if DEBUG
+        /// The last states entered, oldest first (debug builds only).
+        private(set) var trace: [String] = ["created"]
+        #endif
+
+        /// Moves to `next`; a change the diagram does not allow is a bug in the library.
+        mutating func enter(_ next: State) {
+            switch (state, next) {
+            case (.created, .waiting), (.created, .finished),
+                 (.waiting, .active), (.waiting, .finished),
+                 (.active, .delaying), (.active, .finished),
+                 (.delaying, .waiting), (.delaying, .finished):
+                break
+            case (.created, _), (.waiting, _), (.active, _), (.delaying, _), (.finished, _):
+                preconditionFailure("Transfer: \(state) → \(next) is not a transition\(traceSuffix)")
+            }
+            state = next
+            #if DEBUG
+            trace.append(next.description)
+            if trace.count > 16 { trace.removeFirst() }
+            #endif
+        }
+
+        private var traceSuffix: String {
+            #if DEBUG
+            return " (trace: \(trace.joined(separator: " → ")))"
+            #else
+            return ""
+            #endif
+        }
+    }
+
+    /// Where the transfer is in its life.
+    var state: State { lifecycle.state }
 
     /// What the response of the current hop turned out to be once its head arrived.
     enum Hop {
@@ -52,6 +110,7 @@ extension Transfer {
 
     /// The easy handle while the transfer is on curl.
     var easy: CurlEasyHandle? {
+        assertOnNetworkThread()
         if case .active(let easy) = state { return easy }
         return nil
     }
@@ -59,23 +118,36 @@ extension Transfer {
     /// `created → waiting`: the network thread takes the transfer in. False when a cancel or pause
     /// from another thread overtook the add (the transfer already ended).
     func takeIn(by network: NetworkThread, at now: UInt64) -> Bool {
+        assertOnNetworkThread()
         guard case .created = state else { return false }
         self.network = network
         startTime = now
-        state = .waiting
+        lifecycle.enter(.waiting)
         return true
     }
 
     /// `waiting → active`: configures `easy` for the first hop. On a throw the handle is not the
     /// transfer's and the transfer must end with the error.
     func admit(on easy: CurlEasyHandle) throws {
+        assertOnNetworkThread()
         try configure(easy)
-        state = .active(easy)
+        lifecycle.enter(.active(easy))
+    }
+
+    /// `any → finished`: ends the transfer and hands back its delegate, to be told of the outcome once;
+    /// `nil` when the transfer had already ended. The transfer drops its own reference to the delegate.
+    func finish() -> TransferDelegate? {
+        if case .finished = state { return nil }
+        lifecycle.enter(.finished)
+        upload?.close()
+        defer { delegate = nil }
+        return delegate
     }
 
     /// Leaves curl early (cancel, pause, stall): the handle to take off curl and recycle, if the
     /// transfer had one, with its metrics read first. `finish()` follows at once.
     func leaveCurlEarly() -> CurlEasyHandle? {
+        assertOnNetworkThread()
         guard case .active(let easy) = state else { return nil }
         collectMetrics(from: easy)
         return easy
@@ -85,8 +157,11 @@ extension Transfer {
     /// end the transfer (`finish()` follows, the handle is recycled), or go on with a redirect or a
     /// challenge answer on the same handle.
     func hopEnded(code: CURLcode) -> HopEndAction {
+        assertOnNetworkThread()
         guard case .active(let easy) = state else { return .finish(.cancelled) }
         collectMetrics(from: easy)
+        // Cancelled while curl ran the hop (the pre-request callback may have stopped it): a cancel.
+        if isCancelRequested { return .finish(.cancelled) }
         if let error = abortError { return retryOrFinish(.failed(error)) }
         guard code == CURLE_OK else { return retryOrFinish(.failed(failure(code, easy: easy))) }
         switch hop {
@@ -149,7 +224,7 @@ extension Transfer {
     /// `active → delaying`: off curl until the next attempt is due.
     func delay(for seconds: TimeInterval, now: UInt64) -> UInt64 {
         let until = now &+ UInt64(max(0, min(seconds, 1e6)) * 1e9)
-        state = .delaying(until: until)
+        lifecycle.enter(.delaying(until: until))
         return until
     }
 
@@ -177,7 +252,7 @@ extension Transfer {
         abortError = nil
         callerRange = nil
         rangeBase = 0
-        state = .waiting
+        lifecycle.enter(.waiting)
         return true
     }
 

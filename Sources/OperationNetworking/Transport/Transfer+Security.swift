@@ -4,10 +4,14 @@ import Foundation
 
 // MARK: - Network thread: enforcing the SecurityPolicy before the first request byte
 
-/// `CURLOPT_PREREQFUNCTION`: runs once the connection is up (new or reused), before the request is sent.
+/// `CURLOPT_PREREQFUNCTION`: runs once the connection is up (new or reused), before the request is
+/// sent. Installed on every transfer: a transfer cancelled meanwhile sends nothing, and a pinning
+/// policy decides here from the presented chain.
 let curlPrerequestCallback: curl_prereq_callback = { userdata, primaryIP, localIP, primaryPort, localPort in
     guard let userdata else { return Int32(CURL_PREREQFUNC_ABORT) }
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+    if transfer.isCancelRequested { return Int32(CURL_PREREQFUNC_ABORT) }
+    guard transfer.pinsCertificates else { return Int32(CURL_PREREQFUNC_OK) }
     let connection = "\(primaryIP.map { String(cString: $0) } ?? "?"):\(primaryPort)<-"
         + "\(localIP.map { String(cString: $0) } ?? "?"):\(localPort)"
     return transfer.serverIsTrusted(connection: connection) ? Int32(CURL_PREREQFUNC_OK) : Int32(CURL_PREREQFUNC_ABORT)
@@ -42,6 +46,7 @@ extension Transfer {
 
     /// TLS options for the current hop from the operation's policy and client certificate.
     func configureTLS(_ easy: CurlEasyHandle, url: URL) throws {
+        pinsCertificates = false
         guard url.scheme?.lowercased() == "https" else { return }
         // Trust comes from the CA bundle file alone (Debian's libcurl also names /etc/ssl/certs, the
         // same certificates hashed one per file). Without a directory, libcurl keeps the parsed
@@ -80,8 +85,7 @@ extension Transfer {
             try easy.set(CURLOPT_SSL_SESSIONID_CACHE, false)
             // Distinct per policy, so curl never reuses a connection another policy accepted.
             try setBlob(easy, CURLOPT_CAINFO_BLOB, policyMarker(policy))
-            try checkCode(ccurl_easy_setopt_prereq_function(easy.raw, curlPrerequestCallback))
-            try easy.set(CURLOPT_PREREQDATA, pointer: Unmanaged.passUnretained(self).toOpaque())
+            pinsCertificates = true
         }
     }
 
@@ -142,11 +146,6 @@ extension Transfer {
     }
 
     private func setBlob(_ easy: CurlEasyHandle, _ option: CURLoption, _ bytes: Data) throws {
-        try checkCode(bytes.withUnsafeBytes { ccurl_easy_setopt_blob(easy.raw, option, $0.baseAddress, $0.count) })
-    }
-
-    private func checkCode(_ code: CURLcode) throws {
-        guard code != CURLE_OK else { return }
-        throw TransportError.fromCurl(code, message: nil, url: currentRequest.url)
+        try check(bytes.withUnsafeBytes { ccurl_easy_setopt_blob(easy.raw, option, $0.baseAddress, $0.count) })
     }
 }

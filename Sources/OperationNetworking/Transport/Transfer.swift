@@ -1,6 +1,7 @@
 import CCurl
 import CCurlShim
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -61,6 +62,8 @@ enum TransferOutcome {
     case paused(ResumePoint)
     /// A response was received completely, but the transfer still failed (a cancelled challenge).
     case completedWithError(Error)
+    /// The operation answered it from `URLCache.shared` without the network.
+    case answeredFromCache(URLResponse, Data)
 }
 
 /// Receives a transfer's events. The methods up to `didSendBytes` are called on the network thread and
@@ -91,7 +94,8 @@ protocol TransferDelegate: AnyObject, Sendable {
 /// thread calls them and carries out the `HopEndAction`s they return, and never reaches into the
 /// redirect, challenge or resume details itself.
 /// - Threading: created on any thread, then handed to `NetworkThread` once; from then on every
-///   stored property is written only on the network thread. `finish()` ends that: the network
+///   stored property is written only on the network thread (checked in debug builds by
+///   `assertOnNetworkThread()`), except `cancelRequested`, an atomic any thread may set. `finish()` ends that: the network
 ///   thread dispatches the end to the delivery queue, where the delegate reads `body`, `head` and
 ///   `metrics` (the network thread writes nothing after it). That single hand-over is why the class
 ///   may be `@unchecked Sendable`.
@@ -103,7 +107,8 @@ final class Transfer: @unchecked Sendable {
 
     // MARK: Fixed at creation
     /// The delegate (the operation); strongly held while the transfer runs, released at the end.
-    private(set) var delegate: TransferDelegate?
+    /// Written only by `finish()` (which drops it), on the network thread.
+    var delegate: TransferDelegate?
     /// Where response bytes go: `nil` means `body` in memory.
     let outputStream: OutputStream?
     /// Where a resumed download continues from, if it is one.
@@ -145,9 +150,18 @@ final class Transfer: @unchecked Sendable {
     var abortError: Error?
     /// `errno` of the last socket the open-socket callback could not make (0: none failed).
     var socketOpenError: Int32 = 0
-    /// Where the transfer is in its life (see `Transfer+Lifecycle.swift`).
-    var state: State = .created
+    /// Where the transfer is in its life; changed only through `lifecycle.enter(_:)` (see
+    /// `Transfer+Lifecycle.swift`).
+    var lifecycle = Lifecycle()
+    /// An end decided before the transfer reached the network thread (a cache answer, an output
+    /// stream that would not open): set before `submit`, read when the network thread takes it in.
+    private(set) var outcomeOnArrival: TransferOutcome?
+    /// Set (from any thread) by the operation's `cancel()` before it returns; from then on no request
+    /// of this transfer starts: the network thread and the pre-request callback check it.
+    private let cancelRequested = Atomic<Bool>(false)
 
+    /// Whether the current hop's pinning policy decides in the pre-request callback (set by `configureTLS`).
+    var pinsCertificates = false
     /// Parsing state of the header block currently arriving.
     var headerParser = ResponseHeaderParser()
     /// What the current hop's response is.
@@ -208,14 +222,18 @@ final class Transfer: @unchecked Sendable {
         return UInt64(min(seconds, 1e9) * 1e9)
     }
 
-    /// Ends the transfer and hands back its delegate, to be told of the outcome once; `nil` when the
-    /// transfer had already ended. The transfer drops its own reference to the delegate.
-    func finish() -> TransferDelegate? {
-        if case .finished = state { return nil }
-        state = .finished
-        upload?.close()
-        defer { delegate = nil }
-        return delegate
+    /// Marks the transfer cancelled (any thread); the network thread stops it at its next turn, and
+    /// no request of it is sent from now on.
+    func requestCancel() {
+        cancelRequested.store(true, ordering: .releasing)
+    }
+
+    /// Whether `requestCancel()` was called.
+    var isCancelRequested: Bool { cancelRequested.load(ordering: .acquiring) }
+
+    /// Ends the transfer with `outcome` as soon as the network thread takes it in; called before `submit`.
+    func endOnArrival(_ outcome: TransferOutcome) {
+        outcomeOnArrival = outcome
     }
 
     /// Where the bytes of a paused transfer leave off.

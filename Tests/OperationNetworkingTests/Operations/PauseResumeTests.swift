@@ -135,38 +135,25 @@ final class PauseResumeTests: ServerTestCase {
         XCTAssertFalse(operation.isPaused)
         XCTAssertTrue(operation.isFinished)
     }
-
-    func testStateMachineTransitions() {
-        var state = OperationState()
-        XCTAssertEqual(state.pause(), .readinessChanged)
-        XCTAssertEqual(state.resume(), .readinessChanged)
-        XCTAssertEqual(state.start(cancelled: false), .startTransfer)
-        XCTAssertEqual(state.start(cancelled: false), .none, "a second start does nothing")
-        XCTAssertEqual(state.pause(), .pauseTransfer)
-        XCTAssertEqual(state.resume(), .none, "resume waits for the pause to reach the network thread")
-        XCTAssertEqual(state.transferPaused(), .startTransfer)
-        XCTAssertEqual(state.cancel(), .cancelTransfer)
-        XCTAssertTrue(state.transferEnded())
-        XCTAssertFalse(state.transferEnded())
-        XCTAssertTrue(state.finish())
-        XCTAssertEqual(state.pause(), .none)
-        XCTAssertEqual(state.cancel(), .none)
-
-        var cancelledEarly = OperationState()
-        XCTAssertEqual(cancelledEarly.start(cancelled: true), .completeCancelled)
-
-        var paused = OperationState()
-        _ = paused.start(cancelled: false)
-        _ = paused.pause()
-        XCTAssertEqual(paused.transferPaused(), .none)
-        XCTAssertEqual(paused.cancel(), .completeCancelled, "a paused operation can be cancelled")
-    }
 }
 
 extension URLConnectionOperation {
-    /// The resume point, for tests.
+    /// The resume point of a paused operation's kept bytes, for tests.
     var resumePointForTesting: ResumePoint? {
-        get { lock.withLock { resumePoint } }
-        set { lock.withLock { resumePoint = newValue } }
+        get { keptDownloadForTesting?.point }
+        set {
+            guard let newValue else { return }
+            lock.withLock { mutable.lifecycle.amendKeptPoint { $0 = newValue } }
+        }
+    }
+
+    /// The kept bytes of a paused operation, for tests (`nil` when it keeps none).
+    var keptDownloadForTesting: KeptDownload? {
+        lock.withLock {
+            switch mutable.lifecycle.phase {
+            case .paused(let kept), .parked(let kept?): return kept
+            case .ready, .parked(nil), .executing, .cancelling, .pausing, .completing, .finished: return nil
+            }
+        }
     }
 }
