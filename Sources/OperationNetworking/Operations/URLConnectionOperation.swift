@@ -415,6 +415,13 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// Builds the transfer for a start or a continuation of `kept`; called with `lock` held.
     private func makeTransfer(continuing kept: KeptDownload?) -> Transfer {
         mutable.currentRequest = mutable.request
+        // A run's outcome belongs to that run: a restored finished operation runs again from nothing.
+        mutable.error = nil
+        if kept == nil {
+            mutable.head = nil
+            mutable.response = nil
+            mutable.responseData = nil
+        }
         let configuration = mutable.configuration
         let transfer = Transfer(request: mutable.request, outputStream: mutable.outputStream, resumeFrom: kept?.point,
                                 initialBody: kept?.bytes ?? Data(),

@@ -1,0 +1,208 @@
+import Foundation
+@testable import OperationNetworking
+import OperationNetworkingTestServer
+import XCTest
+
+/// Many slow downloads, and random sequences of `pause`, `resume`, `cancel`, archive-and-restore and
+/// block changes made on them from several threads at once. Checked on every run: exactly one
+/// handler per operation; never `success` after a `cancel()` that took effect; never `success` with
+/// `isCancelled` true; every successful body byte-exact (restored archives included); every operation
+/// finished in bounded time.
+///
+/// Seeded: a failure names its seed, and `ONET_INTERLEAVING_SEEDS=<seed>` replays it. The suite runs a
+/// fixed set; `ONET_INTERLEAVINGS=<n>` runs at least n operations' interleavings (`.ci/run` asks for
+/// 1,000 under ThreadSanitizer).
+final class LifecycleInterleavingTests: ServerTestCase {
+    /// Operations per seed (each one interleaving of calls).
+    private static let operationsPerSeed = 20
+    private static let fixedSeeds: [UInt64] = [1, 2, 3, 5, 8]
+
+    private var seeds: [UInt64] {
+        let environment = ProcessInfo.processInfo.environment
+        if let listed = environment["ONET_INTERLEAVING_SEEDS"] {
+            return listed.split(separator: ",").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
+        }
+        if let wanted = environment["ONET_INTERLEAVINGS"].flatMap(Int.init), wanted > 0 {
+            let count = (wanted + LifecycleInterleavingTests.operationsPerSeed - 1) / LifecycleInterleavingTests.operationsPerSeed
+            return (0..<UInt64(count)).map { 1_000 + $0 }
+        }
+        return LifecycleInterleavingTests.fixedSeeds
+    }
+
+    func testRandomInterleavingsKeepEveryInvariant() throws {
+        var total = 0
+        for seed in seeds {
+            let violations = try run(seed: seed)
+            XCTAssertEqual(violations, [], "seed \(seed) (replay with ONET_INTERLEAVING_SEEDS=\(seed))")
+            total += LifecycleInterleavingTests.operationsPerSeed
+        }
+        print("LifecycleInterleavingTests: \(total) interleavings, seeds \(seeds.first ?? 0)…\(seeds.last ?? 0)")
+    }
+
+    /// One seed: its operations, three threads of random calls, then everything resumed and awaited.
+    private func run(seed: UInt64) throws -> [String] {
+        var random = SplitMix64(seed: seed)
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = OperationQueue.defaultMaxConcurrentOperationCount
+        let all = Tracked()
+        let slots = (0..<LifecycleInterleavingTests.operationsPerSeed).map { index -> Slot in
+            let size = 8_192 + Int(random.next() % 24) * 1_024
+            let path = "/bytes/\(size)?chunkSize=1024&chunkDelayMs=\(3 + random.next() % 8)&op=\(seed)-\(index)"
+            let tracker = LifecycleInterleavingTests.track(HTTPRequestOperation(request: request(path, timeout: 20)), size: size)
+            all.add(tracker)
+            return Slot(size: size, tracker: tracker)
+        }
+        for slot in slots { queue.addOperation(slot.current.operation) }
+        let group = DispatchGroup()
+        for thread in 0..<3 {
+            let threadSeed = seed &* 31 &+ UInt64(thread)
+            DispatchQueue.global().async(group: group) {
+                var local = SplitMix64(seed: threadSeed)
+                for _ in 0..<20 {
+                    usleep(UInt32(local.next() % 15_000))   // jitter between calls, not synchronization
+                    let slot = slots[Int(local.next() % UInt64(slots.count))]
+                    LifecycleInterleavingTests.act(Int(local.next() % 6), on: slot, all: all)
+                }
+            }
+        }
+        guard group.wait(timeout: .now() + 60) == .success else { return ["the calling threads did not return in 60 s"] }
+        // Let everything run out: every paused or parked operation continues.
+        for operation in all.operations { operation.operation.resume() }
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, !all.operations.allSatisfy({ $0.handlerCalls >= 1 && $0.operation.isFinished }) {
+            for operation in all.operations where operation.operation.isPaused { operation.operation.resume() }
+            let tick = expectation(description: "tick")
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.02) { tick.fulfill() }
+            wait(for: [tick], timeout: 1)
+        }
+        queue.cancelAllOperations()
+        return all.operations.flatMap { $0.violations() }
+    }
+
+    /// One random call on the slot's current operation.
+    private static func act(_ choice: Int, on slot: Slot, all: Tracked) {
+        let tracker = slot.current
+        let operation = tracker.operation
+        switch choice {
+        case 0:
+            operation.pause()
+        case 1:
+            operation.resume()
+        case 2:
+            operation.cancel()
+            if operation.isCancelled { tracker.cancelTookEffect() }
+        case 3:
+            operation.setDownloadProgressBlock { _, total, expected in
+                if expected > 0 && total > expected { tracker.record("progress past the expected length: \(total)/\(expected)") }
+            }
+        case 4:
+            tracker.installHandlers()   // replaced by equal blocks: still exactly one call
+        default:
+            guard !operation.isFinished, let archive = try? SafeArchive.archive(operation),
+                  let restored = try? SafeArchive.unarchive(HTTPRequestOperation.self, from: archive) else { return }
+            operation.cancel()
+            if operation.isCancelled { tracker.cancelTookEffect() }
+            let replacement = track(restored, size: slot.size)
+            all.add(replacement)
+            slot.replace(with: replacement)
+            if restored.isPaused { restored.resume() } else { restored.start() }
+        }
+    }
+
+    private static func track(_ operation: HTTPRequestOperation, size: Int) -> Tracker {
+        let tracker = Tracker(operation: operation, size: size)
+        tracker.installHandlers()
+        return tracker
+    }
+}
+
+/// One download of the run; archive-and-restore replaces its operation.
+private final class Slot: @unchecked Sendable {   // `tracker` is guarded by lock
+    let size: Int
+    private let lock = NSLock()
+    private var tracker: Tracker   // guarded by lock
+
+    init(size: Int, tracker: Tracker) {
+        self.size = size
+        self.tracker = tracker
+    }
+
+    var current: Tracker { lock.withLock { tracker } }
+    func replace(with new: Tracker) { lock.withLock { tracker = new } }
+}
+
+/// Every operation of a run; guarded by its lock.
+private final class Tracked: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [Tracker] = []   // guarded by lock
+    func add(_ tracker: Tracker) { lock.withLock { list.append(tracker) } }
+    var operations: [Tracker] { lock.withLock { list } }
+}
+
+/// What one operation did; guarded by its lock.
+private final class Tracker: @unchecked Sendable {
+    let operation: HTTPRequestOperation
+    let size: Int
+    private let lock = NSLock()
+    private var calls = 0                 // guarded by lock
+    private var cancelled = false         // guarded by lock
+    private var succeeded = false         // guarded by lock
+    private var problems: [String] = []   // guarded by lock
+
+    init(operation: HTTPRequestOperation, size: Int) {
+        self.operation = operation
+        self.size = size
+    }
+
+    var handlerCalls: Int { lock.withLock { calls } }
+    func cancelTookEffect() { lock.withLock { cancelled = true } }
+    func record(_ problem: String) { lock.withLock { problems.append(problem) } }
+
+    func installHandlers() {
+        let size = self.size
+        operation.setCompletionBlockWithSuccess({ [self] operation, _ in
+            let isCancelled = operation.isCancelled
+            let body = operation.responseData
+            lock.withLock {
+                calls += 1
+                succeeded = true
+                if cancelled { problems.append("success after a cancel() that took effect") }
+                if isCancelled { problems.append("success with isCancelled true") }
+                if body != deterministicBytes(size) {
+                    problems.append("success with \(body?.count ?? -1) of \(size) bytes, not byte-exact")
+                }
+            }
+        }, failure: { [self] operation, error in
+            let isCancel = (error as NSError).domain == NSURLErrorDomain && (error as NSError).code == NSURLErrorCancelled
+            lock.withLock {
+                calls += 1
+                if !isCancel { problems.append("failure other than a cancel: \(error)") }
+            }
+        })
+    }
+
+    func violations() -> [String] {
+        let name = operation.request.url?.query ?? "?"
+        let finished = operation.isFinished
+        return lock.withLock {
+            var all = problems
+            if calls != 1 { all.append("\(calls) handler calls") }
+            if !finished { all.append("not finished in bounded time") }
+            if cancelled && succeeded { all.append("cancelled and succeeded") }
+            return all.map { "\(name): \($0)" }
+        }
+    }
+}
+
+/// A small seeded generator (SplitMix64), so a failing seed replays the same calls.
+struct SplitMix64 {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}

@@ -1,0 +1,271 @@
+import Foundation
+@testable import OperationNetworking
+import OperationNetworkingTestServer
+import XCTest
+
+/// The five lifecycle defects of issue 21, each on the wire against the loopback server: a cancel
+/// made back to back with pause and resume, a second pause archived, blocks set while running, no
+/// request after its cancel returned, and never a success with `isCancelled` true.
+final class LifecycleWireTests: ServerTestCase {
+    /// 100 KiB in 2,560-byte chunks 40 ms apart: about 1.6 s, honouring Range on every continuation.
+    private let slowPath = "/bytes/102400?chunkSize=2560&chunkDelayMs=40"
+    private let size = 102_400
+
+    private func cancelsPromptly(after calls: (HTTPRequestOperation) -> Void, file: StaticString = #filePath,
+                                 line: UInt = #line) {
+        let operation = HTTPRequestOperation(request: request(slowPath))
+        let (done, box) = recordOutcome(of: operation)
+        let succeeded = expectation(description: "success never runs")
+        succeeded.isInverted = true
+        startAndAwaitBytes(operation, atLeast: 5_000)
+        let started = Date()
+        calls(operation)
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(box.value?.urlErrorCode, .cancelled, file: file, line: line)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1.0, "promptly, not at the download's end", file: file, line: line)
+        XCTAssertTrue(operation.isCancelled, file: file, line: line)
+        XCTAssertNil(operation.responseData, file: file, line: line)
+        XCTAssertTrue(eventually { operation.isFinished }, file: file, line: line)
+        if case .success = box.value { succeeded.fulfill() }
+        wait(for: [succeeded], timeout: 0.1)
+    }
+
+    func testCancelRightAfterPauseAndResumeWins() {
+        cancelsPromptly { operation in
+            operation.pause()
+            operation.resume()
+            operation.cancel()
+        }
+    }
+
+    func testCancelRightAfterPauseWins() {
+        cancelsPromptly { operation in
+            operation.pause()
+            operation.cancel()
+        }
+    }
+
+    func testCancelAfterPauseResumePauseWins() {
+        cancelsPromptly { operation in
+            operation.pause()
+            operation.resume()
+            operation.pause()
+            operation.cancel()
+        }
+    }
+
+    /// Pause, resume, 20 KB more, pause, archive at once, restore, resume: the restored download ends
+    /// with every byte, and on the wire it continues exactly where the second pause left off.
+    func testASecondPauseArchivedResumesToTheExactBody() throws {
+        let operation = HTTPRequestOperation(request: request(slowPath))
+        let (originalDone, _) = startAndPause(operation)
+        XCTAssertTrue(eventually { operation.resumePointForTesting != nil })
+        let first = try XCTUnwrap(operation.resumePointForTesting?.offset)
+        let more = expectation(description: "20 KB more")
+        more.assertForOverFulfill = false
+        operation.setDownloadProgressBlock { _, total, _ in if total >= first + 20_000 { more.fulfill() } }
+        operation.resume()
+        wait(for: [more], timeout: 10)
+        operation.pause()
+        let archive = try SafeArchive.archive(operation)
+        operation.cancel()
+        wait(for: [originalDone], timeout: 5)
+
+        let restored = try SafeArchive.unarchive(HTTPRequestOperation.self, from: archive)
+        let second = try XCTUnwrap(restored.resumePointForTesting?.offset, "archived paused, with its kept bytes")
+        XCTAssertGreaterThanOrEqual(second, first + 20_000)
+        let (done, box) = recordOutcome(of: restored)
+        restored.resume()
+        wait(for: [done], timeout: 20)
+        XCTAssertTrue(box.value?.isSuccess ?? false, "\(String(describing: box.value?.error))")
+        XCTAssertEqual(restored.responseData?.count, size)
+        XCTAssertEqual(restored.responseData, deterministicBytes(size))
+        XCTAssertEqual(server.requests.last?.header("Range"), "bytes=\(second)-")
+    }
+
+    /// A cancelled operation archived and restored comes back ready; run again, it reports the new
+    /// run's outcome, not the archived error.
+    func testARestoredCancelledOperationRunsAgainWithoutItsOldError() throws {
+        let operation = HTTPRequestOperation(request: request("/echo"))
+        operation.cancel()
+        run(operation)
+        XCTAssertEqual((operation.error as? URLError)?.code, .cancelled)
+        let restored = try SafeArchive.unarchive(HTTPRequestOperation.self, from: try SafeArchive.archive(operation))
+        XCTAssertNotNil(restored.error, "the archived error comes back with it")
+        let outcome = run(restored)
+        XCTAssertTrue(outcome.isSuccess, "\(String(describing: outcome.error))")
+        XCTAssertNil(restored.error)
+        XCTAssertEqual(server.requests(path: "/echo").count, 1)
+    }
+
+    /// AFN's everyday pattern: the operation is already running when its progress block is set.
+    func testAProgressBlockSetWhileRunningIsCalled() {
+        let operation = HTTPRequestOperation(request: request(slowPath))
+        let (done, box) = recordOutcome(of: operation)
+        operation.start()
+        XCTAssertTrue(eventually { [server = server!] in server.requests.count == 1 })
+        let totals = Recorder<Int64>()
+        operation.setDownloadProgressBlock { _, total, _ in totals.append(total) }
+        wait(for: [done], timeout: 10)
+        XCTAssertTrue(box.value?.isSuccess ?? false)
+        XCTAssertGreaterThan(totals.count, 0, "the block set while running was called")
+        XCTAssertEqual(totals.all.last, Int64(size), "progress delivered before the handlers ran")
+    }
+
+    /// A block replaced while running: the new one is called from then on, the old one no more.
+    func testAProgressBlockReplacedWhileRunningTakesOver() {
+        let operation = HTTPRequestOperation(request: request(slowPath))
+        let (done, _) = recordOutcome(of: operation)
+        let old = Recorder<Int64>()
+        let replaced = expectation(description: "old block called")
+        replaced.assertForOverFulfill = false
+        operation.setDownloadProgressBlock { _, total, _ in
+            old.append(total)
+            replaced.fulfill()
+        }
+        operation.start()
+        wait(for: [replaced], timeout: 5)
+        let new = Recorder<Int64>()
+        operation.setDownloadProgressBlock { _, total, _ in new.append(total) }
+        let oldCalls = old.count
+        wait(for: [done], timeout: 10)
+        XCTAssertLessThanOrEqual(old.count, oldCalls + 1, "at most a delivery already under way")
+        XCTAssertEqual(new.all.last, Int64(size))
+    }
+
+    /// Success and failure blocks set after the operation started are the ones that run.
+    func testCompletionBlocksSetWhileRunningRun() {
+        let operation = HTTPRequestOperation(request: request(slowPath))
+        operation.start()
+        XCTAssertTrue(eventually { [server = server!] in server.requests.count == 1 })
+        let (done, box) = recordOutcome(of: operation)
+        wait(for: [done], timeout: 10)
+        XCTAssertTrue(box.value?.isSuccess ?? false)
+    }
+
+    /// A cancel that lands after the response reached the operation changes nothing: success runs
+    /// and `isCancelled` stays false.
+    func testACancelAfterTheResponseArrivedChangesNothing() {
+        let held = DispatchQueue(label: "held completion queue")
+        let operation = HTTPRequestOperation(request: request("/echo"))
+        operation.completionQueue = held
+        let sawCancelled = Recorder<Bool>()
+        let done = expectation(description: "handler")
+        operation.setCompletionBlockWithSuccess({ operation, _ in
+            sawCancelled.append(operation.isCancelled)
+            done.fulfill()
+        }, failure: { operation, _ in
+            sawCancelled.append(operation.isCancelled)
+            done.fulfill()
+        })
+        held.suspend()
+        operation.start()
+        XCTAssertTrue(eventually { operation.lock.withLock { () -> Bool in
+            if case .completing = operation.mutable.lifecycle.phase { return true }
+            return false
+        } }, "the transfer's end reached the operation; its handler waits on the held queue")
+        operation.cancel()
+        XCTAssertFalse(operation.isCancelled)
+        held.resume()
+        wait(for: [done], timeout: 5)
+        XCTAssertNil(operation.error)
+        XCTAssertEqual(sawCancelled.all, [false])
+    }
+
+    /// A cancel that returns before the operation learned of its transfer's end wins, even when the
+    /// transfer had already completed on the network thread: failure with `.cancelled`, never success.
+    func testACancelBeforeTheEndReachedTheOperationWins() {
+        let operation = HTTPRequestOperation(request: request("/echo"))
+        let (done, box) = recordOutcome(of: operation)
+        CallbackQueues.delivery.suspend()
+        operation.start()
+        // The exchange is over on the network thread; its end waits on the held delivery queue.
+        XCTAssertTrue(eventually { [server = server!] in
+            server.requests.count == 1 && NetworkThread.shared.statistics.active == 0
+                && NetworkThread.shared.statistics.waiting == 0
+        })
+        operation.cancel()
+        XCTAssertTrue(operation.isCancelled)
+        CallbackQueues.delivery.resume()
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(box.value?.urlErrorCode, .cancelled)
+        XCTAssertNil(operation.responseData)
+    }
+}
+
+/// No request of a cancelled transfer starts once the cancel returned, even before the network
+/// thread read the cancel command: the checks at admission and in the pre-request callback.
+final class CancelledTransferSendsNothingTests: ServerTestCase {
+    /// A transfer waiting for a slot, marked cancelled, is never admitted when the slot frees.
+    func testAWaitingTransferMarkedCancelledIsNeverSent() {
+        let thread = NetworkThread(activeLimit: 1)
+        defer { thread.shutDown() }
+        let stalledEnd = expectation(description: "stalled transfer ended")
+        let waitingEnd = expectation(description: "waiting transfer ended")
+        let stalled = Transfer(request: request("/stall"), outputStream: nil, resumeFrom: nil, initialBody: Data(),
+                               delegate: TransferOutcomeRecorder(stalledEnd))
+        let waitingRecorder = TransferOutcomeRecorder(waitingEnd)
+        let waiting = Transfer(request: request("/echo"), outputStream: nil, resumeFrom: nil, initialBody: Data(),
+                               delegate: waitingRecorder)
+        thread.submit(.add(stalled))
+        thread.submit(.add(waiting))
+        XCTAssertTrue(eventually { [server = server!] in server.requests(path: "/stall").count == 1 && thread.statistics.waiting == 1 })
+        waiting.requestCancel()              // as `cancel()` does before its command reaches the thread
+        thread.submit(.cancel(stalled))      // frees the slot
+        wait(for: [stalledEnd, waitingEnd], timeout: 5)
+        XCTAssertEqual(waitingRecorder.completed, false)
+        XCTAssertEqual(server.requests(path: "/echo").count, 0, "the cancelled transfer's request never went out")
+    }
+
+    /// A transfer marked cancelled between two hops sends no request for the next one: the
+    /// pre-request callback stops it although no cancel command ever reached the thread.
+    func testATransferMarkedCancelledBeforeItsNextHopSendsNothingMore() {
+        let thread = NetworkThread()
+        defer { thread.shutDown() }
+        let ended = expectation(description: "ended")
+        let delegate = CancellingRedirectDelegate(ended)
+        var redirect = URLComponents(url: server.url("/redirect-to"), resolvingAgainstBaseURL: false)
+        redirect?.queryItems = [URLQueryItem(name: "url", value: server.url("/echo").absoluteString)]
+        let transfer = Transfer(request: URLRequest(url: redirect?.url ?? server.url("/")), outputStream: nil,
+                                resumeFrom: nil, initialBody: Data(), delegate: delegate)
+        thread.submit(.add(transfer))
+        wait(for: [ended], timeout: 5)
+        XCTAssertEqual(delegate.redirects, 1)
+        XCTAssertEqual(delegate.endedCancelled, true)
+        XCTAssertEqual(server.requests(path: "/redirect-to").count, 1)
+        XCTAssertEqual(server.requests(path: "/echo").count, 0, "the next hop's request never went out")
+    }
+}
+
+/// Follows a redirect after marking its transfer cancelled (what a `cancel()` racing the hop does).
+private final class CancellingRedirectDelegate: TransferDelegate, @unchecked Sendable {   // guarded by lock
+    private let lock = NSLock()
+    private var redirectCount = 0          // guarded by lock
+    private var cancelled: Bool?           // guarded by lock
+    private let done: XCTestExpectation
+
+    init(_ done: XCTestExpectation) { self.done = done }
+
+    var redirects: Int { lock.withLock { redirectCount } }
+    var endedCancelled: Bool? { lock.withLock { cancelled } }
+
+    func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
+        lock.withLock { redirectCount += 1 }
+        transfer.requestCancel()
+        return request
+    }
+    func transfer(_ transfer: Transfer, didReceive head: ResponseHead) {}
+    func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
+        .deliver
+    }
+    func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
+    func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
+    func transferDidStart(_ transfer: Transfer, batch: CompletionBatch) {}
+    func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {}
+    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch) {
+        let wasCancelled: Bool
+        if case .cancelled = outcome { wasCancelled = true } else { wasCancelled = false }
+        lock.withLock { cancelled = wasCancelled }
+        done.fulfill()
+    }
+}

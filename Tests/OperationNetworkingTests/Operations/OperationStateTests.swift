@@ -1,0 +1,184 @@
+import Foundation
+@testable import OperationNetworking
+import XCTest
+
+/// `OperationState` alone, no network: one row per (phase, event) pair, the new phase, the action and
+/// whether the operation counts as cancelled. Pairs marked `invalid` are library bugs that stop the
+/// process (`preconditionFailure`); they are listed so the table is complete, and never run.
+final class OperationStateTests: XCTestCase {
+    /// How each phase of the table is reached from a new state.
+    private static let setups: [String: [Event]] = [
+        "ready": [],
+        "ready·cancelled": [.cancel],
+        "parked": [.pause],
+        "parked+kept": [.restorePaused],
+        "executing": [.start],
+        "cancelling": [.start, .cancel],
+        "pausing": [.start, .pause],
+        "pausing→resume": [.start, .pause, .resume],
+        "pausing→cancel": [.start, .pause, .cancel],
+        "paused": [.start, .pause, .transferPaused],
+        "completing": [.start, .transferEnded],
+        "finished": [.start, .transferEnded, .handlersRan],
+    ]
+
+    private enum Event: String, CaseIterable {
+        case start, cancel, pause, resume, transferPaused, transferEnded, restorePaused, handlersRan
+    }
+
+    /// `phase action [cancelled]`, or `invalid`.
+    private static let table: [String: [Event: String]] = [
+        "ready": [.start: "executing start(fresh)", .cancel: "ready none cancelled", .pause: "parked readiness",
+                  .resume: "ready none", .transferPaused: "invalid", .transferEnded: "invalid",
+                  .restorePaused: "parked+kept -", .handlersRan: "invalid"],
+        "ready·cancelled": [.start: "completing completeCancelled cancelled", .cancel: "ready none cancelled",
+                            .pause: "ready none cancelled", .resume: "ready none cancelled", .transferPaused: "invalid",
+                            .transferEnded: "invalid", .restorePaused: "parked+kept - cancelled", .handlersRan: "invalid"],
+        "parked": [.start: "parked none", .cancel: "ready readiness cancelled", .pause: "parked none",
+                   .resume: "ready readiness", .transferPaused: "invalid", .transferEnded: "invalid",
+                   .restorePaused: "invalid", .handlersRan: "invalid"],
+        "parked+kept": [.start: "executing start(kept)", .cancel: "ready readiness cancelled", .pause: "parked+kept none",
+                        .resume: "executing start(kept)", .transferPaused: "invalid", .transferEnded: "invalid",
+                        .restorePaused: "invalid", .handlersRan: "invalid"],
+        "executing": [.start: "executing none", .cancel: "cancelling cancelTransfer cancelled", .pause: "pausing pauseTransfer",
+                      .resume: "executing none", .transferPaused: "invalid", .transferEnded: "completing deliver",
+                      .restorePaused: "invalid", .handlersRan: "invalid"],
+        "cancelling": [.start: "cancelling none cancelled", .cancel: "cancelling none cancelled",
+                       .pause: "cancelling none cancelled", .resume: "cancelling none cancelled", .transferPaused: "invalid",
+                       .transferEnded: "completing deliverCancelled cancelled", .restorePaused: "invalid",
+                       .handlersRan: "invalid"],
+        "pausing": [.start: "pausing none", .cancel: "pausing→cancel none cancelled", .pause: "pausing none",
+                    .resume: "pausing→resume none", .transferPaused: "paused pauseSettled",
+                    .transferEnded: "completing deliver", .restorePaused: "invalid", .handlersRan: "invalid"],
+        "pausing→resume": [.start: "pausing→resume none", .cancel: "pausing→cancel none cancelled", .pause: "pausing none",
+                           .resume: "pausing→resume none", .transferPaused: "executing start(kept)",
+                           .transferEnded: "completing deliver", .restorePaused: "invalid", .handlersRan: "invalid"],
+        "pausing→cancel": [.start: "pausing→cancel none cancelled", .cancel: "pausing→cancel none cancelled",
+                           .pause: "pausing→cancel none cancelled", .resume: "pausing→cancel none cancelled",
+                           .transferPaused: "completing completeCancelled cancelled",
+                           .transferEnded: "completing deliverCancelled cancelled", .restorePaused: "invalid",
+                           .handlersRan: "invalid"],
+        "paused": [.start: "paused none", .cancel: "completing completeCancelled cancelled", .pause: "paused none",
+                   .resume: "executing start(kept)", .transferPaused: "invalid", .transferEnded: "invalid",
+                   .restorePaused: "invalid", .handlersRan: "invalid"],
+        "completing": [.start: "completing none", .cancel: "completing none", .pause: "completing none",
+                       .resume: "completing none", .transferPaused: "invalid", .transferEnded: "invalid",
+                       .restorePaused: "invalid", .handlersRan: "finished finish"],
+        "finished": [.start: "finished none", .cancel: "finished none", .pause: "finished none", .resume: "finished none",
+                     .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "invalid",
+                     .handlersRan: "finished none"],
+    ]
+
+    private static let kept = KeptDownload(point: ResumePoint(offset: 7, validator: "\"v\"", rangesSupported: true),
+                                           bytes: Data([1, 2, 3, 4, 5, 6, 7]))
+
+    /// Applies `event`; the action's label ("-" for events without one).
+    private func apply(_ event: Event, to state: inout OperationState) -> String {
+        switch event {
+        case .start: return label(state.start())
+        case .cancel: return label(state.cancel())
+        case .pause: return label(state.pause())
+        case .resume: return label(state.resume())
+        case .transferPaused: return label(state.transferPaused(OperationStateTests.kept))
+        case .transferEnded: return label(state.transferEnded())
+        case .restorePaused:
+            state.restorePaused(OperationStateTests.kept)
+            return "-"
+        case .handlersRan: return label(state.handlersRan())
+        }
+    }
+
+    private func label(_ action: OperationState.Action) -> String {
+        switch action {
+        case .none: return "none"
+        case .startTransfer(let kept):
+            guard let kept else { return "start(fresh)" }
+            return kept.point.offset == 7 && kept.bytes.count == 7 ? "start(kept)" : "start(other bytes)"
+        case .cancelTransfer: return "cancelTransfer"
+        case .pauseTransfer: return "pauseTransfer"
+        case .completeCancelled: return "completeCancelled"
+        case .readinessChanged: return "readiness"
+        case .pauseSettled: return "pauseSettled"
+        case .deliver(let cancelled): return cancelled ? "deliverCancelled" : "deliver"
+        case .finish: return "finish"
+        }
+    }
+
+    private func label(_ phase: OperationState.Phase) -> String {
+        switch phase {
+        case .ready: return "ready"
+        case .parked(let kept): return kept == nil ? "parked" : "parked+kept"
+        case .executing: return "executing"
+        case .cancelling: return "cancelling"
+        case .pausing(.stayPaused): return "pausing"
+        case .pausing(.resume): return "pausing→resume"
+        case .pausing(.cancel): return "pausing→cancel"
+        case .paused: return "paused"
+        case .completing: return "completing"
+        case .finished: return "finished"
+        }
+    }
+
+    private func state(in name: String) throws -> OperationState {
+        var state = OperationState()
+        for event in try XCTUnwrap(OperationStateTests.setups[name]) { _ = apply(event, to: &state) }
+        XCTAssertEqual(label(state.phase), name == "ready·cancelled" ? "ready" : name, "setup of \(name)")
+        return state
+    }
+
+    /// Every (phase, event) pair of the table, each checked on a fresh state.
+    func testEveryPhaseAndEventPair() throws {
+        XCTAssertEqual(OperationStateTests.table.count, OperationStateTests.setups.count)
+        var checked = 0
+        for (phase, row) in OperationStateTests.table.sorted(by: { $0.key < $1.key }) {
+            XCTAssertEqual(Set(row.keys), Set(Event.allCases), "row \(phase) names every event")
+            for event in Event.allCases {
+                let expected = try XCTUnwrap(row[event])
+                guard expected != "invalid" else { continue }
+                var state = try self.state(in: phase)
+                let action = apply(event, to: &state)
+                let got = "\(label(state.phase)) \(action)" + (state.isCancelled ? " cancelled" : "")
+                XCTAssertEqual(got, expected, "\(phase) + \(event)")
+                checked += 1
+            }
+        }
+        XCTAssertEqual(checked, 60, "valid pairs checked")
+    }
+
+    /// The flags the operation's properties read, per phase.
+    func testPropertiesOfEachPhase() throws {
+        let expectations: [(String, executing: Bool, paused: Bool, finished: Bool, mayStart: Bool)] = [
+            ("ready", false, false, false, true), ("parked", false, true, false, false),
+            ("parked+kept", false, true, false, true), ("executing", true, false, false, true),
+            ("cancelling", true, false, false, true), ("pausing", false, true, false, true),
+            ("pausing→resume", true, false, false, true), ("pausing→cancel", true, false, false, true),
+            ("paused", false, true, false, true), ("completing", true, false, false, true),
+            ("finished", false, false, true, true),
+        ]
+        for (name, executing, paused, finished, mayStart) in expectations {
+            let state = try self.state(in: name)
+            XCTAssertEqual(state.isExecuting, executing, "\(name).isExecuting")
+            XCTAssertEqual(state.isPaused, paused, "\(name).isPaused")
+            XCTAssertEqual(state.isFinished, finished, "\(name).isFinished")
+            XCTAssertEqual(state.mayStart, mayStart, "\(name).mayStart")
+            XCTAssertEqual(state.isPausing, name.hasPrefix("pausing"), "\(name).isPausing")
+        }
+    }
+
+    /// The kept bytes are consumed by the one continuation that takes them: a second pause keeps the
+    /// second pause's bytes, never the first's.
+    func testKeptBytesBelongToOnePause() {
+        var state = OperationState()
+        _ = state.start()
+        _ = state.pause()
+        _ = state.transferPaused(OperationStateTests.kept)
+        guard case .startTransfer(let first?) = state.resume() else { return XCTFail("resume continues the kept bytes") }
+        XCTAssertEqual(first.bytes.count, 7)
+        _ = state.pause()
+        let second = KeptDownload(point: ResumePoint(offset: 20, validator: nil, rangesSupported: true), bytes: Data(count: 20))
+        _ = state.transferPaused(second)
+        guard case .paused(let kept) = state.phase else { return XCTFail("paused again") }
+        XCTAssertEqual(kept.point.offset, 20)
+        XCTAssertEqual(kept.bytes.count, 20)
+    }
+}
