@@ -61,7 +61,12 @@ extension TestServerHandler {
         switch range {
         case .ignore:
             sendPattern(context, request, .ok, 0..<length, headers: headers)
-        case .satisfiable(let bytes):
+        case .satisfiable(var bytes):
+            // Faults a continuation must catch: `rangeSkew=N` answers from N bytes past the asked start
+            // (and says so in Content-Range), `rangeShort=N` ends N bytes before the resource does.
+            let skew = min(max(query["rangeSkew"].flatMap { Int($0) } ?? 0, 0), bytes.count - 1)
+            let short = min(max(query["rangeShort"].flatMap { Int($0) } ?? 0, 0), bytes.count - 1 - skew)
+            bytes = (bytes.lowerBound + skew)...(bytes.upperBound - short)
             headers.add(name: "Content-Range", value: "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(length)")
             sendPattern(context, request, .partialContent, bytes.lowerBound..<(bytes.upperBound + 1), headers: headers)
         case .unsatisfiable:

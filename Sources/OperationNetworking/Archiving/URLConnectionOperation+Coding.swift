@@ -26,6 +26,7 @@ enum OperationCodingKeys {
     static let validator = "resume.validator"
     static let rangesSupported = "resume.rangesSupported"
     static let rangeEnd = "resume.rangeEnd"
+    static let totalLength = "resume.totalLength"
     static let shouldUseCredentialStorage = "shouldUseCredentialStorage"
     static let securityPolicy = "securityPolicy"
     static let responseSerializer = "responseSerializer"
@@ -104,6 +105,7 @@ extension URLConnectionOperation {
             coder.encode(resume.validator, forKey: OperationCodingKeys.validator)
             coder.encode(resume.rangesSupported, forKey: OperationCodingKeys.rangesSupported)
             if let end = resume.rangeEnd { coder.encode(end, forKey: OperationCodingKeys.rangeEnd) }
+            if let total = resume.totalLength { coder.encode(total, forKey: OperationCodingKeys.totalLength) }
         }
         coder.encode(useStorage, forKey: OperationCodingKeys.shouldUseCredentialStorage)
         coder.encode(policy, forKey: OperationCodingKeys.securityPolicy)
@@ -166,10 +168,15 @@ extension URLConnectionOperation {
         if let rangeEnd, !(offset...largest).contains(rangeEnd) {
             coder.failInvalidValue(forKey: OperationCodingKeys.rangeEnd, expected: "range end (at or after the offset)")
         }
+        let total = coder.decodeCheckedInt64(forKey: OperationCodingKeys.totalLength, of: owner)
+        if let total, !(offset...largest).contains(total) {
+            coder.failInvalidValue(forKey: OperationCodingKeys.totalLength, expected: "total length (at or after the offset)")
+        }
         let resume = ResumePoint(offset: min(max(0, offset), largest),
                                  rangeEnd: rangeEnd.flatMap { (offset...largest).contains($0) ? $0 : nil },
                                  validator: coder.decodeChecked(String.self, forKey: OperationCodingKeys.validator),
-                                 rangesSupported: coder.decodeCheckedBool(forKey: OperationCodingKeys.rangesSupported, of: owner) ?? false)
+                                 rangesSupported: coder.decodeCheckedBool(forKey: OperationCodingKeys.rangesSupported, of: owner) ?? false,
+                                 totalLength: total.flatMap { (offset...largest).contains($0) ? $0 : nil })
         let partial = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.partialData) ?? Data()
         let useStorage = coder.decodeCheckedBool(forKey: OperationCodingKeys.shouldUseCredentialStorage, of: owner)
         lock.withLock {

@@ -113,7 +113,7 @@ struct CurlCommand {
             lines.append((lowered, shown.isEmpty ? "\(name);" : "\(name): \(shown)"))
         }
         if request.httpShouldHandleCookies && !names.contains("cookie"), let url = request.url,
-           let cookies = HTTPCookieStorage.shared.cookies(for: url), !cookies.isEmpty,
+           case let cookies = CookieScope.cookies(in: HTTPCookieStorage.shared, for: url), !cookies.isEmpty,
            let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
             lines.append(("cookie", "Cookie: \(redactingSecrets ? CurlCommand.redacted : header)"))
         }

@@ -30,6 +30,11 @@ final class NetworkThread: @unchecked Sendable {
     static let maxActiveTransfers = 512
     /// Idle easy handles kept for reuse: as many as can be active, so a steady load never makes new ones.
     private static let maxPooledHandles = maxActiveTransfers
+    /// Connections per host while every transfer on curl may multiplex (https, not known to be
+    /// HTTP/1.x): a burst to an HTTP/2 origin shares these instead of opening one connection per
+    /// request. Lifted while any transfer needs a connection of its own (HTTP/1.x), so that a queue's
+    /// concurrency to an HTTP/1.x host is never capped.
+    static let multiplexedConnectionsPerHost = 4
     /// How often stalled transfers are looked for.
     private static let timeoutScanInterval: UInt64 = 50_000_000
 
@@ -70,9 +75,13 @@ final class NetworkThread: @unchecked Sendable {
     // MARK: Network thread only
     /// Connections a pinning policy accepted (see `Transfer.serverIsTrusted`).
     let trustedConnections = TrustedConnections()
-    /// The last absolute URL string `Transfer.configure` found usable, and whether it is https:
-    /// requests to one URL (a poller, a benchmark) skip parsing its scheme and host every time.
-    var lastCheckedURL: (absoluteString: String, isHTTPS: Bool)?
+    /// The last absolute URL string `Transfer.configure` found usable, and its `host:port` when it is
+    /// https: requests to one URL (a poller, a benchmark) skip parsing its scheme and host every time.
+    var lastCheckedURL: (absoluteString: String, tlsOrigin: String?)?
+    /// https origins whose connections turned out HTTP/1.x (they cannot multiplex).
+    private var serialTLSOrigins: Set<String> = []
+    /// Transfers on curl that need a connection each: plain http, or https to an origin known to be HTTP/1.x.
+    private var serialTransfers = 0
     /// Transfers on curl, by easy handle.
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     /// Transfers waiting for a slot, oldest first (`waitingHead` is the next to admit).
@@ -128,6 +137,9 @@ final class NetworkThread: @unchecked Sendable {
         if let multi {
             _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connectionCacheSize)
             _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+            // The server's own stream limit (its SETTINGS) is what bounds a connection, not curl's 100.
+            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1000)
+            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, NetworkThread.multiplexedConnectionsPerHost)
         }
         // Only this thread uses the share handle, so it needs no lock callbacks.
         share = curl_share_init()
@@ -274,7 +286,7 @@ final class NetworkThread: @unchecked Sendable {
         assertOnNetworkThread()
         if let easy = transfer.leaveCurlEarly(), let multi {
             curl_multi_remove_handle(multi, easy.raw)
-            active.removeValue(forKey: easy.raw)
+            takeOffCurl(easy.raw, multi: multi)
             recycle(easy)
         }
         end(transfer, outcome)
@@ -322,7 +334,40 @@ final class NetworkThread: @unchecked Sendable {
                                                         url: transfer.currentRequest.url)))
             return
         }
+        putOnCurl(transfer, easy: easy, multi: multi)
+    }
+
+    /// Records a transfer curl now runs, and lifts the per-host cap when it needs a connection of its own.
+    private func putOnCurl(_ transfer: Transfer, easy: CurlEasyHandle, multi: UnsafeMutableRawPointer) {
         active[easy.raw] = transfer
+        let serial = transfer.tlsOrigin.map { serialTLSOrigins.contains($0) } ?? true
+        transfer.countedAsSerial = serial
+        if serial {
+            serialTransfers += 1
+            if serialTransfers == 1 { _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0) }
+        }
+    }
+
+    /// Forgets a transfer curl no longer runs (its handle already removed from the multi handle); learns
+    /// whether its https origin is HTTP/1.x; restores the per-host cap when no transfer needs its own
+    /// connection any more.
+    @discardableResult
+    private func takeOffCurl(_ raw: UnsafeMutableRawPointer, multi: UnsafeMutableRawPointer) -> Transfer? {
+        guard let transfer = active.removeValue(forKey: raw) else { return nil }
+        if let origin = transfer.tlsOrigin, !transfer.countedAsSerial,
+           case let version = transfer.easy?.info(long: CURLINFO_HTTP_VERSION) ?? 0, version > 0,
+           version < Int(CURL_HTTP_VERSION_2_0) {
+            if serialTLSOrigins.count >= 4096 { serialTLSOrigins.removeAll() }
+            serialTLSOrigins.insert(origin)
+        }
+        if transfer.countedAsSerial {
+            transfer.countedAsSerial = false
+            serialTransfers -= 1
+            if serialTransfers == 0 {
+                _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, NetworkThread.multiplexedConnectionsPerHost)
+            }
+        }
+        return transfer
     }
 
     /// Carries out what each transfer decides about its hop that curl reports done.
@@ -333,7 +378,7 @@ final class NetworkThread: @unchecked Sendable {
             guard message.pointee.msg == CURLMSG_DONE, let raw = message.pointee.easy_handle else { continue }
             let code = message.pointee.data.result
             curl_multi_remove_handle(multi, raw)
-            guard let transfer = active.removeValue(forKey: raw), let easy = transfer.easy else { continue }
+            guard let transfer = takeOffCurl(raw, multi: multi), let easy = transfer.easy else { continue }
             switch transfer.hopEnded(code: code) {
             case .finish(let outcome):
                 recycle(easy)
@@ -364,7 +409,7 @@ final class NetworkThread: @unchecked Sendable {
         guard curl_multi_add_handle(multi, easy.raw) == CURLM_OK else {
             return .failed(TransportError.make(.unknown, "libcurl refused the next hop.", url: transfer.currentRequest.url))
         }
-        active[easy.raw] = transfer
+        putOnCurl(transfer, easy: easy, multi: multi)
         return nil
     }
 

@@ -176,13 +176,12 @@ extension Transfer {
             expectedBodyLength = length
             if status == 206, case .bytes(let start, _) = callerRange {
                 // The body starts where the caller's range does (Content-Range says so exactly).
-                rangeBase = Transfer.contentRangeStart(head.value(for: "Content-Range")) ?? start
+                rangeBase = ContentRange(head.value(for: "Content-Range"))?.first ?? start
             }
             return true
         }
         if sentRange && status == 206 {
-            expectedBodyLength = length >= 0 ? resume.offset.saturatingAdd(length) : -1
-            return true
+            return continuationFits(head, resume: resume)
         }
         expectedBodyLength = length
         if outputStream == nil {
@@ -206,18 +205,36 @@ extension Transfer {
         return true
     }
 
+    /// A 206 continues the kept bytes only when it starts exactly where they end and describes the
+    /// same resource; anything else fails the transfer rather than splice wrong bytes into the body.
+    /// Sets where the body must end, so a 206 that stops short of the resource's end fails too.
+    private func continuationFits(_ head: ResponseHead, resume: ResumePoint) -> Bool {
+        let value = head.value(for: "Content-Range")
+        guard let range = ContentRange(value), range.first == resume.offset else {
+            abortError = TransportError.make(
+                .badServerResponse,
+                "The server answered the continuation from byte \(resume.offset) with Content-Range "
+                + "\"\(value ?? "")\"; the kept bytes were not extended.", url: currentRequest.url)
+            return false
+        }
+        if let known = resume.totalLength, let total = range.total, known != total {
+            abortError = TransportError.make(
+                .badServerResponse,
+                "The resource is \(total) bytes long now, \(known) when the download was paused; the kept bytes "
+                + "belong to another version.", url: currentRequest.url)
+            return false
+        }
+        let length = head.expectedContentLength
+        expectedBodyLength = length >= 0 ? resume.offset.saturatingAdd(length) : range.last.saturatingAdd(1)
+        // An open range must reach the resource's end; a closed one (the caller's) its own end.
+        requiredBodyEnd = resume.rangeEnd.map { $0.saturatingAdd(1) } ?? (range.total ?? resume.totalLength)
+        return true
+    }
+
     /// The error for a body past `maximumBodySize`.
     private func tooLarge(_ limit: Int64) -> URLError {
         TransportError.make(.dataLengthExceedsMaximum, "The response body exceeds the maximum of \(limit) bytes.",
                             url: currentRequest.url)
-    }
-
-    /// `first` of `Content-Range: bytes first-last/length`.
-    static func contentRangeStart(_ value: String?) -> Int64? {
-        guard let value, let unit = value.range(of: "bytes ", options: [.caseInsensitive, .anchored]) else { return nil }
-        let rest = value[unit.upperBound...]
-        guard let dash = rest.firstIndex(of: "-") else { return nil }
-        return Int64(rest[..<dash].trimmingCharacters(in: .whitespaces))
     }
 
     private func storeCookies(from values: [String], url: URL) {
@@ -226,5 +243,32 @@ extension Transfer {
         if !cookies.isEmpty {
             Transfer.cookieStorage.setCookies(cookies, for: url, mainDocumentURL: nil)
         }
+    }
+}
+
+/// `Content-Range: bytes first-last/total` (the total may be `*`, unknown).
+struct ContentRange: Equatable {
+    let first: Int64
+    let last: Int64
+    let total: Int64?
+
+    /// `nil` when `value` is missing or not a satisfied byte range.
+    init?(_ value: String?) {
+        guard let value, let unit = value.range(of: "bytes ", options: [.caseInsensitive, .anchored]) else { return nil }
+        let rest = value[unit.upperBound...].trimmingCharacters(in: .whitespaces)
+        let halves = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        let bounds = halves[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard halves.count == 2, bounds.count == 2,
+              let first = Int64(bounds[0].trimmingCharacters(in: .whitespaces)),
+              let last = Int64(bounds[1].trimmingCharacters(in: .whitespaces)), first >= 0, last >= first else { return nil }
+        let totalText = halves[1].trimmingCharacters(in: .whitespaces)
+        if totalText == "*" {
+            total = nil
+        } else {
+            guard let total = Int64(totalText), total > last else { return nil }
+            self.total = total
+        }
+        self.first = first
+        self.last = last
     }
 }

@@ -67,6 +67,9 @@ extension Transfer {
         try easy.set(CURLOPT_NOSIGNAL, true)
         try easy.set(CURLOPT_FOLLOWLOCATION, false)   // redirects are decided by the library, hop by hop
         try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        // Over TLS the connection may turn out HTTP/2: a burst waits for the first connection to a host
+        // to say so and then shares it, instead of opening one connection per request.
+        try easy.set(CURLOPT_PIPEWAIT, isHTTPS)
         try configureTLS(easy, url: url)
         try configureCredentials(easy)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, timeoutMilliseconds)
@@ -98,14 +101,18 @@ extension Transfer {
     /// thread remembers the last URL that passed (same string, same parse), since parsing its host
     /// costs more than comparing the string.
     private func checkedIsHTTPS(_ url: URL, absoluteString: String) throws -> Bool {
-        if let last = network?.lastCheckedURL, last.absoluteString == absoluteString { return last.isHTTPS }
+        if let last = network?.lastCheckedURL, last.absoluteString == absoluteString {
+            tlsOrigin = last.tlsOrigin
+            return last.tlsOrigin != nil
+        }
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw TransportError.make(.unsupportedURL, "Only http and https URLs are supported.", url: url)
         }
         guard let host = url.host, !host.isEmpty else {
             throw TransportError.make(.badURL, "The URL has no host.", url: url)
         }
-        network?.lastCheckedURL = (absoluteString, scheme == "https")
+        tlsOrigin = scheme == "https" ? "\(host.lowercased()):\(url.port ?? 443)" : nil
+        network?.lastCheckedURL = (absoluteString, tlsOrigin)
         return scheme == "https"
     }
 
@@ -125,6 +132,7 @@ extension Transfer {
     /// Per-hop state back to its start.
     private func beginHop() {
         headerParser = ResponseHeaderParser()
+        requiredBodyEnd = nil
         hop = .awaitingHead
         decoder = nil
         socketOpenError = 0
@@ -203,7 +211,7 @@ extension Transfer {
         if !hasExpect { lines.append("Expect:") }   // no 100-continue round trip unless asked for
         // An empty storage is told cheaply; matching cookies to the URL parses its host (most of the cost).
         if request.httpShouldHandleCookies && !hasCookie, Transfer.cookieStorage.cookies?.isEmpty == false,
-           let cookies = Transfer.cookieStorage.cookies(for: url), !cookies.isEmpty,
+           case let cookies = CookieScope.cookies(in: Transfer.cookieStorage, for: url), !cookies.isEmpty,
            let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
             lines.append("Cookie: \(header)")
         }

@@ -173,6 +173,11 @@ extension Transfer {
             return .finish(deliverSetAside())
         case .delivering:
             if let shortfall = bodyShortfall(easy) { return retryOrFinish(.failed(shortfall)) }
+            if let required = requiredBodyEnd, bytesReceived != required {
+                return .finish(.failed(TransportError.make(
+                    .networkConnectionLost, "The continued download ended at byte \(bytesReceived) of \(required).",
+                    url: currentRequest.url)))
+            }
             if let unfinished = unfinishedCompression() { return retryOrFinish(.failed(unfinished)) }
             return .finish(.completed)
         }

@@ -18,6 +18,9 @@ struct ResumePoint: Sendable {
     var validator: String?
     /// Whether the server advertised `Accept-Ranges: bytes`; without it the download restarts from zero.
     var rangesSupported: Bool
+    /// The resource's full length when a response said it (a 200's `Content-Length`, a 206's
+    /// `Content-Range` total): a continuation must agree with it and end exactly there.
+    var totalLength: Int64? = nil
 }
 
 /// The caller's own `Range` header, as far as a continuation needs it.
@@ -160,6 +163,10 @@ final class Transfer: @unchecked Sendable {
     /// of this transfer starts: the network thread and the pre-request callback check it.
     private let cancelRequested = Atomic<Bool>(false)
 
+    /// `host:port` of the current hop when it is https (a connection that may turn out HTTP/2), else `nil`.
+    var tlsOrigin: String?
+    /// Whether the network thread counts this transfer among those that need a connection each.
+    var countedAsSerial = false
     /// Whether the current hop's pinning policy decides in the pre-request callback (set by `configureTLS`).
     var pinsCertificates = false
     /// Parsing state of the header block currently arriving.
@@ -194,6 +201,9 @@ final class Transfer: @unchecked Sendable {
     var rangeBase: Int64 = 0
     /// Full length of the body being received, counting a resumed prefix; -1 when unknown.
     var expectedBodyLength: Int64 = -1
+    /// Where a continuation's body must end (in resource bytes, like `bytesReceived`), when known: a
+    /// 206 that ends elsewhere would leave the download short.
+    var requiredBodyEnd: Int64?
 
 
     /// - Parameters:
@@ -251,10 +261,13 @@ final class Transfer: @unchecked Sendable {
             // Continuing a range the library cannot express would corrupt the sink: restart instead.
             return ResumePoint(offset: bytesReceived, validator: etag ?? modified, rangesSupported: false)
         }
+        // A partial response says the whole length in Content-Range; a full one, uncompressed, in Content-Length.
+        let resourceLength = honoured ? ContentRange(head?.value(for: "Content-Range"))?.total
+            : (decoder == nil && head?.statusCode == 200 && expectedBodyLength >= 0 ? expectedBodyLength : nil)
         var rangeEnd = resumeFrom?.rangeEnd
         if case .bytes(_, let end) = callerRange, honoured { rangeEnd = end }
         return ResumePoint(offset: rangeBase.saturatingAdd(bytesReceived), rangeEnd: rangeEnd, validator: etag ?? modified,
-                           rangesSupported: supported || honoured)
+                           rangesSupported: supported || honoured, totalLength: resourceLength)
     }
 }
 

@@ -66,9 +66,16 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(Int64.max.saturatingAdd(1), .max)
         XCTAssertEqual(Int64(9_000_000_000_000_000_000).saturatingAdd(9_000_000_000_000_000_000), .max)
         XCTAssertEqual(Int64(5).saturatingAdd(7), 12)
-        XCTAssertEqual(Transfer.contentRangeStart("bytes 9223372036854775807-9223372036854775807/*"), .max)
-        XCTAssertNil(Transfer.contentRangeStart("bytes 99999999999999999999-1/2"))
-        XCTAssertEqual(Transfer.contentRangeStart("bytes 100-199/1000"), 100)
+        XCTAssertEqual(ContentRange("bytes 9223372036854775807-9223372036854775807/*")?.first, .max)
+        XCTAssertNil(ContentRange("bytes 99999999999999999999-1/2"))
+        XCTAssertEqual(ContentRange("bytes 100-199/1000"), ContentRange("bytes 100-199/1000"))
+        XCTAssertEqual(ContentRange("bytes 100-199/1000")?.first, 100)
+        XCTAssertEqual(ContentRange("bytes 100-199/1000")?.last, 199)
+        XCTAssertEqual(ContentRange("bytes 100-199/1000")?.total, 1000)
+        XCTAssertNil(ContentRange("bytes 100-199/1000")?.total.flatMap { $0 < 1000 ? $0 : nil })
+        XCTAssertNil(ContentRange("bytes 200-100/1000"), "last before first")
+        XCTAssertNil(ContentRange("bytes 100-199/150"), "total not past last")
+        XCTAssertNil(ContentRange("bytes */1000"), "an unsatisfied range")
     }
 
     func testOversizedHeaderBlockIsReported() {

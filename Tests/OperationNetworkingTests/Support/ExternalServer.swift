@@ -1,0 +1,139 @@
+import Foundation
+import XCTest
+
+/// A real server from Debian (nginx, squid) started for one test on a free loopback port, in a
+/// directory of its own, and stopped (its process and everything it wrote) when the test ends.
+/// Skips the test when the program is not installed (`scripts/setup` installs both).
+final class ExternalServer: @unchecked Sendable {   // immutable after init; `process` is thread-safe
+    /// The loopback port it listens on.
+    let port: Int
+    /// Its working directory (configuration, logs, certificates).
+    let directory: URL
+    private let process: Process
+
+    /// Writes `configuration(port, directory)` to `directory/<name>.conf`, runs `executable` with
+    /// `arguments(configFile)` and waits (bounded) until the port accepts connections.
+    init(executable: String, name: String, arguments: (String) -> [String],
+         configuration: (Int, URL) throws -> String) throws {
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw XCTSkip("\(executable) is not installed (scripts/setup installs it)")
+        }
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("onet-\(name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        port = try ExternalServer.freePort()
+        let file = directory.appendingPathComponent("\(name).conf")
+        try configuration(port, directory).write(to: file, atomically: true, encoding: .utf8)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments(file.path)
+        process.currentDirectoryURL = directory
+        let log = directory.appendingPathComponent("\(name).stdio")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        let deadline = Date().addingTimeInterval(15)
+        while !ExternalServer.accepts(port: port) {
+            guard process.isRunning, Date() < deadline else {
+                stop()
+                let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+                throw NSError(domain: "ExternalServer", code: 1,
+                              userInfo: [NSLocalizedDescriptionKey: "\(name) did not start on port \(port): \(output)"])
+            }
+            usleep(20_000)   // polling a port that is about to open; bounded by the deadline above
+        }
+    }
+
+    /// Stops the process and removes its directory.
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A port nothing listens on now (the kernel's pick for an ephemeral bind).
+    static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { base -> Bool in
+                bind(descriptor, base, length) == 0 && getsockname(descriptor, base, &length) == 0
+            }
+        }
+        guard bound else { throw POSIXError(.EADDRINUSE) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    static func accepts(port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
+
+extension ExternalServer {
+    /// nginx serving HTTP/2 over TLS (and HTTP/1.1 by ALPN) with `certificatePEM`/`keyPEM`, at most
+    /// `streams` concurrent streams per connection; `/small` is 1 KiB, and the access log
+    /// (`access.log`) records each request's connection serial number.
+    static func nginxHTTP2(certificatePEM: String, keyPEM: String, streams: Int = 128) throws -> ExternalServer {
+        try ExternalServer(executable: "/usr/sbin/nginx", name: "nginx", arguments: { ["-p", ".", "-c", $0] }) { port, directory in
+            try certificatePEM.write(to: directory.appendingPathComponent("cert.pem"), atomically: true, encoding: .utf8)
+            try keyPEM.write(to: directory.appendingPathComponent("key.pem"), atomically: true, encoding: .utf8)
+            try Data(repeating: 0x61, count: 1024).write(to: directory.appendingPathComponent("small"))
+            let path = directory.path
+            return """
+            daemon off;
+            master_process off;
+            worker_processes 1;
+            pid \(path)/nginx.pid;
+            error_log \(path)/error.log warn;
+            events { worker_connections 4096; }
+            http {
+                client_body_temp_path \(path)/body;
+                proxy_temp_path \(path)/proxy;
+                fastcgi_temp_path \(path)/fastcgi;
+                uwsgi_temp_path \(path)/uwsgi;
+                scgi_temp_path \(path)/scgi;
+                log_format conn '$connection $request_uri $server_protocol';
+                access_log \(path)/access.log conn;
+                keepalive_requests 100000;
+                server {
+                    listen 127.0.0.1:\(port) ssl http2;
+                    ssl_certificate \(path)/cert.pem;
+                    ssl_certificate_key \(path)/key.pem;
+                    http2_max_concurrent_streams \(streams);
+                    root \(path);
+                    location = /small { default_type application/octet-stream; }
+                }
+            }
+            """
+        }
+    }
+
+    /// Lines of `access.log` so far (nginx writes each line when the request ends).
+    var accessLog: [Substring] {
+        let text = (try? String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n")
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+@testable import OperationNetworking
+import OperationNetworkingTestServer
+import XCTest
+
+/// A burst to one HTTP/2 origin (real nginx, TLS, ALPN) rides few connections: every request waits
+/// for a connection that can multiplex instead of opening its own.
+final class HTTP2MultiplexingTests: XCTestCase {
+    private var nginx: ExternalServer?
+
+    override func tearDown() {
+        nginx?.stop()
+        super.tearDown()
+    }
+
+    private func startNginx(streams: Int) throws -> (ExternalServer, SecurityPolicy) {
+        let authority = try TestCertificateAuthority(commonName: "OperationNetworking HTTP/2 Test Root")
+        let leaf = try authority.issue()
+        let server = try ExternalServer.nginxHTTP2(certificatePEM: CertificateData.pem([leaf.certificate]),
+                                                   keyPEM: leaf.privateKeyPEM, streams: streams)
+        nginx = server
+        let policy = SecurityPolicy.default()
+        policy.additionalTrustAnchors = [authority.certificate]
+        return (server, policy)
+    }
+
+    /// `count` GETs of /small at once on an unlimited queue; every one must succeed over HTTP/2.
+    private func burst(_ count: Int, to server: ExternalServer, policy: SecurityPolicy) throws {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = count
+        let done = expectation(description: "\(count) responses")
+        done.expectedFulfillmentCount = count
+        let failures = Recorder<String>()
+        let url = try XCTUnwrap(URL(string: "https://127.0.0.1:\(server.port)/small"))
+        for _ in 0..<count {
+            let operation = HTTPRequestOperation(request: URLRequest(url: url))
+            operation.securityPolicy = policy
+            operation.setCompletionBlockWithSuccess({ operation, _ in
+                if operation.responseData?.count != 1024 || operation.metrics?.httpVersion != "2" {
+                    failures.append("\(operation.responseData?.count ?? -1) bytes over HTTP/\(operation.metrics?.httpVersion ?? "?")")
+                }
+                done.fulfill()
+            }, failure: { _, error in
+                failures.append("\(error)")
+                done.fulfill()
+            })
+            queue.addOperation(operation)
+        }
+        wait(for: [done], timeout: 60)
+        XCTAssertEqual(failures.all, [])
+    }
+
+    /// Connections nginx saw for /small (its access log names each request's connection).
+    private func connections(_ server: ExternalServer) -> Set<Substring> {
+        Set(server.accessLog.filter { $0.contains("/small") }.compactMap { $0.split(separator: " ").first })
+    }
+
+    func testTwoHundredConcurrentRequestsShareAtMostFourConnections() throws {
+        let (server, policy) = try startNginx(streams: 128)
+        for round in 1...3 {   // the same on every run, not once in a while
+            try burst(200, to: server, policy: policy)
+            XCTAssertTrue(eventually { server.accessLog.filter { $0.contains("/small") }.count == 200 * round })
+            let lines = server.accessLog.filter { $0.contains("/small") }.suffix(200)
+            let used = Set(lines.compactMap { $0.split(separator: " ").first }).count
+            XCTAssertLessThanOrEqual(used, 4, "round \(round): 200 requests over \(used) connections")
+        }
+    }
+
+    func testTheServersStreamLimitIsRespected() throws {
+        // 10 streams per connection: 60 requests at once all succeed (a stream past the server's limit
+        // would be refused) on at most the per-host connections.
+        let (server, policy) = try startNginx(streams: 10)
+        try burst(60, to: server, policy: policy)
+        XCTAssertTrue(eventually { server.accessLog.filter { $0.contains("/small") }.count == 60 })
+        XCTAssertLessThanOrEqual(connections(server).count, NetworkThread.multiplexedConnectionsPerHost)
+    }
+
+    func testAThousandConcurrentRequestsRideFewConnections() throws {
+        let (server, policy) = try startNginx(streams: 128)
+        try burst(1000, to: server, policy: policy)
+        XCTAssertTrue(eventually { server.accessLog.filter { $0.contains("/small") }.count == 1000 })
+        let used = connections(server).count
+        XCTAssertLessThanOrEqual(used, 8)
+    }
+}
+
+/// The per-host cap that keeps HTTP/2 bursts on few connections never caps an HTTP/1.x host: a
+/// queue's concurrency there is one connection per request.
+final class HTTP1ConcurrencyTests: XCTestCase {
+    private func concurrentSlowRequests(_ count: Int, to server: TestServer, policy: SecurityPolicy? = nil) {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = count
+        let done = expectation(description: "responses")
+        done.expectedFulfillmentCount = count
+        for _ in 0..<count {
+            let operation = HTTPRequestOperation(request: URLRequest(url: server.url("/delay/300")))
+            if let policy { operation.securityPolicy = policy }
+            operation.setCompletionBlockWithSuccess({ _, _ in done.fulfill() }, failure: { _, _ in done.fulfill() })
+            queue.addOperation(operation)
+        }
+        wait(for: [done], timeout: 30)
+    }
+
+    func testPlainHTTPConcurrencyIsNotCapped() throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        concurrentSlowRequests(12, to: server)
+        XCTAssertGreaterThanOrEqual(server.acceptedConnections, 12)
+    }
+
+    func testAnHTTPSOriginThatSpeaksHTTP1IsNotCappedOnceKnown() throws {
+        let authority = try TestCertificateAuthority(commonName: "OperationNetworking HTTP/1 Test Root")
+        let server = try TestServer(tls: try authority.issue())
+        defer { server.shutdown() }
+        let policy = SecurityPolicy.default()
+        policy.additionalTrustAnchors = [authority.certificate]
+        concurrentSlowRequests(1, to: server, policy: policy)   // learns that the origin is HTTP/1.1
+        let before = server.acceptedConnections
+        concurrentSlowRequests(12, to: server, policy: policy)
+        XCTAssertGreaterThanOrEqual(server.acceptedConnections - before, 11, "one connection per concurrent request")
+    }
+}
