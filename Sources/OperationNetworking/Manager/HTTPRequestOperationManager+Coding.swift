@@ -14,6 +14,8 @@ private enum ManagerCodingKeys {
     static let securityPolicy = "securityPolicy"
     static let shouldUseCredentialStorage = "shouldUseCredentialStorage"
     static let retryPolicy = "retryPolicy"
+    static let proxyURL = "proxy.url"
+    static let proxyBypass = "proxy.bypass"
 }
 
 extension HTTPRequestOperationManager {
@@ -21,9 +23,10 @@ extension HTTPRequestOperationManager {
     /// refuses unexpected classes instead of letting corelibs' unarchiver stop the process.
     public static var supportsSecureCoding: Bool { true }
 
-    /// Archives the base URL, both serializers, the security policy, `shouldUseCredentialStorage` and
-    /// the retry policy (as JSON data), with `version` = 1. Never archived: the queue, completion queue and group, `credential` (the
-    /// library writes no secret) and `clientCertificate` (it holds a private key). An `Authorization`
+    /// Archives the base URL, both serializers, the security policy, `shouldUseCredentialStorage`, the
+    /// retry policy (as JSON data) and the proxy setting, with `version` = 1. Never archived: the queue,
+    /// completion queue and group, `credential` and `proxyCredential` (the library writes no secret)
+    /// and `clientCertificate` (it holds a private key). An `Authorization`
     /// header set on the request serializer *is* archived, as in AFNetworking.
     public func encode(with coder: NSCoder) {
         coder.encode(SerializationCodingVersion, forKey: ManagerCodingKeys.version)
@@ -33,6 +36,10 @@ extension HTTPRequestOperationManager {
         coder.encode(securityPolicy, forKey: ManagerCodingKeys.securityPolicy)
         coder.encode(shouldUseCredentialStorage, forKey: ManagerCodingKeys.shouldUseCredentialStorage)
         coder.encodeJSON(retryPolicy.archived, forKey: ManagerCodingKeys.retryPolicy)
+        if let proxy = proxy.archived {
+            coder.encode(proxy.url, forKey: ManagerCodingKeys.proxyURL)
+            coder.encodeJSON(proxy.bypass, forKey: ManagerCodingKeys.proxyBypass)
+        }
     }
 
     /// A manager equal in configuration, with its own empty queue and copies of the serializers and
@@ -41,14 +48,9 @@ extension HTTPRequestOperationManager {
         let copy = Swift.type(of: self).init(baseURL: baseURL)
         if let serializer = requestSerializer.copy() as? HTTPRequestSerializer { copy.requestSerializer = serializer }
         if let serializer = responseSerializer.copy() as? HTTPResponseSerializer { copy.responseSerializer = serializer }
-        if let policy = securityPolicy.copy() as? SecurityPolicy { copy.securityPolicy = policy }
-        copy.shouldUseCredentialStorage = shouldUseCredentialStorage
-        copy.credential = credential
-        copy.clientCertificate = clientCertificate
-        copy.maximumResponseSize = maximumResponseSize
-        copy.retryPolicy = retryPolicy
-        copy.completionQueue = completionQueue
-        copy.completionGroup = completionGroup
+        var configuration = operationConfiguration
+        configuration.securityPolicy = securityPolicy.copy() as? SecurityPolicy ?? configuration.securityPolicy
+        copy.operationConfiguration = configuration
         copy.eventMonitors = eventMonitors
         return copy
     }
@@ -74,6 +76,13 @@ extension HTTPRequestOperationManager {
                 retryPolicy = policy
             } else {
                 coder.failInvalidValue(forKey: ManagerCodingKeys.retryPolicy, expected: "retry policy")
+            }
+        }
+        if let proxyURL = coder.decodeChecked(String.self, forKey: ManagerCodingKeys.proxyURL) {
+            let bypass = coder.decodeJSON([String].self, forKey: ManagerCodingKeys.proxyBypass) ?? []
+            proxy = ProxySetting(archivedURL: proxyURL, bypass: bypass)
+            if !proxyURL.isEmpty, case .environment = proxy {
+                coder.failInvalidValue(forKey: ManagerCodingKeys.proxyURL, expected: "proxy URL")
             }
         }
     }

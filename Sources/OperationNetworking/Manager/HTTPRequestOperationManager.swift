@@ -31,15 +31,13 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     private var storedRequestSerializer = HTTPRequestSerializer()                 // guarded by lock
     private var storedResponseSerializer: HTTPResponseSerializer = JSONResponseSerializer()   // guarded by lock
     private var storedQueue = OperationQueue()                                    // guarded by lock
-    private var storedShouldUseCredentialStorage = true                           // guarded by lock
-    private var storedCredential: URLCredential?                                  // guarded by lock
-    private var storedSecurityPolicy = SecurityPolicy.default()                   // guarded by lock
-    private var storedClientCertificate: ClientCertificate?                       // guarded by lock
-    private var storedMaximumResponseSize: Int64?                                 // guarded by lock
-    private var storedRetryPolicy = RetryPolicy.none                              // guarded by lock
+    /// The settings copied whole onto each operation the manager creates.
+    private var storedOperationConfiguration: OperationConfiguration = {              // guarded by lock
+        var configuration = OperationConfiguration()
+        configuration.securityPolicy = SecurityPolicy.default()
+        return configuration
+    }()
     private var storedReachability = NetworkReachabilityManager.shared            // guarded by lock
-    private var storedCompletionQueue: DispatchQueue?                             // guarded by lock
-    private var storedCompletionGroup: DispatchGroup?                             // guarded by lock
     private var storedEventMonitors: [EventMonitor] = []                          // guarded by lock
 
     /// A manager for `baseURL` (nil: every URL string must be absolute).
@@ -90,18 +88,18 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     }
     /// Copied onto each operation. Default `true`.
     public var shouldUseCredentialStorage: Bool {
-        get { lock.withLock { storedShouldUseCredentialStorage } }
-        set { lock.withLock { storedShouldUseCredentialStorage = newValue } }
+        get { lock.withLock { storedOperationConfiguration.shouldUseCredentialStorage } }
+        set { lock.withLock { storedOperationConfiguration.shouldUseCredentialStorage = newValue } }
     }
     /// Copied onto each operation. Default `nil`.
     public var credential: URLCredential? {
-        get { lock.withLock { storedCredential } }
-        set { lock.withLock { storedCredential = newValue } }
+        get { lock.withLock { storedOperationConfiguration.credential } }
+        set { lock.withLock { storedOperationConfiguration.credential = newValue } }
     }
     /// Given to each operation (the same instance, as AFN). Default `SecurityPolicy.default()`.
     public var securityPolicy: SecurityPolicy {
-        get { lock.withLock { storedSecurityPolicy } }
-        set { lock.withLock { storedSecurityPolicy = newValue } }
+        get { lock.withLock { storedOperationConfiguration.securityPolicy ?? SecurityPolicy.default() } }
+        set { lock.withLock { storedOperationConfiguration.securityPolicy = newValue } }
     }
     /// Watches the network, for pausing the queue while it is gone. Default `.shared`; the manager never
     /// starts it: call `startMonitoring()` (AFN).
@@ -111,31 +109,44 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     }
     /// Copied onto each operation: offered to servers that ask for a client certificate. Default `nil`.
     public var clientCertificate: ClientCertificate? {
-        get { lock.withLock { storedClientCertificate } }
-        set { lock.withLock { storedClientCertificate = newValue } }
+        get { lock.withLock { storedOperationConfiguration.clientCertificate } }
+        set { lock.withLock { storedOperationConfiguration.clientCertificate = newValue } }
     }
     /// Copied onto each operation: the most response-body bytes it accepts (see
     /// `URLConnectionOperation.maximumResponseSize`). Default `nil`, no limit. Not archived.
     public var maximumResponseSize: Int64? {
-        get { lock.withLock { storedMaximumResponseSize } }
-        set { lock.withLock { storedMaximumResponseSize = newValue } }
+        get { lock.withLock { storedOperationConfiguration.maximumResponseSize } }
+        set { lock.withLock { storedOperationConfiguration.maximumResponseSize = newValue } }
     }
     /// Copied onto each operation: when it sends its request again (see `RetryPolicy`). Default `.none`.
     /// Archived with the manager.
     public var retryPolicy: RetryPolicy {
-        get { lock.withLock { storedRetryPolicy } }
-        set { lock.withLock { storedRetryPolicy = newValue } }
+        get { lock.withLock { storedOperationConfiguration.retryPolicy } }
+        set { lock.withLock { storedOperationConfiguration.retryPolicy = newValue } }
     }
     /// Copied onto each operation; also where request-building failures are reported. Default `nil`:
     /// the library's serial callback queue.
     public var completionQueue: DispatchQueue? {
-        get { lock.withLock { storedCompletionQueue } }
-        set { lock.withLock { storedCompletionQueue = newValue } }
+        get { lock.withLock { storedOperationConfiguration.completionQueue } }
+        set { lock.withLock { storedOperationConfiguration.completionQueue = newValue } }
     }
     /// Copied onto each operation. Default `nil`.
     public var completionGroup: DispatchGroup? {
-        get { lock.withLock { storedCompletionGroup } }
-        set { lock.withLock { storedCompletionGroup = newValue } }
+        get { lock.withLock { storedOperationConfiguration.completionGroup } }
+        set { lock.withLock { storedOperationConfiguration.completionGroup = newValue } }
+    }
+
+    /// Copied onto each operation: the proxy its requests go through (see `ProxySetting`). Default
+    /// `.environment`. Archived with the manager.
+    public var proxy: ProxySetting {
+        get { lock.withLock { storedOperationConfiguration.proxy } }
+        set { lock.withLock { storedOperationConfiguration.proxy = newValue } }
+    }
+    /// Copied onto each operation: the credential for the proxy, sent when it asks (407). Default `nil`.
+    /// Not archived (the library writes no secret).
+    public var proxyCredential: URLCredential? {
+        get { lock.withLock { storedOperationConfiguration.proxyCredential } }
+        set { lock.withLock { storedOperationConfiguration.proxyCredential = newValue } }
     }
 
     /// Copied onto each operation it creates (see `EventMonitor`). Default: empty. Not archived;
@@ -145,26 +156,23 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         set { lock.withLock { storedEventMonitors = newValue } }
     }
 
+    /// The settings copied onto each operation (for `copy()`).
+    var operationConfiguration: OperationConfiguration {
+        get { lock.withLock { storedOperationConfiguration } }
+        set { lock.withLock { storedOperationConfiguration = newValue } }
+    }
+
     /// Builds and configures an operation for `request` without enqueueing it (the override point).
     open func httpRequestOperation(with request: URLRequest, success: Success?,
                                    failure: (@Sendable (HTTPRequestOperation, Error) -> Void)?) -> HTTPRequestOperation {
         let operation = HTTPRequestOperation(request: request)
-        let settings = lock.withLock {
-            (storedResponseSerializer, storedShouldUseCredentialStorage, storedCredential,
-             storedCompletionQueue, storedCompletionGroup, storedSecurityPolicy, storedClientCertificate,
-             storedMaximumResponseSize, storedRetryPolicy, storedEventMonitors)
+        let (configuration, serializer, monitors) = lock.withLock {
+            (storedOperationConfiguration, storedResponseSerializer, storedEventMonitors)
         }
-        operation.maximumResponseSize = settings.7
-        operation.retryPolicy = settings.8
-        operation.eventMonitors = settings.9
-        operation.securityPolicy = settings.5
-        operation.clientCertificate = settings.6
-        operation.responseSerializer = settings.0
-        operation.shouldUseCredentialStorage = settings.1
-        operation.credential = settings.2
+        operation.apply(configuration)
+        operation.eventMonitors = monitors
+        operation.responseSerializer = serializer
         operation.setCompletionBlockWithSuccess(success, failure: failure)
-        operation.completionQueue = settings.3
-        operation.completionGroup = settings.4
         return operation
     }
 

@@ -16,6 +16,8 @@ struct OperationConfiguration {
     var clientCertificate: ClientCertificate?
     var maximumResponseSize: Int64?
     var retryPolicy = RetryPolicy.none
+    var proxy = ProxySetting.environment
+    var proxyCredential: URLCredential?
     var completionQueue: DispatchQueue?
     var completionGroup: DispatchGroup?
     var uploadProgressBlock: URLConnectionOperation.UploadProgressBlock?

@@ -14,13 +14,17 @@ extension URLConnectionOperation: TransferDelegate {
     }
 
     func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
-        let (block, credential, useStorage, original) = lock.withLock {
-            (mutable.configuration.challengeBlock, mutable.configuration.credential, mutable.configuration.shouldUseCredentialStorage, mutable.request.url)
+        let (block, credential, proxyCredential, useStorage, original) = lock.withLock {
+            (mutable.configuration.challengeBlock, mutable.configuration.credential, mutable.configuration.proxyCredential,
+             mutable.configuration.shouldUseCredentialStorage, mutable.request.url)
         }
         let url = challenge.head.url
         let space: URLProtectionSpace
         if challenge.isProxy {
-            space = URLProtectionSpace(proxyHost: url.host ?? "", port: url.port ?? 0, type: url.scheme, realm: challenge.realm,
+            // The proxy's own space: a credential stored for the proxy is found there, not under the server.
+            let proxy = challenge.proxyURL
+            space = URLProtectionSpace(proxyHost: proxy?.host ?? url.host ?? "", port: proxy?.port ?? 1080,
+                                       type: proxy?.scheme ?? url.scheme, realm: challenge.realm,
                                        authenticationMethod: challenge.method)
         } else {
             space = URLProtectionSpace(host: url.host ?? "", port: url.port ?? (url.scheme == "https" ? 443 : 80),
@@ -28,7 +32,7 @@ extension URLConnectionOperation: TransferDelegate {
         }
         // The operation's own credential belongs to the origin of its request, never to another one.
         let sameOrigin = challenge.isProxy || Transfer.sameOrigin(original, url)
-        let sources = [sameOrigin ? credential : nil,
+        let sources = [challenge.isProxy ? proxyCredential : nil, sameOrigin ? credential : nil,
                        useStorage ? URLConnectionOperation.storedCredential(for: space) : nil].compactMap { $0 }
         func defaultHandling() -> ChallengeResolution {
             guard challenge.previousFailureCount < sources.count,

@@ -428,7 +428,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
                                 security: configuration.securityPolicy?.snapshot ?? SecurityPolicy.defaultSnapshot,
                                 clientCertificate: configuration.clientCertificate,
                                 maximumBodySize: configuration.maximumResponseSize, retryPolicy: configuration.retryPolicy,
-                                delegate: self)
+                                proxy: configuration.proxy, delegate: self)
         mutable.transfer = transfer
         return transfer
     }

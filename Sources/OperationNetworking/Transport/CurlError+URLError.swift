@@ -57,6 +57,20 @@ enum TransportError {
         return URLError(urlErrorCode(for: code), userInfo: info)
     }
 
+    /// A `URLError` for a curl failure the library tells more precisely than curl's code and message:
+    /// `code` and `description` say what happened; the curl code and curl's own message stay in `userInfo`.
+    static func refined(_ code: URLError.Code, _ description: String, curl: CURLcode, message: String?, url: URL?,
+                        underlying: Error? = nil) -> URLError {
+        var info: [String: Any] = [
+            CurlErrorCodeKey: Int(curl.rawValue),
+            CurlErrorMessageKey: message.flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: curl_easy_strerror(curl)),
+            NSLocalizedDescriptionKey: description,
+        ]
+        if let underlying { info[NSUnderlyingErrorKey] = underlying }
+        addURL(url, to: &info)
+        return URLError(code, userInfo: info)
+    }
+
     /// A `URLError` raised by the library itself (no curl code behind it).
     static func make(_ code: URLError.Code, _ description: String, url: URL?, underlying: Error? = nil) -> URLError {
         var info: [String: Any] = [NSLocalizedDescriptionKey: description]

@@ -25,6 +25,8 @@ struct AuthenticationChallengeInfo {
     let previousFailureCount: Int
     /// The challenge response head.
     let head: ResponseHead
+    /// For a 407, the proxy that sent it (its protection space is the proxy's, not the server's).
+    var proxyURL: URL? = nil
 }
 
 /// What the operation decided about a challenge.
@@ -79,7 +81,8 @@ extension Transfer {
             method = NSURLAuthenticationMethodDefault
         }
         return AuthenticationChallengeInfo(isProxy: isProxy, schemes: schemes, realm: Transfer.realm(in: values),
-                                           method: method, previousFailureCount: challengeRounds, head: head)
+                                           method: method, previousFailureCount: challengeRounds, head: head,
+                                           proxyURL: isProxy ? proxy.proxyURL(for: currentRequest.url) : nil)
     }
 
     /// Applies the credentials of earlier challenge rounds to the hop being configured.

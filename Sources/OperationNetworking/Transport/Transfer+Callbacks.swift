@@ -135,6 +135,10 @@ extension Transfer {
             return false
         }
         let head = headerParser.head(url: url)
+        if isTunnelAnswer() {
+            receiveTunnelAnswer(head)   // the proxy's, not the response: neither kept nor reported
+            return true
+        }
         self.head = head
         decoder = asksForEncodings ? head.contentEncoding.flatMap { ContentDecoder(contentEncoding: $0) } : nil
         if head.hasConflictingContentLengths {

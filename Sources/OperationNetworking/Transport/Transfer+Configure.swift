@@ -71,6 +71,7 @@ extension Transfer {
         // to say so and then shares it, instead of opening one connection per request.
         try easy.set(CURLOPT_PIPEWAIT, isHTTPS)
         try configureTLS(easy, url: url)
+        try configureProxy(easy)
         try configureCredentials(easy)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, timeoutMilliseconds)
         try easy.set(CURLOPT_MAXAGE_CONN, network?.idleConnectionLifetime ?? 30)
@@ -124,7 +125,7 @@ extension Transfer {
         let hasBody = request.httpBody != nil
         guard hasBody ? method != "GET" && method != "HEAD" : method == "GET", request.httpBodyStream == nil,
               security?.isSystemDefault ?? true, clientCertificate == nil,
-              serverCredential == nil, proxyCredential == nil, resumeFrom == nil else { return nil }
+              serverCredential == nil, proxyCredential == nil, resumeFrom == nil, proxy == .environment else { return nil }
         return PlainConfiguration(isHTTPS: isHTTPS, asksForEncodings: asksForEncodings,
                                   connectTimeoutMilliseconds: timeoutMilliseconds, method: method)
     }
@@ -133,6 +134,7 @@ extension Transfer {
     private func beginHop() {
         headerParser = ResponseHeaderParser()
         requiredBodyEnd = nil
+        tunnelAnswer = nil
         hop = .awaitingHead
         decoder = nil
         socketOpenError = 0

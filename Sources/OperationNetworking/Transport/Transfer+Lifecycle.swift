@@ -163,6 +163,7 @@ extension Transfer {
         // Cancelled while curl ran the hop (the pre-request callback may have stopped it): a cancel.
         if isCancelRequested { return .finish(.cancelled) }
         if let error = abortError { return retryOrFinish(.failed(error)) }
+        if code != CURLE_OK, let tunnel = tunnelEnded() { return tunnel }
         guard code == CURLE_OK else { return retryOrFinish(.failed(failure(code, easy: easy))) }
         switch hop {
         case .redirect: return redirectEnded()
@@ -269,24 +270,25 @@ extension Transfer {
     private func failure(_ code: CURLcode, easy: CurlEasyHandle) -> URLError {
         let message = easy.errorMessage
         let url = currentRequest.url
-        var refined: URLError.Code?
+        let curlSays = message ?? String(cString: curl_easy_strerror(code))
+        var refined: (code: URLError.Code, description: String)?
         if hop == .awaitingHead && code == CURLE_UNSUPPORTED_PROTOCOL {
-            refined = .badServerResponse
+            refined = (.badServerResponse, "The server's reply is not an HTTP response (\(curlSays)).")
         } else if hop == .awaitingHead && code == CURLE_OUT_OF_MEMORY {
-            refined = .cannotParseResponse
+            refined = (.cannotParseResponse, "A response header line is longer than libcurl accepts (100 KB).")
         } else if code == CURLE_RECV_ERROR, message?.lowercased().contains("chunked") == true {
-            refined = .cannotParseResponse
+            refined = (.cannotParseResponse, "The response's chunked framing is broken (\(curlSays)).")
         }
         let osError = socketOpenError != 0 ? socketOpenError : Int32(clamping: easy.info(long: CURLINFO_OS_ERRNO))
         if osError == EMFILE || osError == ENFILE {
             let name = osError == EMFILE ? "EMFILE" : "ENFILE"
-            return TransportError.make(
-                refined ?? TransportError.urlErrorCode(for: code),
-                "\(message ?? String(cString: curl_easy_strerror(code))) (\(name): the process has no file descriptors left)",
-                url: url, underlying: NSError(domain: NSPOSIXErrorDomain, code: Int(osError)))
+            return TransportError.refined(
+                refined?.code ?? TransportError.urlErrorCode(for: code),
+                "\(refined?.description ?? curlSays) (\(name): the process has no file descriptors left)",
+                curl: code, message: message, url: url, underlying: NSError(domain: NSPOSIXErrorDomain, code: Int(osError)))
         }
         guard let refined else { return TransportError.fromCurl(code, message: message, url: url) }
-        return TransportError.make(refined, message ?? String(cString: curl_easy_strerror(code)), url: url)
+        return TransportError.refined(refined.code, refined.description, curl: code, message: message, url: url)
     }
 
     /// A body that ended before its `Content-Length` — one libcurl let pass because the number did

@@ -124,6 +124,8 @@ final class Transfer: @unchecked Sendable {
     let maximumBodySize: Int64?
     /// When to send the request again (`RetryPolicy.none`: never).
     let retryPolicy: RetryPolicy
+    /// The proxy the request goes through.
+    let proxy: ProxySetting
 
     // MARK: Network thread only
     /// The request of the current hop (changes on redirects).
@@ -167,6 +169,8 @@ final class Transfer: @unchecked Sendable {
     var tlsOrigin: String?
     /// Whether the network thread counts this transfer among those that need a connection each.
     var countedAsSerial = false
+    /// What the proxy answered to this hop's `CONNECT`, when it refused the tunnel.
+    var tunnelAnswer: TunnelAnswer?
     /// Whether the current hop's pinning policy decides in the pre-request callback (set by `configureTLS`).
     var pinsCertificates = false
     /// Parsing state of the header block currently arriving.
@@ -210,8 +214,8 @@ final class Transfer: @unchecked Sendable {
     ///   - initialBody: bytes a paused in-memory download already holds; appended to on a 206.
     init(request: URLRequest, outputStream: OutputStream?, resumeFrom: ResumePoint?, initialBody: Data,
          security: SecurityPolicy.Snapshot? = nil, clientCertificate: ClientCertificate? = nil, maximumBodySize: Int64? = nil,
-         retryPolicy: RetryPolicy = .none,
-         delegate: TransferDelegate) {
+         retryPolicy: RetryPolicy = .none, proxy: ProxySetting = .environment, delegate: TransferDelegate) {
+        self.proxy = proxy
         self.clientCertificate = clientCertificate
         self.maximumBodySize = maximumBodySize
         self.retryPolicy = retryPolicy

@@ -45,15 +45,15 @@ final class ExternalServer: @unchecked Sendable {   // immutable after init; `pr
         }
     }
 
-    /// Stops the process and removes its directory.
-    func stop() {
+    /// Stops the process and (unless `keepingFiles`) removes its directory.
+    func stop(keepingFiles: Bool = false) {
         if process.isRunning {
             process.terminate()
             let deadline = Date().addingTimeInterval(10)
             while process.isRunning && Date() < deadline { usleep(10_000) }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
-        try? FileManager.default.removeItem(at: directory)
+        if !keepingFiles { try? FileManager.default.removeItem(at: directory) }
     }
 
     /// A port nothing listens on now (the kernel's pick for an ephemeral bind).
@@ -136,4 +136,59 @@ extension ExternalServer {
         let text = (try? String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
         return text.split(separator: "\n")
     }
+}
+
+extension ExternalServer {
+    /// squid as a forward proxy on loopback (no cache; CONNECT to any port). With `user`/`password`,
+    /// every request needs Basic proxy authentication (realm "onet-test").
+    static func squid(user: String? = nil, password: String? = nil) throws -> ExternalServer {
+        try ExternalServer(executable: "/usr/sbin/squid", name: "squid", arguments: { ["-N", "-f", $0] }) { port, directory in
+            let path = directory.path
+            // squid drops to its own user: it must be able to write its logs and read its files here.
+            chmod(path, 0o777)
+            var auth = ""
+            if let user, let password {
+                let hash = try ExternalServer.apr1(password)
+                try "\(user):\(hash)\n".write(to: directory.appendingPathComponent("passwd"), atomically: true, encoding: .utf8)
+                chmod(directory.appendingPathComponent("passwd").path, 0o644)
+                auth = """
+                auth_param basic program /usr/lib/squid/basic_ncsa_auth \(path)/passwd
+                auth_param basic realm onet-test
+                acl authenticated proxy_auth REQUIRED
+                http_access allow authenticated
+                http_access deny all
+                """
+            } else {
+                auth = "http_access allow all"
+            }
+            return """
+            http_port 127.0.0.1:\(port)
+            \(auth)
+            cache deny all
+            cache_mem 8 MB
+            access_log \(path)/access.log
+            cache_log \(path)/cache.log
+            pid_filename \(path)/squid.pid
+            coredump_dir \(path)
+            shutdown_lifetime 0 seconds
+            dns_v4_first on
+            """
+        }
+    }
+
+    /// An Apache MD5 ("$apr1$") password hash, which squid's basic_ncsa_auth reads.
+    static func apr1(_ password: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["passwd", "-apr1", password]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The squid access log's lines so far.
+    var squidLog: [Substring] { accessLog }
 }

@@ -1,3 +1,4 @@
+import CCurl
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -20,6 +21,10 @@ final class MalformedResponseTests: XCTestCase {
     func testAHeaderLineBeyondLibcurlsLimitCannotBeParsed() throws {
         let error = try code(for: "HTTP/1.1 200 OK\r\nX-Big: \(String(repeating: "a", count: 200_000))\r\nContent-Length: 0\r\n\r\n")
         XCTAssertEqual(error?.code, .cannotParseResponse, "\(String(describing: error))")
+        let message = error?.localizedDescription ?? ""
+        XCTAssertTrue(message.contains("header line"), "the message says what happened: \(message)")
+        XCTAssertFalse(message.lowercased().contains("out of memory"), message)
+        XCTAssertEqual(error?.userInfo[CurlErrorCodeKey] as? Int, Int(CURLE_OUT_OF_MEMORY.rawValue), "the curl code is kept")
     }
 
     func testAGarbageStatusLineIsABadServerResponse() throws {

@@ -1,0 +1,22 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension URLConnectionOperation {
+    /// The proxy the request goes through (see `ProxySetting`). Default `.environment`; the manager
+    /// sets its own. Set it before the operation starts. `copy()` keeps it; not archived with the
+    /// operation.
+    public var proxy: ProxySetting {
+        get { lock.withLock { mutable.configuration.proxy } }
+        set { lock.withLock { mutable.configuration.proxy = newValue } }
+    }
+
+    /// The credential for the proxy, answering its 407 (for an https request, the 407 to the tunnel's
+    /// `CONNECT`) before `credential` and `URLCredentialStorage.shared`'s credential for the proxy's
+    /// protection space. Default `nil`. Never archived.
+    public var proxyCredential: URLCredential? {
+        get { lock.withLock { mutable.configuration.proxyCredential } }
+        set { lock.withLock { mutable.configuration.proxyCredential = newValue } }
+    }
+}

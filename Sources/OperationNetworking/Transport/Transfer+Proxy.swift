@@ -1,0 +1,84 @@
+import CCurl
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// MARK: - Network thread: proxies, and the CONNECT tunnel of an https request
+
+extension Transfer {
+    /// What the proxy answered to the `CONNECT` of an https request, when it was not "200 Connection
+    /// established".
+    enum TunnelAnswer {
+        /// 407: the proxy wants credentials.
+        case challenge(ResponseHead)
+        /// Any other refusal (403, 502, …).
+        case refused(status: Int)
+    }
+
+    /// Applies the operation's proxy setting to the hop being configured (`.environment` leaves libcurl
+    /// reading the environment at each new connection).
+    func configureProxy(_ easy: CurlEasyHandle) throws {
+        switch proxy {
+        case .environment:
+            return
+        case .direct:
+            try easy.set(CURLOPT_PROXY, "")
+        case .proxy(let url, let bypass):
+            guard ProxySetting.supportedSchemes.contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
+                throw TransportError.make(.unsupportedURL, "The proxy \(url.absoluteString) is not an http, https or "
+                                          + "socks5 URL with a host.", url: currentRequest.url)
+            }
+            try easy.set(CURLOPT_PROXY, url.absoluteString)
+            // Also replaces the environment's no_proxy for this transfer.
+            try easy.set(CURLOPT_NOPROXY, bypass.joined(separator: ","))
+        }
+    }
+
+    /// Whether a header block that just completed is the proxy's answer to `CONNECT`, not the server's:
+    /// on an https request, every block before TLS to the server is up comes from the proxy.
+    func isTunnelAnswer() -> Bool {
+        guard tlsOrigin != nil, let easy else { return false }
+        return easy.info(offset: CURLINFO_APPCONNECT_TIME_T) == 0
+    }
+
+    /// Keeps what the proxy answered to `CONNECT` (it is never the response): nothing for a 2xx.
+    func receiveTunnelAnswer(_ head: ResponseHead) {
+        switch head.statusCode {
+        case 200..<300: tunnelAnswer = nil
+        case 407: tunnelAnswer = .challenge(head)
+        default: tunnelAnswer = .refused(status: head.statusCode)
+        }
+    }
+
+    /// The hop failed after the proxy refused the tunnel: answer its 407 with a credential the
+    /// operation finds (then the hop goes again), or fail with an error that says what happened —
+    /// never the lost connection curl reports, which retry policies would send again.
+    func tunnelEnded() -> HopEndAction? {
+        guard let answer = tunnelAnswer else { return nil }
+        let url = currentRequest.url
+        let target = url.map { "\($0.host ?? "?"):\($0.port ?? 443)" } ?? "the server"
+        let proxyName = proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "default port")" }
+            ?? "the proxy"
+        switch answer {
+        case .refused(let status):
+            return .finish(.failed(TransportError.make(
+                .cannotConnectToHost, "The proxy \(proxyName) refused the tunnel to \(target) (HTTP \(status) to CONNECT).",
+                url: url)))
+        case .challenge(let head):
+            let info = challengeInfo(head)
+            let resolution: ChallengeResolution = challengeRounds >= Transfer.maxChallengeRounds || info.schemes == 0
+                ? .deliver : (delegate?.transfer(self, didReceiveChallenge: info) ?? .deliver)
+            if case .answer(let user, let password) = resolution {
+                proxyCredential = TransferCredential(user: user, password: password, schemes: info.schemes)
+                challengeRounds += 1
+                return .sendNextHop
+            }
+            let why = challengeRounds == 0 ? "no credential answered it" : "the credential was refused"
+            return .finish(.failed(TransportError.make(
+                .userAuthenticationRequired,
+                "The proxy \(proxyName) requires authentication for the tunnel to \(target) (407 to CONNECT); \(why).",
+                url: url)))
+        }
+    }
+}
