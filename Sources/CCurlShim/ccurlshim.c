@@ -31,6 +31,10 @@ CURLcode ccurl_easy_setopt_opensocket_function(CURL *handle, curl_opensocket_cal
     return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
 }
 
+CURLcode ccurl_easy_setopt_closesocket_function(CURL *handle, curl_closesocket_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, callback);
+}
+
 CURLcode ccurl_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length) {
     struct curl_blob blob;
     blob.data = (void *)data;

@@ -25,6 +25,7 @@ CURLcode ccurl_easy_setopt_read_function(CURL *handle, curl_read_callback callba
 CURLcode ccurl_easy_setopt_seek_function(CURL *handle, curl_seek_callback callback);
 CURLcode ccurl_easy_setopt_prereq_function(CURL *handle, curl_prereq_callback callback);
 CURLcode ccurl_easy_setopt_opensocket_function(CURL *handle, curl_opensocket_callback callback);
+CURLcode ccurl_easy_setopt_closesocket_function(CURL *handle, curl_closesocket_callback callback);
 
 /// Blob options (CURLOPT_CAINFO_BLOB, CURLOPT_SSLCERT_BLOB, …); libcurl copies the bytes.
 CURLcode ccurl_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length);

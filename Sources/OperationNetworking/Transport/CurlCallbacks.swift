@@ -42,7 +42,12 @@ let curlOpenSocketCallback: curl_opensocket_callback = { userdata, _, address in
     guard let address else { return -1 }
     let socketType = address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue)
     let descriptor = socket(address.pointee.family, socketType, address.pointee.protocol)
-    if descriptor < 0, let transfer = transfer(userdata) { transfer.socketOpenError = errno }
+    guard let transfer = transfer(userdata) else { return descriptor }
+    if descriptor < 0 {
+        transfer.socketOpenError = errno
+    } else {
+        transfer.network?.idleConnections.opened(descriptor)
+    }
     return descriptor
 }
 

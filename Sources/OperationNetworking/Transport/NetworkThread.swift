@@ -54,8 +54,12 @@ final class NetworkThread: @unchecked Sendable {
         var pooledHandles = 0
     }
 
-    /// The multi handle (`nil` only if libcurl could not allocate one: every transfer then fails).
-    private let multi: UnsafeMutableRawPointer?
+    /// Whether the thread runs (libcurl could allocate its multi handle; if not, every transfer fails).
+    private let started: Bool
+    /// The multi handle; network thread only after init (made again to close idle connections).
+    private var multi: UnsafeMutableRawPointer?
+    /// The sockets of the multi handle's connections, and when idle ones are closed; network thread only.
+    let idleConnections = IdleConnections()
     /// TLS sessions shared by every easy handle (`nil` if libcurl could not allocate it: no resumption).
     private let share: UnsafeMutableRawPointer?
     /// How other threads wake the loop (not `curl_multi_wakeup`: see `WakeupChannel`).
@@ -133,20 +137,14 @@ final class NetworkThread: @unchecked Sendable {
         connectionCacheSize = NetworkThread.connectionCacheSize(forDescriptorLimit: known ? UInt64(limit.rlim_cur) : 1024)
         curl_global_init(Int(CURL_GLOBAL_ALL))
         MallocThresholds.settled
-        multi = curl_multi_init()
-        if let multi {
-            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connectionCacheSize)
-            _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-            // The server's own stream limit (its SETTINGS) is what bounds a connection, not curl's 100.
-            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1000)
-            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, NetworkThread.multiplexedConnectionsPerHost)
-        }
+        multi = NetworkThread.makeMulti(connectionCacheSize: connectionCacheSize)
+        started = multi != nil
         // Only this thread uses the share handle, so it needs no lock callbacks.
         share = curl_share_init()
         if let share {
             _ = ccurl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
         }
-        guard multi != nil else { return }
+        guard started else { return }
         let thread = Thread { [self] in run() }
         thread.name = "OperationNetworking.network"
         thread.start()
@@ -154,7 +152,7 @@ final class NetworkThread: @unchecked Sendable {
 
     /// Hands a command to the network thread (any thread).
     func submit(_ command: Command) {
-        guard multi != nil else {
+        guard started else {
             // Without a multi handle there is no network thread: the transfer was never handed over,
             // so it ends here, on the caller's thread.
             if case .add(let transfer) = command, let delegate = transfer.finish() {
@@ -184,10 +182,9 @@ final class NetworkThread: @unchecked Sendable {
     // MARK: - Network thread
 
     private func run() {
-        guard let multi else { return }   // never started without one
         ccurl_mark_network_thread()
         var running: Int32 = 0
-        while shutDownSignal == nil {
+        while shutDownSignal == nil, let multi {
             drainInbox()
             admitWaiting(multi)
             curl_multi_perform(multi, &running)
@@ -200,6 +197,7 @@ final class NetworkThread: @unchecked Sendable {
             resumeDueUploads(now: now)
             requeueDueRetries(now: now)
             flushEvents(now: now)
+            closeIdleConnectionsIfDue(now: now)
             publishStatistics()
             var timeout: Int32 = active.isEmpty ? 1000 : 50
             if let since = startsHeldSince {
@@ -226,7 +224,7 @@ final class NetworkThread: @unchecked Sendable {
         }
         // Shut down: every transfer was ended by its owner before (tests only), so only handles are left.
         flushEvents(now: monotonicNow(), holdingStarts: false)
-        for easy in active.keys { curl_multi_remove_handle(multi, easy) }
+        if let multi { for easy in active.keys { curl_multi_remove_handle(multi, easy) } }
         active.removeAll()
         pool.removeAll()
         publishStatistics()
@@ -490,6 +488,32 @@ final class NetworkThread: @unchecked Sendable {
         guard pool.count < NetworkThread.maxPooledHandles else { return }
         if easy.plainConfiguration == nil { easy.reset() }
         pool.append(easy)
+    }
+
+    /// A multi handle with the library's options (`nil` if libcurl could not allocate one).
+    private static func makeMulti(connectionCacheSize: Int) -> UnsafeMutableRawPointer? {
+        guard let multi = curl_multi_init() else { return nil }
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connectionCacheSize)
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        // The server's own stream limit (its SETTINGS) is what bounds a connection, not curl's 100.
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1000)
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, NetworkThread.multiplexedConnectionsPerHost)
+        return multi
+    }
+
+    /// With nothing running, closes every idle connection once they are due (see `IdleConnections`):
+    /// libcurl closes a multi handle's connections only when asked for a new one or when the handle
+    /// goes, so the handle is made again (TLS sessions stay in the share handle).
+    private func closeIdleConnectionsIfDue(now: UInt64) {
+        guard active.isEmpty, waitingHead >= waiting.count, delayed.isEmpty, pausedUploads.isEmpty else {
+            idleConnections.busy()
+            return
+        }
+        guard idleConnections.due(now: now, lifetime: idleConnectionLifetime),
+              let fresh = NetworkThread.makeMulti(connectionCacheSize: connectionCacheSize) else { return }
+        if let multi { curl_multi_cleanup(multi) }
+        multi = fresh
+        serialTransfers = 0
     }
 
     private func publishStatistics() {

@@ -87,6 +87,11 @@ extension Transfer {
         try easy.set(CURLOPT_OPENSOCKETDATA, pointer: userdata)
         try check(ccurl_easy_setopt_prereq_function(easy.raw, curlPrerequestCallback))
         try easy.set(CURLOPT_PREREQDATA, pointer: userdata)
+        if let network {
+            // The connection keeps these past this transfer: the data is the thread, not the transfer.
+            try check(ccurl_easy_setopt_closesocket_function(easy.raw, curlCloseSocketCallback))
+            try easy.set(CURLOPT_CLOSESOCKETDATA, pointer: Unmanaged.passUnretained(network).toOpaque())
+        }
 
         try configureMethodAndBody(easy, method: method, request: request, userdata: userdata)
         try easy.setHeaders(headerLines(for: request, fields: fields, url: url))

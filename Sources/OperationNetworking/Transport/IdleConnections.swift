@@ -1,0 +1,58 @@
+import CCurl
+import CCurlShim
+import Foundation
+
+/// The sockets of the connections a network thread's multi handle holds, and when its idle
+/// connections are due to be closed: once no transfer has run for the idle lifetime, or as soon as a
+/// peer closed one (its socket then sits in CLOSE-WAIT until closed). libcurl itself looks at idle
+/// connections only when a new request needs one, so without traffic they would stay open.
+/// - Threading: network thread only (owned by `NetworkThread`; the socket callbacks run there).
+final class IdleConnections {
+    /// Descriptors of the connections curl opened and has not closed.
+    private(set) var sockets: Set<Int32> = []
+    /// Since when nothing ran (`nil` while something runs).
+    private var idleSince: UInt64?
+    /// When the sockets were last looked at.
+    private var lastCheck: UInt64 = 0
+    /// `POLLRDHUP` (the peer shut its side down), which Glibc's module leaves out without _GNU_SOURCE.
+    private static let pollReadHangUp: Int16 = 0x2000
+    /// How often an idle thread looks at its sockets.
+    static let checkInterval: UInt64 = 1_000_000_000
+
+    func opened(_ socket: Int32) { sockets.insert(socket) }
+    func closed(_ socket: Int32) { sockets.remove(socket) }
+
+    /// Something runs: the idle clock stops.
+    func busy() { idleSince = nil }
+
+    /// Nothing runs at `now`: whether the idle connections should be closed now — idle for
+    /// `lifetime` seconds, or one of them closed by its peer.
+    func due(now: UInt64, lifetime: Int) -> Bool {
+        guard !sockets.isEmpty else {
+            idleSince = nil
+            return false
+        }
+        let since = idleSince ?? now
+        idleSince = since
+        guard now &- lastCheck >= IdleConnections.checkInterval else { return false }
+        lastCheck = now
+        return now &- since >= UInt64(max(lifetime, 0)) * 1_000_000_000 || anyClosedByPeer()
+    }
+
+    /// Whether an idle connection's socket is readable or hung up: an idle HTTP connection has
+    /// nothing to read unless its peer closed it.
+    private func anyClosedByPeer() -> Bool {
+        var descriptors = sockets.map { pollfd(fd: $0, events: Int16(POLLIN) | IdleConnections.pollReadHangUp, revents: 0) }
+        guard poll(&descriptors, nfds_t(descriptors.count), 0) > 0 else { return false }
+        return descriptors.contains { $0.revents != 0 }
+    }
+}
+
+/// `CURLOPT_CLOSESOCKETFUNCTION`: closes a connection's socket and tells its network thread (the
+/// callback data is the thread, which outlives every connection of its multi handle).
+let curlCloseSocketCallback: curl_closesocket_callback = { clientp, socket in
+    if let clientp {
+        Unmanaged<NetworkThread>.fromOpaque(clientp).takeUnretainedValue().idleConnections.closed(socket)
+    }
+    return close(socket)
+}
