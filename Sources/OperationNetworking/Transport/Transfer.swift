@@ -160,7 +160,8 @@ final class Transfer: @unchecked Sendable {
     /// of this transfer starts: the network thread and the pre-request callback check it.
     private let cancelRequested = Atomic<Bool>(false)
 
-    /// Whether the current hop's pinning policy decides in the pre-request callback (set by `configureTLS`).
+    /// Whether the current hop's policy (a pinning one, or a subclass's `evaluateServerTrust`) decides in
+    /// the pre-request callback (set by `configureTLS`).
     var pinsCertificates = false
     /// Parsing state of the header block currently arriving.
     var headerParser = ResponseHeaderParser()
