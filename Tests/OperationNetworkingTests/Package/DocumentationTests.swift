@@ -77,7 +77,9 @@ final class DocumentationTests: XCTestCase {
         XCTAssertTrue(completionQueueRows.allSatisfy { $0.count >= 2 && $0[1].contains("main queue") })
 
         let migration = try text("Migration.md")
-        for section in ["## Errors", "## Porting to Swift 6", "@Sendable", "swiftLanguageMode(.v5)"] {
+        for section in ["## Errors", "## Porting to Swift 6", "@Sendable", "swiftLanguageMode(.v5)", "@preconcurrency",
+                        "warnings instead of errors", "Retiring them", "Handing `responseObject` on",
+                        "`URLConnectionOperation.defaultCompletionQueue`, the library's serial callback queue"] {
             XCTAssertTrue(migration.contains(section), "Migration.md does not mention \(section)")
         }
     }
