@@ -27,8 +27,10 @@ public enum SSLPinningMode: UInt, Sendable {
 /// convenience initializer. A subclass whose own stored properties have initial values and that
 /// declares no designated initializer inherits all three; one that declares a designated
 /// initializer must also implement the two `required` ones (copies are made through the first,
-/// archives decoded through the second). Restate `@unchecked Sendable` and guard the subclass's
-/// state with a lock: one policy serves many operations, and the network thread calls it.
+/// archives decoded through the second). `copy()` of an operation or a manager copies its policy
+/// (the operations a manager makes share its instance): a subclass with state of its own overrides
+/// `copy(with:)` to carry it. Restate `@unchecked Sendable` and guard the subclass's state with a
+/// lock: one policy serves many operations, and the network thread calls it.
 /// ```swift
 /// final class RememberingPolicy: SecurityPolicy, @unchecked Sendable {
 ///     private let approvedLock = NSLock()
