@@ -112,8 +112,8 @@ final class PolicySubclassTests: XCTestCase {
         XCTAssertEqual(server.requests.count, 2, "neither got the approved instance's connection")
     }
 
-    /// Each connection ends after its response (`/close`): a resumed TLS session would present no
-    /// certificate, so the subclass must see the chain of every new connection.
+    /// Each connection ends after its response (`/close`): the subclass is asked about the chain of
+    /// every new connection, not only the first.
     func testEveryNewConnectionPresentsItsChainToTheSubclass() throws {
         let approved = try identities.approved
         let server = try TestServer(tls: approved)
