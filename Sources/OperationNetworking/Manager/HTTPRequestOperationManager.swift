@@ -14,6 +14,10 @@ import Foundation
 /// Settings are copied onto each operation when it is created; changing the manager later does not
 /// affect operations already made. The queue's `maxConcurrentOperationCount` limits how many requests
 /// run at once, and suspending it holds back the rest.
+/// The methods that take blocks are `@preconcurrency`: blocks ported from AFN that capture state which
+/// is not `Sendable` compile in the Swift 6 language mode with warnings rather than errors, so a port
+/// builds first and is made safe warning by warning (Migration.md, "Porting to Swift 6"). The block
+/// types stay `@Sendable`: the blocks run on the completion queue, not where they were set.
 /// - Threading: settings are guarded by an internal lock; the convenience methods may be called from
 ///   any thread.
 open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @unchecked Sendable {
@@ -163,6 +167,7 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     }
 
     /// Builds and configures an operation for `request` without enqueueing it (the override point).
+    @preconcurrency
     open func httpRequestOperation(with request: URLRequest, success: Success?,
                                    failure: (@Sendable (HTTPRequestOperation, Error) -> Void)?) -> HTTPRequestOperation {
         let operation = HTTPRequestOperation(request: request)
@@ -181,6 +186,7 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     /// the operation with `httpRequestOperation(with:success:failure:)`, and does not enqueue it.
     /// Override it to see or change every call (apps sign requests here). When the request cannot be
     /// built it returns `nil` and calls `failure(nil, error)` asynchronously on the completion queue.
+    @preconcurrency
     open func httpRequestOperation(withHTTPMethod method: String, URLString: String, parameters: Any?,
                                    success: Success?, failure: Failure?) -> HTTPRequestOperation? {
         build(URLString, success, failure) { serializer, url in
@@ -191,6 +197,7 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     /// `GET` with `parameters` in the query string; enqueued. `nil` (and `failure(nil, error)` on the
     /// completion queue) when the request cannot be built.
     @discardableResult
+    @preconcurrency
     open func GET(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
         enqueue(httpRequestOperation(withHTTPMethod: "GET", URLString: URLString, parameters: parameters,
                                      success: success, failure: failure))
@@ -198,6 +205,7 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
 
     /// `HEAD`; the success block gets only the operation.
     @discardableResult
+    @preconcurrency
     open func HEAD(_ URLString: String, parameters: Any?, success: (@Sendable (HTTPRequestOperation) -> Void)?,
                    failure: Failure?) -> HTTPRequestOperation? {
         var adapted: Success?
@@ -210,6 +218,7 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
 
     /// `POST` with `parameters` in the body (url-encoded by default).
     @discardableResult
+    @preconcurrency
     open func POST(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
         enqueue(httpRequestOperation(withHTTPMethod: "POST", URLString: URLString, parameters: parameters,
                                      success: success, failure: failure))
@@ -220,6 +229,7 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     /// per-method hook). `nil` (and `failure(nil, error)`) when the request cannot be built, including
     /// an error thrown by `block` (a file that cannot be appended).
     @discardableResult
+    @preconcurrency
     open func POST(_ URLString: String, parameters: Any?,
                    constructingBodyWith block: ((MultipartFormData) throws -> Void)?,
                    success: Success?, failure: Failure?) -> HTTPRequestOperation? {
@@ -231,6 +241,7 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
 
     /// `PUT` with `parameters` in the body.
     @discardableResult
+    @preconcurrency
     open func PUT(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
         enqueue(httpRequestOperation(withHTTPMethod: "PUT", URLString: URLString, parameters: parameters,
                                      success: success, failure: failure))
@@ -238,6 +249,7 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
 
     /// `PATCH` with `parameters` in the body.
     @discardableResult
+    @preconcurrency
     open func PATCH(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
         enqueue(httpRequestOperation(withHTTPMethod: "PATCH", URLString: URLString, parameters: parameters,
                                      success: success, failure: failure))
@@ -245,6 +257,7 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
 
     /// `DELETE` with `parameters` in the query string.
     @discardableResult
+    @preconcurrency
     open func DELETE(_ URLString: String, parameters: Any?, success: Success?, failure: Failure?) -> HTTPRequestOperation? {
         enqueue(httpRequestOperation(withHTTPMethod: "DELETE", URLString: URLString, parameters: parameters,
                                      success: success, failure: failure))

@@ -18,6 +18,7 @@ extension URLConnectionOperation {
     /// handlers and before it turns finished, with `finished` counting 1, 2, … total (strictly in order
     /// when the members share a serial completion queue, as with the default).
     /// `completion` runs on the first member's completion queue (the library's callback queue by default).
+    @preconcurrency
     public static func batch(of operations: [URLConnectionOperation],
                              progress: (@Sendable (Int, Int) -> Void)?,
                              completion: (@Sendable ([URLConnectionOperation]) -> Void)?) -> [Operation] {

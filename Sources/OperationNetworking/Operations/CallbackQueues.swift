@@ -32,3 +32,16 @@ enum CallbackQueues {
         DispatchQueue.getSpecific(key: callbackQueueKey) == true
     }
 }
+
+extension URLConnectionOperation {
+    /// Where the library calls back when nobody chose a queue: the process's one serial callback
+    /// queue (label `org.operationnetworking.callback`). Completion, success, failure, progress and
+    /// batch blocks of an operation whose `completionQueue` is `nil` (the default) run here, as do a
+    /// manager's request-building failures, `NetworkReachabilityManager`'s status block without a
+    /// `callbackQueue`, and the multipart file-writing completion. AFNetworking's default was the
+    /// main queue, which a Linux program rarely drains. Ported code that hops "back to where the
+    /// handlers run" names this queue instead of guessing (`DispatchQueue.global()` is concurrent, so
+    /// work sent there can overlap the handlers). Redirect and challenge blocks are not called here
+    /// (they run on the network thread). Constant; read it from any thread.
+    public static var defaultCompletionQueue: DispatchQueue { CallbackQueues.callback }
+}

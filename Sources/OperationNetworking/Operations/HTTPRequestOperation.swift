@@ -101,6 +101,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// Sets the blocks run when the operation ends: exactly one of them, on the completion queue,
     /// inside the completion group, before the operation turns finished. A cancelled operation calls
     /// `failure` with `URLError(.cancelled)`. Calling it again replaces both.
+    @preconcurrency
     public func setCompletionBlockWithSuccess(_ success: Success?, failure: Failure?) {
         lock.withLock {
             self.success = success

@@ -157,11 +157,13 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
 
     /// Sets the block called as the request body goes out (on the completion queue, coalesced:
     /// `bytesWritten` is the count since the previous call). `nil` removes it.
+    @preconcurrency
     public func setUploadProgressBlock(_ block: UploadProgressBlock?) {
         lock.withLock { mutable.configuration.uploadProgressBlock = block }
     }
     /// Sets the block called as the response body arrives (on the completion queue, coalesced:
     /// `bytesRead` is the count since the previous call; totals count a resumed prefix). `nil` removes it.
+    @preconcurrency
     public func setDownloadProgressBlock(_ block: DownloadProgressBlock?) {
         lock.withLock { mutable.configuration.downloadProgressBlock = block }
     }
@@ -171,6 +173,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// `shouldUseCredentialStorage`; `.cancelAuthenticationChallenge` delivers the 401/407 and fails
     /// with `URLError(.userCancelledAuthentication)`, the credential never sent;
     /// `.rejectProtectionSpace` delivers the 401/407. Without a block, default handling applies.
+    @preconcurrency
     public func setWillSendRequestForAuthenticationChallengeBlock(_ block: AuthenticationChallengeBlock?) {
         lock.withLock { mutable.configuration.challengeBlock = block }
     }
@@ -179,6 +182,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// `URLCache.shared`; it runs before the handlers, on the library's delivery queue (bodies up to
     /// 64 KiB) or processing queue (larger ones), never on the completion queue. Setting a block opts the
     /// operation into caching (see `URLRequest.cachePolicy` in Migration.md); `nil` removes it.
+    @preconcurrency
     public func setCacheResponseBlock(_ block: CacheResponseBlock?) {
         lock.withLock { mutable.configuration.cacheBlock = block }
     }
@@ -200,6 +204,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
 
     /// Sets the block that decides each redirect (on the network thread: keep it short). Without one,
     /// redirects are followed (16 hops at most, then `URLError(.httpTooManyRedirects)`).
+    @preconcurrency
     public func setRedirectResponseBlock(_ block: RedirectResponseBlock?) {
         lock.withLock { mutable.configuration.redirectBlock = block }
     }

@@ -142,6 +142,7 @@ open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
 
     /// Sets the block called with each new status (on `callbackQueue`), also when only the link behind
     /// it changed (Ethernet to Wi-Fi: read `networkInterfaceKind`). `nil` removes it.
+    @preconcurrency
     public func setReachabilityStatusChange(_ block: (@Sendable (NetworkReachabilityStatus) -> Void)?) {
         lock.withLock { self.block = block }
     }

@@ -1,5 +1,6 @@
 import CTrust
 import Foundation
+import Synchronization
 
 /// How a `SecurityPolicy` pins the server.
 public enum SSLPinningMode: UInt, Sendable {
@@ -16,10 +17,41 @@ public enum SSLPinningMode: UInt, Sendable {
 /// never receives the request, and the operation fails with `URLError(.serverCertificateUntrusted)`.
 ///
 /// Certificates are DER `Data`. Verification runs in the same OpenSSL that libcurl uses for TLS.
+///
+/// **Subclassing** (AFN apps' "remembering" policies, which accept a certificate the user approved
+/// once): override `evaluateServerTrust(_:forDomain:)`. For an operation whose policy is an instance
+/// of a subclass, the transport asks that method about every new TLS connection, with the chain the
+/// server presented, before the request is sent; an instance of `SecurityPolicy` itself is decided
+/// by the rules below without the call. `init(pinningMode:withPinnedCertificates:)` and
+/// `init?(coder:)` are the designated initializers, both `required`; `init(pinningMode:)` is a
+/// convenience initializer. A subclass whose own stored properties have initial values and that
+/// declares no designated initializer inherits all three; one that declares a designated
+/// initializer must also implement the two `required` ones (copies are made through the first,
+/// archives decoded through the second). `copy()` of an operation or a manager copies its policy
+/// (the operations a manager makes share its instance): a subclass with state of its own overrides
+/// `copy(with:)` to carry it. Restate `@unchecked Sendable` and guard the subclass's state with a
+/// lock: one policy serves many operations, and the network thread calls it.
+/// ```swift
+/// final class RememberingPolicy: SecurityPolicy, @unchecked Sendable {
+///     private let approvedLock = NSLock()
+///     private var approved: Set<Data> = []   // guarded by approvedLock
+///     func approve(_ certificate: Data) { approvedLock.withLock { _ = approved.insert(certificate) } }
+///     override func evaluateServerTrust(_ chain: [Data], forDomain domain: String?) -> Bool {
+///         if super.evaluateServerTrust(chain, forDomain: domain) { return true }
+///         guard let leaf = chain.first else { return false }
+///         return approvedLock.withLock { approved.contains(leaf) }
+///     }
+/// }
+/// let policy = RememberingPolicy(pinningMode: .none)
+/// ```
 /// - Threading: settings are guarded by an internal lock; one policy may serve many operations.
 open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Sendable {
     /// Guards every stored `var` below.
     let lock = NSLock()
+    /// This instance's number, never given to another in the process: connections a subclass
+    /// instance accepted are kept under it (an address could be reused after the instance is freed).
+    private let serialNumber = SecurityPolicy.serialNumbers.wrappingAdd(1, ordering: .relaxed).newValue
+    private static let serialNumbers = Atomic<UInt64>(0)
     private var storedMode: SSLPinningMode                     // guarded by lock
     private var storedPinned: Set<Data> = []                   // guarded by lock
     private var storedAnchors: Set<Data> = []                  // guarded by lock
@@ -51,6 +83,9 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     /// Why a pinning policy refused a server, for the refusal's error: an empty pinned set is named as
     /// the cause, since it refuses everything.
     static func refusalReason(_ policy: Snapshot) -> String {
+        if let evaluator = policy.evaluator {
+            return "\(type(of: evaluator.policy)).evaluateServerTrust(_:forDomain:) refused the server's certificate chain."
+        }
         guard policy.mode != .none, policy.pinned.isEmpty else {
             return "The server's certificate chain does not satisfy the pinning policy."
         }
@@ -112,9 +147,21 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
         return result
     }
 
-    /// Whether `chain` (DER, leaf first) is trusted for `domain` under this policy.
-    public func evaluateServerTrust(_ chain: [Data], forDomain domain: String?) -> Bool {
-        SecurityPolicy.evaluate(snapshot, chain: chain, domain: domain)
+    /// Whether `chain` (DER, leaf first) is trusted for `domain` under this policy's settings (see
+    /// the type's rules). Callable from any thread.
+    ///
+    /// Override it in a subclass to decide trust yourself (AFN's operation asked its policy's
+    /// `evaluateServerTrust:forDomain:` on every server-trust challenge): the transport then calls the
+    /// override for every new TLS connection of an operation carrying the policy — on the library's
+    /// network thread, after the handshake and before any request byte — with the certificates the
+    /// server presented (leaf first) and the request's host. `false` fails the operation with
+    /// `URLError(.serverCertificateUntrusted)` and the server receives nothing. The network thread
+    /// drives every transfer of the process, so the override must answer quickly: decide from state
+    /// at hand (certificates the user already approved), never wait for a user. A connection the
+    /// override accepted is reused only by operations carrying the same instance; TLS sessions are
+    /// not resumed for it, so every new connection presents its chain.
+    open func evaluateServerTrust(_ chain: [Data], forDomain domain: String?) -> Bool {
+        SecurityPolicy.evaluate(settings, chain: chain, domain: domain)
     }
 
     /// The decision for a snapshot of settings (the transport calls this too): see the rules in
@@ -166,7 +213,7 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
 
     /// Archives mode, pinned certificates, added anchors and both flags (certificates are public data).
     open func encode(with coder: NSCoder) {
-        let policy = snapshot
+        let policy = settings
         coder.encode(SerializationCodingVersion, forKey: CodingVersionKey)
         coder.encode(Int(policy.mode.rawValue), forKey: "SSLPinningMode")
         coder.encodeJSON(policy.pinned.map { $0.base64EncodedString() }.sorted(), forKey: "pinnedCertificates")
@@ -203,17 +250,29 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     /// Equal when every setting is equal.
     open override func isEqual(_ object: Any?) -> Bool {
         guard let other = object as? SecurityPolicy else { return false }
-        return other.snapshot == snapshot
+        return other.settings == settings
     }
 
     /// Consistent with `isEqual`.
-    open override var hash: Int { snapshot.hashValue }
+    open override var hash: Int { settings.hashValue }
 
     /// The snapshot of `SecurityPolicy.default()`.
     static let defaultSnapshot = Snapshot(mode: .none, pinned: [], anchors: [], allowInvalid: false, validatesDomainName: true)
 
-    /// A value snapshot for the transport (taken when a transfer starts).
+    /// A value snapshot for the transport (taken when a transfer starts): the settings, and this
+    /// instance when it is a subclass's, whose `evaluateServerTrust` the transport then calls. An
+    /// instance of the base class is decided from its settings alone (by `evaluate`, without the
+    /// call), so the default policy costs the transport nothing beyond libcurl's own verification.
     var snapshot: Snapshot {
+        var snapshot = settings
+        if ObjectIdentifier(type(of: self)) != ObjectIdentifier(SecurityPolicy.self) {
+            snapshot.evaluator = Evaluator(policy: self, serialNumber: serialNumber)
+        }
+        return snapshot
+    }
+
+    /// The settings alone (what equality, hashing and archives see).
+    private var settings: Snapshot {
         lock.withLock {
             Snapshot(mode: storedMode, pinned: storedPinned, anchors: storedAnchors,
                      allowInvalid: storedAllowInvalid, validatesDomainName: storedValidatesDomainName)
@@ -227,10 +286,22 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
         var anchors: Set<Data>
         var allowInvalid: Bool
         var validatesDomainName: Bool
+        /// The subclass instance that decides trust itself; `nil` for `SecurityPolicy`'s own instances.
+        var evaluator: Evaluator? = nil
 
-        /// True for the plain default: system trust, host checked, nothing added.
+        /// True for the plain default: system trust, host checked, nothing added, no override.
         var isSystemDefault: Bool {
-            mode == .none && anchors.isEmpty && !allowInvalid && validatesDomainName
+            evaluator == nil && mode == .none && anchors.isEmpty && !allowInvalid && validatesDomainName
         }
+    }
+
+    /// A subclass instance whose `evaluateServerTrust` decides; equal only to itself (by its serial
+    /// number, which no other instance of the process gets).
+    struct Evaluator: Sendable, Hashable {
+        let policy: SecurityPolicy
+        let serialNumber: UInt64
+
+        static func == (lhs: Evaluator, rhs: Evaluator) -> Bool { lhs.serialNumber == rhs.serialNumber }
+        func hash(into hasher: inout Hasher) { hasher.combine(serialNumber) }
     }
 }

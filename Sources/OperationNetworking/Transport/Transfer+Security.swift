@@ -6,7 +6,7 @@ import Foundation
 
 /// `CURLOPT_PREREQFUNCTION`: runs once the connection is up (new or reused), before the request is
 /// sent. Installed on every transfer: a transfer cancelled meanwhile sends nothing, and a pinning
-/// policy decides here from the presented chain.
+/// policy, or a subclass's `evaluateServerTrust`, decides here from the presented chain.
 let curlPrerequestCallback: curl_prereq_callback = { userdata, primaryIP, localIP, primaryPort, localPort in
     guard let userdata else { return Int32(CURL_PREREQFUNC_ABORT) }
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
@@ -17,17 +17,35 @@ let curlPrerequestCallback: curl_prereq_callback = { userdata, primaryIP, localI
     return transfer.serverIsTrusted(connection: connection) ? Int32(CURL_PREREQFUNC_OK) : Int32(CURL_PREREQFUNC_ABORT)
 }
 
-/// Connections whose server a pinning policy accepted, so a reused connection (which presents no
-/// certificates again) is accepted for the same policy only.
+/// Connections whose server a pinning policy or a subclass's `evaluateServerTrust` accepted, so a
+/// reused connection (which presents no certificates again) is accepted for the same policy only.
 /// - Threading: network thread only (owned by `NetworkThread`).
 final class TrustedConnections {
-    private var accepted: Set<String> = []
-    private var order: [String] = []
+    /// A connection and the policy that accepted it. The settings are compared whole, not by hash,
+    /// so no collision lets a connection accepted under one policy serve another; a subclass
+    /// instance is told apart by its serial number (two instances with equal settings may decide
+    /// differently), which also keeps the instance itself out of the set.
+    struct Key: Hashable {
+        let settings: SecurityPolicy.Snapshot
+        let evaluator: UInt64?
+        let connection: String
+
+        init(policy: SecurityPolicy.Snapshot, connection: String) {
+            var settings = policy
+            settings.evaluator = nil
+            self.settings = settings
+            self.evaluator = policy.evaluator?.serialNumber
+            self.connection = connection
+        }
+    }
+
+    private var accepted: Set<Key> = []
+    private var order: [Key] = []
     private static let capacity = 4096
 
-    func contains(_ key: String) -> Bool { accepted.contains(key) }
+    func contains(_ key: Key) -> Bool { accepted.contains(key) }
 
-    func insert(_ key: String) {
+    func insert(_ key: Key) {
         guard accepted.insert(key).inserted else { return }
         order.append(key)
         if order.count > TrustedConnections.capacity {
@@ -60,6 +78,11 @@ extension Transfer {
             if let passphrase = certificate.passphrase { try easy.set(CURLOPT_KEYPASSWD, passphrase) }
         }
         guard let policy = security, !policy.isSystemDefault else { return }
+        if policy.evaluator != nil {
+            // The subclass's own evaluateServerTrust decides, whatever its settings say.
+            try decideInPrerequest(easy, policy)
+            return
+        }
         if policy.allowInvalid && policy.validatesDomainName && (policy.mode == .none || policy.pinned.isEmpty) {
             throw TransportError.make(.serverCertificateUntrusted,
                                       "allowInvalidCertificates with validatesDomainName needs pinned certificates.",
@@ -77,29 +100,36 @@ extension Transfer {
                 try setBlob(easy, CURLOPT_CAINFO_BLOB, Transfer.systemBundle + CertificateData.pem(policy.anchors.sorted(by: Transfer.byBytes)))
             }
         case .publicKey, .certificate:
-            // The policy decides in the pre-request callback from the presented chain.
-            try easy.set(CURLOPT_SSL_VERIFYPEER, false)
-            try easy.set(CURLOPT_SSL_VERIFYHOST, 0)
-            try easy.set(CURLOPT_CERTINFO, true)
-            // A resumed TLS session presents no certificates; every new connection must show its chain.
-            try easy.set(CURLOPT_SSL_SESSIONID_CACHE, false)
-            // Distinct per policy, so curl never reuses a connection another policy accepted.
-            try setBlob(easy, CURLOPT_CAINFO_BLOB, policyMarker(policy))
-            pinsCertificates = true
+            try decideInPrerequest(easy, policy)
         }
     }
 
-    /// The pinning decision for the connection just made or reused; records why on refusal.
+    /// Leaves the decision to the pre-request callback, from the presented chain.
+    private func decideInPrerequest(_ easy: CurlEasyHandle, _ policy: SecurityPolicy.Snapshot) throws {
+        try easy.set(CURLOPT_SSL_VERIFYPEER, false)
+        try easy.set(CURLOPT_SSL_VERIFYHOST, 0)
+        try easy.set(CURLOPT_CERTINFO, true)
+        // A resumed TLS session presents no certificates; every new connection must show its chain.
+        try easy.set(CURLOPT_SSL_SESSIONID_CACHE, false)
+        // Distinct per policy, so curl never reuses a connection another policy accepted.
+        try setBlob(easy, CURLOPT_CAINFO_BLOB, policyMarker(policy))
+        pinsCertificates = true
+    }
+
+    /// The decision for the connection just made or reused (the pinning rules, or the subclass's
+    /// `evaluateServerTrust`); records why on refusal.
     func serverIsTrusted(connection: String) -> Bool {
         guard let policy = security, let easy, let url = currentRequest.url else { return true }
-        let key = "\(policy.hashValue)|\(connection)"
+        let key = TrustedConnections.Key(policy: policy, connection: connection)
         let chain = presentedChain(easy)
         if chain.isEmpty {
             if network?.trustedConnections.contains(key) == true { return true }
             refuse("The server presented no certificate to check.", url: url)
             return false
         }
-        guard SecurityPolicy.evaluate(policy, chain: chain, domain: url.host) else {
+        let trusted = policy.evaluator.map { $0.policy.evaluateServerTrust(chain, forDomain: url.host) }
+            ?? SecurityPolicy.evaluate(policy, chain: chain, domain: url.host)
+        guard trusted else {
             refuse(SecurityPolicy.refusalReason(policy), url: url)
             return false
         }
@@ -132,7 +162,7 @@ extension Transfer {
 
     private func policyMarker(_ policy: SecurityPolicy.Snapshot) -> String {
         "# OperationNetworking policy mode=\(policy.mode.rawValue) invalid=\(policy.allowInvalid) "
-            + "host=\(policy.validatesDomainName)\n"
+            + "host=\(policy.validatesDomainName)" + (policy.evaluator.map { " evaluator=\($0.serialNumber)" } ?? "") + "\n"
             + CertificateData.pem(policy.pinned.sorted(by: Transfer.byBytes))
             + CertificateData.pem(policy.anchors.sorted(by: Transfer.byBytes))
     }

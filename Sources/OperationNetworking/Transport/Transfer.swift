@@ -171,7 +171,8 @@ final class Transfer: @unchecked Sendable {
     var countedAsSerial = false
     /// What the proxy answered to this hop's `CONNECT`, when it refused the tunnel.
     var tunnelAnswer: TunnelAnswer?
-    /// Whether the current hop's pinning policy decides in the pre-request callback (set by `configureTLS`).
+    /// Whether the current hop's policy (a pinning one, or a subclass's `evaluateServerTrust`) decides in
+    /// the pre-request callback (set by `configureTLS`).
     var pinsCertificates = false
     /// Parsing state of the header block currently arriving.
     var headerParser = ResponseHeaderParser()

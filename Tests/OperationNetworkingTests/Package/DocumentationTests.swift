@@ -57,6 +57,18 @@ final class DocumentationTests: XCTestCase {
             ("`outputStream`", "`nil` (the default) means in memory, read as `responseData`"),
             ("`completionQueue`", "`nil` (the default) means the library's serial callback queue"),
             ("`AFHTTPRequestOperation.response`", "`response: HTTPURLResponse?`"),
+            // Exact types where a naive reading of the header goes wrong (DocumentedSignatureTests
+            // compiles them), and the challenge sender's calls as the answer the block returns.
+            ("`+batchOfRequestOperations:progressBlock:completionBlock:`", "progress: (@Sendable (Int, Int) -> Void)?"),
+            ("`setUploadProgressBlock:`", "(@Sendable (Int, Int64, Int64) -> Void)?"),
+            ("`setDownloadProgressBlock:`", "(@Sendable (Int, Int64, Int64) -> Void)?"),
+            ("`acceptableContentTypes`", "`var acceptableContentTypes: Set<String>?`"),
+            ("useCredential:credential forAuthenticationChallenge:", "`(.useCredential, credential)`"),
+            ("continueWithoutCredentialForAuthenticationChallenge:", "`(.useCredential, nil)`"),
+            ("sender cancelAuthenticationChallenge:", "`(.cancelAuthenticationChallenge, nil)`"),
+            ("performDefaultHandlingForAuthenticationChallenge:", "`(.performDefaultHandling, nil)`"),
+            ("rejectProtectionSpaceAndContinueWithChallenge:", "`(.rejectProtectionSpace, nil)`"),
+            ("`URLConnectionOperation.defaultCompletionQueue`", "needs a public name"),
         ]
         for (afn, swift) in mappings { assertMapped(afn, to: swift, in: rows) }
         // Both tables that list `completionQueue` (operation and manager) state the difference.
@@ -65,7 +77,9 @@ final class DocumentationTests: XCTestCase {
         XCTAssertTrue(completionQueueRows.allSatisfy { $0.count >= 2 && $0[1].contains("main queue") })
 
         let migration = try text("Migration.md")
-        for section in ["## Errors", "## Porting to Swift 6", "@Sendable", "swiftLanguageMode(.v5)"] {
+        for section in ["## Errors", "## Porting to Swift 6", "@Sendable", "swiftLanguageMode(.v5)", "@preconcurrency",
+                        "warnings instead of errors", "Retiring them", "Handing `responseObject` on",
+                        "`URLConnectionOperation.defaultCompletionQueue`, the library's serial callback queue"] {
             XCTAssertTrue(migration.contains(section), "Migration.md does not mention \(section)")
         }
     }

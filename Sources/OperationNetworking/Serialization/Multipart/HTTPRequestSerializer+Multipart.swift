@@ -42,6 +42,7 @@ extension HTTPRequestSerializer {
     /// Writes `request`'s body stream to `fileURL` (on a background queue) and returns the request
     /// without a body stream, headers kept — for servers or tools that need the body as a file.
     /// `completion` runs on the library's callback queue with the first read or write error, if any.
+    @preconcurrency
     public func request(withMultipartFormRequest request: URLRequest, writingStreamContentsTo fileURL: URL,
                         completion: (@Sendable (Error?) -> Void)?) -> URLRequest {
         var result = request

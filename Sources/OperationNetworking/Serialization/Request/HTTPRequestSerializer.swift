@@ -128,6 +128,7 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
         set { lock.withLock { storedStyle = newValue; customQuery = nil } }
     }
     /// Replaces the query string encoding (`nil` restores the default style).
+    @preconcurrency
     public func setQueryStringSerialization(_ block: QueryStringSerialization?) {
         lock.withLock { customQuery = block }
     }
