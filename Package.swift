@@ -69,6 +69,8 @@ let package = Package(
             dependencies: [
                 "OperationNetworking",
                 "OperationNetworkingTestServer",
+                // malloc_trim's declaration, for `onet bench --enqueue-all`.
+                "CCurlShim",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -33,6 +33,10 @@ struct Bench: ParsableCommand {
     @Option(help: "Where response bodies go: 'stream' (an output stream that counts and drops them) or 'memory' (responseData).")
     var sink: Sink = .stream
 
+    @Flag(name: .customLong("enqueue-all"),
+          help: "Make every request at once through a manager onto its suspended queue, then run them; prints memory per queued operation.")
+    var enqueueAll = false
+
     enum Sink: String, ExpressibleByArgument {
         case stream, memory
     }
@@ -44,6 +48,13 @@ struct Bench: ParsableCommand {
         }
         let body = method == "POST" ? Data(repeating: 0x61, count: bodySize) : nil
         print("# client=onet requests=\(requests) concurrency=\(concurrency) method=\(method) body=\(bodySize) sink=\(sink.rawValue)")
+        if enqueueAll {
+            let (finished, errors, bytes, wall) = QueuedMemory.run(url: url, requests: requests, concurrency: concurrency)
+            print(String(format: "RESULT requests=%d errors=%d wall_s=%.6f rps=%.2f mbps=%.3f bytes=%lld",
+                         finished, errors, wall, Double(finished - errors) / wall, Double(bytes) / 1e6 / wall, bytes))
+            if errors > 0 { throw ExitCode(1) }
+            return
+        }
         let tally = Tally()
         let streams = CountingStreamPool()
         let queue = OperationQueue()

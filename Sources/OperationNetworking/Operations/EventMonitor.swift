@@ -58,9 +58,29 @@ extension URLConnectionOperation {
     /// manager sets its own. Set it before the operation starts: the list is read once, at the first
     /// event. Not archived; `copy()` keeps it.
     public var eventMonitors: [EventMonitor] {
-        get { observers.monitors }
-        set { observers.monitors = newValue }
+        get { existingObservers?.monitors ?? [] }
+        set {
+            if newValue.isEmpty && existingObservers == nil { return }   // nothing to watch: nothing made
+            observers.monitors = newValue
+        }
     }
+
+    /// The operation's observers, made on first use (most operations have no monitor and no waiter).
+    var observers: OperationObservers {
+        lock.withLock {
+            if let existing = mutable.observers { return existing }
+            // One made after the operation finished knows it, so a late waiter returns at once.
+            let made = OperationObservers(finished: mutable.lifecycle.isFinished)
+            mutable.observers = made
+            return made
+        }
+    }
+
+    /// The observers if any were made (events for an operation nobody observes cost one lock).
+    var existingObservers: OperationObservers? { lock.withLock { mutable.observers } }
+
+    /// Response body bytes the last transfer delivered to its sink (a resumed prefix included).
+    var bodyBytesDelivered: Int64 { lock.withLock { mutable.bodyBytesDelivered } }
 }
 
 /// What an operation owes its event monitors and its `value()` waiters, kept apart from the
@@ -79,12 +99,9 @@ final class OperationObservers: @unchecked Sendable {   // every stored var is g
     /// Set once the operation turned finished; later waiters return at once.
     private var finished = false                         // guarded by lock
     private var waiters: [FinishWaiter] = []             // guarded by lock
-    private var storedBodyBytes: Int64 = 0               // guarded by lock
 
-    /// Response body bytes the last transfer delivered to its sink (a resumed prefix included).
-    var bodyBytes: Int64 {
-        get { lock.withLock { storedBodyBytes } }
-        set { lock.withLock { storedBodyBytes = newValue } }
+    init(finished: Bool) {
+        self.finished = finished
     }
 
     /// The monitors set on the operation.

@@ -58,7 +58,7 @@ public final class LoggingEventMonitor: EventMonitor, @unchecked Sendable {   //
         let start = lock.withLock { starts.removeValue(forKey: ObjectIdentifier(operation)) }
         var metadata = LoggingEventMonitor.identity(of: operation)
         if let status = (operation.response as? HTTPURLResponse)?.statusCode { metadata["status"] = "\(status)" }
-        let bytes = operation.responseData.map { Int64($0.count) } ?? operation.observers.bodyBytes
+        let bytes = operation.responseData.map { Int64($0.count) } ?? operation.bodyBytesDelivered
         metadata["bytes"] = "\(bytes)"
         let seconds = start.map { Double(now &- $0) / 1e9 } ?? 0
         metadata["duration"] = "\(String(format: "%.6f", seconds))"

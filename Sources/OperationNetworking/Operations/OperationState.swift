@@ -41,13 +41,14 @@ struct OperationState {
         case cancel
     }
 
-    /// Where the operation is.
+    /// Where the operation is. The kept bytes are boxed (`indirect`): every operation carries a phase,
+    /// few ever hold kept bytes.
     enum Phase {
         /// Not started.
         case ready
         /// Paused before its queue started it: not ready, unless it carries the kept bytes of a
         /// restored archive (then its queue's `start()` continues the download).
-        case parked(KeptDownload?)
+        indirect case parked(KeptDownload?)
         /// Its transfer is on (or on its way to) the network thread.
         case executing
         /// `cancel()` was sent to the running transfer; whatever its end, it is delivered as a cancel.
@@ -55,7 +56,7 @@ struct OperationState {
         /// `pause()` was sent to the running transfer and has not settled yet.
         case pausing(then: AfterPause)
         /// Paused after it started, keeping its queue slot and the bytes so far.
-        case paused(KeptDownload)
+        indirect case paused(KeptDownload)
         /// The transfer ended; handlers may still be running (the operation is not yet `isFinished`).
         case completing
         /// Handlers ran.

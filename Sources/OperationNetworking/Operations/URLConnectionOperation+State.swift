@@ -4,46 +4,6 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Everything a caller configures on an operation, as one value: `copy(with:)` and the manager hand
-/// it over whole, so a setting added here cannot be forgotten by either.
-/// - Threading: a value; the operation keeps it in its `MutableState`, behind its lock.
-struct OperationConfiguration {
-    var shouldUseCredentialStorage = true
-    var credential: URLCredential?
-    /// The policy set by the caller; `nil` means `SecurityPolicy.default()`, made on first read (most
-    /// operations never read theirs, and the default's snapshot is a constant).
-    var securityPolicy: SecurityPolicy?
-    var clientCertificate: ClientCertificate?
-    var maximumResponseSize: Int64?
-    var retryPolicy = RetryPolicy.none
-    var proxy = ProxySetting.environment
-    var proxyCredential: URLCredential?
-    var completionQueue: DispatchQueue?
-    var completionGroup: DispatchGroup?
-    var uploadProgressBlock: URLConnectionOperation.UploadProgressBlock?
-    var downloadProgressBlock: URLConnectionOperation.DownloadProgressBlock?
-    var redirectBlock: URLConnectionOperation.RedirectResponseBlock?
-    var challengeBlock: URLConnectionOperation.AuthenticationChallengeBlock?
-    var cacheBlock: URLConnectionOperation.CacheResponseBlock?
-
-    /// The same configuration for another operation: the security policy is copied (it is a mutable
-    /// class), everything else shared.
-    func copied() -> OperationConfiguration {
-        var copy = self
-        copy.securityPolicy = securityPolicy.map { ($0.copy() as? SecurityPolicy) ?? $0 }
-        return copy
-    }
-
-    /// Drops every block (an operation does when it finishes, to break the cycles blocks make).
-    mutating func releaseBlocks() {
-        uploadProgressBlock = nil
-        downloadProgressBlock = nil
-        redirectBlock = nil
-        challengeBlock = nil
-        cacheBlock = nil
-    }
-}
-
 /// Every mutable field of a `URLConnectionOperation`, in one value behind the operation's one lock.
 /// - Threading: owned by the operation; read and written only with `URLConnectionOperation.lock` held.
 struct MutableState {
@@ -55,12 +15,31 @@ struct MutableState {
     var request: URLRequest
     /// The request of the transfer under way (after a redirect, the redirected one).
     var currentRequest: URLRequest
+    /// The last response head and the metrics, boxed: a queued operation has neither, and they would
+    /// make every operation a couple of hundred bytes larger.
+    private var facts: TransferFacts?
     /// The last response head; `response` is built from it on first use (off the network thread).
-    var head: ResponseHead?
+    var head: ResponseHead? {
+        get { facts?.head }
+        set {
+            if newValue == nil && facts == nil { return }
+            let box = facts ?? TransferFacts()
+            box.head = newValue
+            facts = box
+        }
+    }
     var response: URLResponse?
     var error: Error?
     var responseData: Data?
-    var metrics: TransferMetrics?
+    var metrics: TransferMetrics? {
+        get { facts?.metrics }
+        set {
+            if newValue == nil && facts == nil { return }
+            let box = facts ?? TransferFacts()
+            box.metrics = newValue
+            facts = box
+        }
+    }
     /// The transfer on (or last on) the network thread.
     var transfer: Transfer?
     var outputStream: OutputStream?
@@ -71,6 +50,10 @@ struct MutableState {
     var downloadReporter: ProgressReporter?
     /// Attempts made so far (0 before the first starts).
     var attempts = 0
+    /// Body bytes the last transfer delivered to its sink (for monitors, whatever the sink).
+    var bodyBytesDelivered: Int64 = 0
+    /// Event monitors and `value()` waiters, made on first use (see `URLConnectionOperation.observers`).
+    var observers: OperationObservers?
     /// Run once, on the completion queue, just before the operation turns finished (batches use it).
     var finishHooks: [@Sendable () -> Void] = []
     /// The inherited `completionBlock`, kept here so that Foundation never runs it on a global queue.
@@ -96,6 +79,13 @@ struct MutableState {
 
     /// The queue progress blocks and handlers run on, the default applied.
     var effectiveCompletionQueue: DispatchQueue { configuration.completionQueue ?? CallbackQueues.callback }
+}
+
+/// A transfer's response head and metrics, out of line (see `MutableState.head`).
+/// - Threading: owned by one `MutableState`, so guarded by its operation's lock.
+final class TransferFacts {
+    var head: ResponseHead?
+    var metrics: TransferMetrics?
 }
 
 extension URLConnectionOperation {

@@ -80,7 +80,7 @@ extension URLConnectionOperation: TransferDelegate {
             mutable.response = nil
         }
         // Network thread: monitors hear of it from the delivery queue, queued before this transfer's end.
-        if observers.wantsResponses {
+        if let observers = existingObservers, observers.wantsResponses {
             CallbackQueues.delivery.async { [self] in observers.didReceive(head, for: self) }
         }
     }
@@ -99,12 +99,12 @@ extension URLConnectionOperation: TransferDelegate {
             mutable.attempts = max(mutable.attempts, attempt)
             return true
         }
-        if current { observers.willRetry(self, after: delay, attempt: attempt, error: error) }
+        if current { existingObservers?.willRetry(self, after: delay, attempt: attempt, error: error) }
     }
 
     func transferDidStart(_ transfer: Transfer, batch: CompletionBatch) {
         lock.withLock { if mutable.attempts == 0 { mutable.attempts = 1 } }
-        observers.transferDidStart(self)
+        existingObservers?.transferDidStart(self)
         batch.add(on: CallbackQueues.callback, group: CallbackQueues.group) { [self] in
             NotificationCenter.default.post(name: .operationDidStart, object: self)
         }
@@ -114,6 +114,7 @@ extension URLConnectionOperation: TransferDelegate {
         let (action, next, archiver) = lock.withLock { () -> (OperationState.Action, Transfer?, NSCondition?) in
             guard transfer === mutable.transfer else { return (.none, nil, nil) }   // an earlier run's transfer
             mutable.attempts = max(mutable.attempts, transfer.attempt)
+            mutable.bodyBytesDelivered = transfer.bytesReceived   // for monitors, whatever the sink
             if let metrics = transfer.metrics { mutable.metrics = metrics }
             if mutable.head == nil, let head = transfer.head { mutable.head = head }
             if case .paused(let point) = outcome {
@@ -129,7 +130,6 @@ extension URLConnectionOperation: TransferDelegate {
             }
             return (action, nil, mutable.pauseSettled)
         }
-        observers.bodyBytes = transfer.bytesReceived   // for monitors, whatever the sink
         perform(action, transfer: next, batch: batch)
         // However a pause ended (settled, continued, cancelled, overtaken by the transfer's end), an
         // archiver waiting for it reads the phase again.

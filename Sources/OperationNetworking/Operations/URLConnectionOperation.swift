@@ -45,8 +45,6 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     let lock = NSLock()
     /// Every mutable field of the operation, its life and its configuration; guarded by `lock`.
     var mutable: MutableState
-    /// Event monitors and `value()` waiters (see EventMonitor.swift), behind a lock of their own.
-    let observers = OperationObservers()
 
     /// Whether the request reads from `URLCache.shared` (its cache policy and method, which nothing
     /// changes after init), decided once rather than at the start and again at the end.
@@ -361,7 +359,8 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         }
         hooks.forEach { $0() }
         stream?.close()
-        observers.operationWillFinish(self)   // monitors hear of the finish before isFinished
+        let observers = existingObservers
+        observers?.operationWillFinish(self)   // monitors hear of the finish before isFinished
         let (action, completion) = lock.withLock { () -> (OperationState.Action, (@Sendable () -> Void)?) in
             let action = mutable.lifecycle.handlersRan()
             guard case .finish = action else { return (action, nil) }
@@ -374,7 +373,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         // a change *to* executing (platform-notes §3), so announcing the drop would cost work for nothing.
         willChangeValue(forKey: "isFinished")
         didChangeValue(forKey: "isFinished")
-        observers.operationDidFinish()         // resumes `value()` waiters
+        (observers ?? existingObservers)?.operationDidFinish()   // resumes `value()` waiters
         post(.operationDidFinish)
         if let completion {
             effectiveCompletionQueue.async(group: effectiveCompletionGroup, execute: completion)

@@ -19,24 +19,36 @@ final class IdleConnections {
     /// How often an idle thread looks at its sockets.
     static let checkInterval: UInt64 = 1_000_000_000
 
+    /// Transfers ended since glibc last gave freed memory back.
+    private var endedSinceTrim = 0
+    /// After this many transfers, an idle thread asks glibc to give freed memory back.
+    static let trimAfterTransfers = 1_000
+
     func opened(_ socket: Int32) { sockets.insert(socket) }
     func closed(_ socket: Int32) { sockets.remove(socket) }
 
     /// Something runs: the idle clock stops.
     func busy() { idleSince = nil }
 
-    /// Nothing runs at `now`: whether the idle connections should be closed now — idle for
-    /// `lifetime` seconds, or one of them closed by its peer.
-    func due(now: UInt64, lifetime: Int) -> Bool {
-        guard !sockets.isEmpty else {
-            idleSince = nil
-            return false
-        }
+    /// A transfer ended.
+    func transferEnded() { endedSinceTrim &+= 1 }
+
+    /// Nothing runs at `now`. After a busy stretch (a queue of thousands drained) and a second of
+    /// quiet, gives the memory glibc kept for reuse back to the system, so a daemon's resident size
+    /// falls back after a burst instead of staying at its peak. Returns whether the idle connections
+    /// should be closed now: idle for `lifetime` seconds, or one of them closed by its peer (looked
+    /// at once a second).
+    func idle(now: UInt64, lifetime: Int) -> Bool {
         let since = idleSince ?? now
         idleSince = since
-        guard now &- lastCheck >= IdleConnections.checkInterval else { return false }
+        let quiet = now &- since
+        if endedSinceTrim >= IdleConnections.trimAfterTransfers && quiet >= IdleConnections.checkInterval {
+            endedSinceTrim = 0
+            malloc_trim(0)
+        }
+        guard !sockets.isEmpty, now &- lastCheck >= IdleConnections.checkInterval else { return false }
         lastCheck = now
-        return now &- since >= UInt64(max(lifetime, 0)) * 1_000_000_000 || anyClosedByPeer()
+        return quiet >= UInt64(max(lifetime, 0)) * 1_000_000_000 || anyClosedByPeer()
     }
 
     /// Whether an idle connection's socket is readable or hung up: an idle HTTP connection has

@@ -457,6 +457,7 @@ final class NetworkThread: @unchecked Sendable {
     private func end(_ transfer: Transfer, _ outcome: TransferOutcome) {
         assertOnNetworkThread()
         guard let delegate = transfer.finish() else { return }
+        idleConnections.transferEnded()
         events.append(.ended(transfer, outcome, delegate))
     }
 
@@ -509,7 +510,7 @@ final class NetworkThread: @unchecked Sendable {
             idleConnections.busy()
             return
         }
-        guard idleConnections.due(now: now, lifetime: idleConnectionLifetime),
+        guard idleConnections.idle(now: now, lifetime: idleConnectionLifetime),
               let fresh = NetworkThread.makeMulti(connectionCacheSize: connectionCacheSize) else { return }
         if let multi { curl_multi_cleanup(multi) }
         multi = fresh

@@ -185,8 +185,14 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
         let headers = lock.withLock { self.headers }
         // Checked here, before Foundation's URLRequest silently drops such a value.
         try HTTPRequestSerializer.validate(headers, url: request.url)
-        for (field, value) in headers where result.value(forHTTPHeaderField: field) == nil {
-            result.setValue(value, forHTTPHeaderField: field)
+        if result.allHTTPHeaderFields?.isEmpty ?? true {
+            // One assignment shares the serializer's dictionary with every request it makes (copy on
+            // write): a queued request holds no dictionary of its own, and none is grown field by field.
+            result.allHTTPHeaderFields = headers
+        } else {
+            for (field, value) in headers where result.value(forHTTPHeaderField: field) == nil {
+                result.setValue(value, forHTTPHeaderField: field)
+            }
         }
         try HTTPRequestSerializer.validateHeaders(of: result)
         return result
