@@ -16,7 +16,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     public typealias Failure = @Sendable (HTTPRequestOperation, Error) -> Void
 
     /// Made on first use, so an operation whose serializer is set (the manager's) never builds the default.
-    private var explicitSerializer: HTTPResponseSerializer?                          // guarded by lock
+    @exclusivity(unchecked) private var explicitSerializer: HTTPResponseSerializer?                          // guarded by lock
     /// The serializer (call with `lock` held).
     private var storedSerializer: HTTPResponseSerializer {
         if let serializer = explicitSerializer { return serializer }
@@ -24,14 +24,14 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         explicitSerializer = serializer
         return serializer
     }
-    private var success: Success?                                                    // guarded by lock
-    private var failure: Failure?                                                    // guarded by lock
+    @exclusivity(unchecked) private var success: Success?                                                    // guarded by lock
+    @exclusivity(unchecked) private var failure: Failure?                                                    // guarded by lock
     /// Whether `responseObject` was computed (it is computed once).
-    private var serialized = false                                                   // guarded by lock
-    private var storedResponseObject: Any?                                           // guarded by lock
-    private var serializationError: Error?                                           // guarded by lock
+    @exclusivity(unchecked) private var serialized = false                                                   // guarded by lock
+    @exclusivity(unchecked) private var storedResponseObject: Any?                                           // guarded by lock
+    @exclusivity(unchecked) private var serializationError: Error?                                           // guarded by lock
     /// Whether the transfer ended, so the response is complete and may be serialized.
-    private var transferOver = false                                                 // guarded by lock
+    @exclusivity(unchecked) private var transferOver = false                                                 // guarded by lock
 
     /// Creates an operation for `request`.
     public required init(request: URLRequest) {

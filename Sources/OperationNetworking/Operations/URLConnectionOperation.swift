@@ -43,8 +43,9 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
 
     /// Guards `mutable` and the stored `var`s of subclasses (leaf lock: nothing is called while it is held).
     let lock = NSLock()
-    /// Every mutable field of the operation, its life and its configuration; guarded by `lock`.
-    var mutable: MutableState
+    /// Every mutable field of the operation, its life and its configuration; guarded by `lock`, which
+    /// already excludes overlapping access (hence no runtime exclusivity check on every use).
+    @exclusivity(unchecked) var mutable: MutableState
 
     /// Whether the request reads from `URLCache.shared` (its cache policy and method, which nothing
     /// changes after init), decided once rather than at the start and again at the end.

@@ -57,7 +57,7 @@ final class NetworkThread: @unchecked Sendable {
     /// Whether the thread runs (libcurl could allocate its multi handle; if not, every transfer fails).
     private let started: Bool
     /// The multi handle; network thread only after init (made again to close idle connections).
-    private var multi: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private var multi: UnsafeMutableRawPointer?
     /// The sockets of the multi handle's connections, and when idle ones are closed; network thread only.
     let idleConnections = IdleConnections()
     /// TLS sessions shared by every easy handle (`nil` if libcurl could not allocate it: no resumption).
@@ -81,29 +81,29 @@ final class NetworkThread: @unchecked Sendable {
     let trustedConnections = TrustedConnections()
     /// The last absolute URL string `Transfer.configure` found usable, and its `host:port` when it is
     /// https: requests to one URL (a poller, a benchmark) skip parsing its scheme and host every time.
-    var lastCheckedURL: (absoluteString: String, tlsOrigin: String?)?
+    @exclusivity(unchecked) var lastCheckedURL: (absoluteString: String, tlsOrigin: String?)?
     /// https origins whose connections turned out HTTP/1.x (they cannot multiplex).
-    private var serialTLSOrigins: Set<String> = []
+    @exclusivity(unchecked) private var serialTLSOrigins: Set<String> = []
     /// Transfers on curl that need a connection each: plain http, or https to an origin known to be HTTP/1.x.
-    private var serialTransfers = 0
+    @exclusivity(unchecked) private var serialTransfers = 0
     /// Transfers on curl, by easy handle.
-    private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    @exclusivity(unchecked) private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     /// Transfers waiting for a slot, oldest first (`waitingHead` is the next to admit).
-    private var waiting: [Transfer] = []
-    private var waitingHead = 0
+    @exclusivity(unchecked) private var waiting: [Transfer] = []
+    @exclusivity(unchecked) private var waitingHead = 0
     /// Reset easy handles ready for the next transfer.
-    private var pool: [CurlEasyHandle] = []
+    @exclusivity(unchecked) private var pool: [CurlEasyHandle] = []
     /// Throttled uploads paused by their read callback, with the time to resume them.
-    private var pausedUploads: [(transfer: Transfer, at: UInt64)] = []
+    @exclusivity(unchecked) private var pausedUploads: [(transfer: Transfer, at: UInt64)] = []
     /// Transfers waiting out a retry delay, with the time their next attempt is due.
-    private var delayed: [(transfer: Transfer, at: UInt64)] = []
+    @exclusivity(unchecked) private var delayed: [(transfer: Transfer, at: UInt64)] = []
     /// Spare array swapped with `inbox`, so draining allocates nothing.
-    private var drained: [Command] = []
+    @exclusivity(unchecked) private var drained: [Command] = []
     /// Starts and ends of this loop iteration, handed to the delivery queue in one dispatch.
-    private var events: [TransferEvent] = []
+    @exclusivity(unchecked) private var events: [TransferEvent] = []
     /// Since when `events` has held nothing but starts kept back (see `flushEvents`); `nil` if it does not.
-    private var startsHeldSince: UInt64?
-    private var lastTimeoutScan: UInt64 = 0
+    @exclusivity(unchecked) private var startsHeldSince: UInt64?
+    @exclusivity(unchecked) private var lastTimeoutScan: UInt64 = 0
     /// Set by a shut-down command: the loop ends and signals it.
     private var shutDownSignal: DispatchSemaphore?
 

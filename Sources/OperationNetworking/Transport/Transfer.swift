@@ -96,6 +96,8 @@ protocol TransferDelegate: AnyObject, Sendable {
 /// Its life is the `State` enum and the transitions in `Transfer+Lifecycle.swift`; the network
 /// thread calls them and carries out the `HopEndAction`s they return, and never reaches into the
 /// redirect, challenge or resume details itself.
+/// Stored properties are `@exclusivity(unchecked)`: thread confinement already excludes overlapping
+/// access, and the runtime's per-access checks cost several thousand instructions per request.
 /// - Threading: created on any thread, then handed to `NetworkThread` once; from then on every
 ///   stored property is written only on the network thread (checked in debug builds by
 ///   `assertOnNetworkThread()`), except `cancelRequested`, an atomic any thread may set. `finish()` ends that: the network
@@ -111,7 +113,7 @@ final class Transfer: @unchecked Sendable {
     // MARK: Fixed at creation
     /// The delegate (the operation); strongly held while the transfer runs, released at the end.
     /// Written only by `finish()` (which drops it), on the network thread.
-    var delegate: TransferDelegate?
+    @exclusivity(unchecked) var delegate: TransferDelegate?
     /// Where response bytes go: `nil` means `body` in memory.
     let outputStream: OutputStream?
     /// Where a resumed download continues from, if it is one.
@@ -129,86 +131,86 @@ final class Transfer: @unchecked Sendable {
 
     // MARK: Network thread only
     /// The request of the current hop (changes on redirects).
-    var currentRequest: URLRequest
+    @exclusivity(unchecked) var currentRequest: URLRequest
     /// The request each attempt starts from (its multipart body replaced by a rebuilt one for a retry).
-    var originalRequest: URLRequest
+    @exclusivity(unchecked) var originalRequest: URLRequest
     /// The attempt under way, 1 for the first.
-    var attempt = 1
+    @exclusivity(unchecked) var attempt = 1
     /// The network thread that admitted the transfer (set when it takes the transfer in).
-    var network: NetworkThread?
+    @exclusivity(unchecked) var network: NetworkThread?
     /// The last complete response head.
-    var head: ResponseHead?
+    @exclusivity(unchecked) var head: ResponseHead?
     /// Response body received in memory (when `outputStream` is nil).
-    var body = Data()
+    @exclusivity(unchecked) var body = Data()
     /// Body bytes delivered to the sink, counted across a resume.
-    var bytesReceived: Int64 = 0
+    @exclusivity(unchecked) var bytesReceived: Int64 = 0
     /// Redirects followed so far.
-    var redirectCount = 0
+    @exclusivity(unchecked) var redirectCount = 0
     /// Monotonic time of the last byte moved or header received; drives the no-progress timeout.
-    var lastActivity: UInt64 = 0
+    @exclusivity(unchecked) var lastActivity: UInt64 = 0
     /// Monotonic start of the first hop and of the current hop, for `metrics`.
-    var startTime: UInt64 = 0
-    var hopStartTime: UInt64 = 0
+    @exclusivity(unchecked) var startTime: UInt64 = 0
+    @exclusivity(unchecked) var hopStartTime: UInt64 = 0
     /// Filled when the transfer completed.
-    var metrics: TransferMetrics?
+    @exclusivity(unchecked) var metrics: TransferMetrics?
     /// Set by a callback that aborted the transfer, so the outcome says why rather than curl's generic code.
-    var abortError: Error?
+    @exclusivity(unchecked) var abortError: Error?
     /// `errno` of the last socket the open-socket callback could not make (0: none failed).
-    var socketOpenError: Int32 = 0
+    @exclusivity(unchecked) var socketOpenError: Int32 = 0
     /// Where the transfer is in its life; changed only through `lifecycle.enter(_:)` (see
     /// `Transfer+Lifecycle.swift`).
-    var lifecycle = Lifecycle()
+    @exclusivity(unchecked) var lifecycle = Lifecycle()
     /// An end decided before the transfer reached the network thread (a cache answer, an output
     /// stream that would not open): set before `submit`, read when the network thread takes it in.
-    private(set) var outcomeOnArrival: TransferOutcome?
+    @exclusivity(unchecked) private(set) var outcomeOnArrival: TransferOutcome?
     /// Set (from any thread) by the operation's `cancel()` before it returns; from then on no request
     /// of this transfer starts: the network thread and the pre-request callback check it.
     private let cancelRequested = Atomic<Bool>(false)
 
     /// `host:port` of the current hop when it is https (a connection that may turn out HTTP/2), else `nil`.
-    var tlsOrigin: String?
+    @exclusivity(unchecked) var tlsOrigin: String?
     /// Whether the network thread counts this transfer among those that need a connection each.
-    var countedAsSerial = false
+    @exclusivity(unchecked) var countedAsSerial = false
     /// What the proxy answered to this hop's `CONNECT`, when it refused the tunnel.
-    var tunnelAnswer: TunnelAnswer?
+    @exclusivity(unchecked) var tunnelAnswer: TunnelAnswer?
     /// Whether the current hop's policy (a pinning one, or a subclass's `evaluateServerTrust`) decides in
     /// the pre-request callback (set by `configureTLS`).
-    var pinsCertificates = false
+    @exclusivity(unchecked) var pinsCertificates = false
     /// Parsing state of the header block currently arriving.
-    var headerParser = ResponseHeaderParser()
+    @exclusivity(unchecked) var headerParser = ResponseHeaderParser()
     /// What the current hop's response is.
-    var hop: Hop = .awaitingHead
+    @exclusivity(unchecked) var hop: Hop = .awaitingHead
     /// Inflates the current response's body when the library asked for compression and the server
     /// used gzip or deflate; `nil` otherwise (bytes pass as they come).
-    var decoder: ContentDecoder?
+    @exclusivity(unchecked) var decoder: ContentDecoder?
     /// Whether this hop asked for compressed bodies (the request set no `Accept-Encoding` of its own).
-    var asksForEncodings = false
+    @exclusivity(unchecked) var asksForEncodings = false
     /// Body of a redirect or challenge candidate, kept in case it becomes the response.
-    var setAsideBody = Data()
+    @exclusivity(unchecked) var setAsideBody = Data()
     /// Challenge rounds answered so far.
-    var challengeRounds = 0
+    @exclusivity(unchecked) var challengeRounds = 0
     /// Credentials chosen in earlier rounds for the server (dropped when a redirect leaves its origin)
     /// and for the proxy.
-    var serverCredential: TransferCredential?
-    var proxyCredential: TransferCredential?
+    @exclusivity(unchecked) var serverCredential: TransferCredential?
+    @exclusivity(unchecked) var proxyCredential: TransferCredential?
     /// Bytes of a restarted (200 instead of 206) resumed body to drop because the sink already has them.
-    var bytesToSkip: Int64 = 0
+    @exclusivity(unchecked) var bytesToSkip: Int64 = 0
     /// Request body source for the current hop.
-    var upload: UploadSource?
+    @exclusivity(unchecked) var upload: UploadSource?
     /// Upload bytes handed to curl so far.
-    var bytesSent: Int64 = 0
+    @exclusivity(unchecked) var bytesSent: Int64 = 0
     /// Whether the current hop asked for a byte range (a resumed download).
-    var sentRange = false
+    @exclusivity(unchecked) var sentRange = false
     /// The single range of the caller's own `Range` header (first transfer only); `nil` when it sent
     /// none, and `.unusable` when it sent one the library cannot continue (several ranges, a suffix).
-    var callerRange: CallerRange?
+    @exclusivity(unchecked) var callerRange: CallerRange?
     /// Resource offset of the first body byte of a 206 answering the caller's range (0 otherwise).
-    var rangeBase: Int64 = 0
+    @exclusivity(unchecked) var rangeBase: Int64 = 0
     /// Full length of the body being received, counting a resumed prefix; -1 when unknown.
-    var expectedBodyLength: Int64 = -1
+    @exclusivity(unchecked) var expectedBodyLength: Int64 = -1
     /// Where a continuation's body must end (in resource bytes, like `bytesReceived`), when known: a
     /// 206 that ends elsewhere would leave the download short.
-    var requiredBodyEnd: Int64?
+    @exclusivity(unchecked) var requiredBodyEnd: Int64?
 
 
     /// - Parameters:
