@@ -156,7 +156,7 @@ private final class Feeder: @unchecked Sendable {
 }
 
 /// Counts finished requests; guarded by `lock`, hence `@unchecked Sendable`.
-private final class Tally: @unchecked Sendable {
+final class Tally: @unchecked Sendable {
     private let lock = NSLock()
     private var finished = 0      // guarded by lock
     private var errors = 0        // guarded by lock

@@ -33,13 +33,13 @@ enum QueuedMemory {
         manager.operationQueue.maxConcurrentOperationCount = concurrency
         manager.operationQueue.isSuspended = true
         let done = DispatchSemaphore(value: 0)
-        let counts = Counts()
+        let counts = Tally()
         let baseline = residentBytes()
         for _ in 0..<requests {
             manager.GET(url, parameters: nil, success: { operation, _ in
-                if counts.add(bytes: Int64(operation.responseData?.count ?? 0), failed: false) == requests { done.signal() }
+                if counts.record(bytes: Int64(operation.responseData?.count ?? 0), failed: false) == requests { done.signal() }
             }, failure: { _, _ in
-                if counts.add(bytes: 0, failed: true) == requests { done.signal() }
+                if counts.record(bytes: 0, failed: true) == requests { done.signal() }
             })
         }
         let queued = residentBytes()
@@ -61,19 +61,4 @@ enum QueuedMemory {
         let (finished, errors, bytes) = counts.snapshot
         return (finished, errors, bytes, wall)
     }
-}
-
-/// Finished requests; guarded by `lock`, hence `@unchecked Sendable`.
-private final class Counts: @unchecked Sendable {
-    private let lock = NSLock()
-    private var finished = 0, errors = 0   // guarded by lock
-    private var bytes: Int64 = 0           // guarded by lock
-    func add(bytes: Int64, failed: Bool) -> Int {
-        lock.withLock {
-            finished += 1
-            if failed { errors += 1 } else { self.bytes += bytes }
-            return finished
-        }
-    }
-    var snapshot: (Int, Int, Int64) { lock.withLock { (finished, errors, bytes) } }
 }

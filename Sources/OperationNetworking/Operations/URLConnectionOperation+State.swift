@@ -21,24 +21,14 @@ struct MutableState {
     /// The last response head; `response` is built from it on first use (off the network thread).
     var head: ResponseHead? {
         get { facts?.head }
-        set {
-            if newValue == nil && facts == nil { return }
-            let box = facts ?? TransferFacts()
-            box.head = newValue
-            facts = box
-        }
+        set { changeFacts(to: newValue) { $0.head = newValue } }
     }
     var response: URLResponse?
     var error: Error?
     var responseData: Data?
     var metrics: TransferMetrics? {
         get { facts?.metrics }
-        set {
-            if newValue == nil && facts == nil { return }
-            let box = facts ?? TransferFacts()
-            box.metrics = newValue
-            facts = box
-        }
+        set { changeFacts(to: newValue) { $0.metrics = newValue } }
     }
     /// The transfer on (or last on) the network thread.
     var transfer: Transfer?
@@ -60,6 +50,14 @@ struct MutableState {
     var completionBlock: (@Sendable () -> Void)?
     /// Signalled when a pause settled (archiving waits for the kept bytes); made on first use.
     var pauseSettled: NSCondition?
+
+    /// Makes the facts box on the first value set (setting `nil` on no box makes none).
+    private mutating func changeFacts<Value>(to value: Value?, _ change: (TransferFacts) -> Void) {
+        if value == nil && facts == nil { return }
+        let box = facts ?? TransferFacts()
+        change(box)
+        facts = box
+    }
 
     init(request: URLRequest) {
         self.request = request
