@@ -96,8 +96,11 @@ extension URLConnectionOperation {
             : mutable.configuration.uploadProgressBlock != nil
         guard hasBlock else { return nil }
         // The reporter reads the block when it delivers, so replacing or removing it takes effect at once.
-        let reporter = ProgressReporter(queue: mutable.effectiveCompletionQueue) { [self] in
-            lock.withLock {
+        // Weak: the operation owns its reporter, and a paused operation that is never finished must
+        // still be freed.
+        let reporter = ProgressReporter(queue: mutable.effectiveCompletionQueue) { [weak self] in
+            guard let self else { return nil }
+            return lock.withLock {
                 download ? mutable.configuration.downloadProgressBlock : mutable.configuration.uploadProgressBlock
             }
         }
