@@ -34,6 +34,24 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // libbrotlidec and libzstd, found through pkg-config; Debian: libbrotli-dev, libzstd-dev. The
+        // library decodes br and zstd bodies itself for the same reason as gzip (see ContentDecoder).
+        .systemLibrary(
+            name: "CBrotli",
+            pkgConfig: "libbrotlidec",
+            providers: [.apt(["libbrotli-dev"])]
+        ),
+        .systemLibrary(
+            name: "CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"])]
+        ),
+        // libbrotlienc (also in libbrotli-dev), for the test server's br bodies; never linked into the library.
+        .systemLibrary(
+            name: "CBrotliEncoder",
+            pkgConfig: "libbrotlienc",
+            providers: [.apt(["libbrotli-dev"])]
+        ),
         // Typed, non-variadic wrappers for curl_easy_setopt / getinfo / curl_multi_setopt.
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         // X.509 verification for SecurityPolicy through the OpenSSL libcurl already uses (libssl-dev).
@@ -43,7 +61,7 @@ let package = Package(
         .target(
             name: "OperationNetworking",
             dependencies: [
-                "CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib",
+                "CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib", "CBrotli", "CZstd",
                 // `Logger` for LoggingEventMonitor.
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -54,6 +72,8 @@ let package = Package(
         .target(
             name: "OperationNetworkingTestServer",
             dependencies: [
+                // Encoders for the br and zstd routes.
+                "CBrotliEncoder", "CZstd",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

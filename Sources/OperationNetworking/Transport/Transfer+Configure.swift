@@ -8,9 +8,9 @@ import FoundationNetworking
 // MARK: - Network thread: request → easy handle
 
 extension Transfer {
-    /// The encodings the library offers and inflates itself (`ContentDecoder`), so that a compressed
+    /// The encodings the library offers and decodes itself (`ContentDecoder`), so that a compressed
     /// body cut short is an error; libcurl only sends the header and passes the bytes through.
-    static let offeredEncodings = "gzip, deflate"
+    static let offeredEncodings = "gzip, deflate, br, zstd"
 
     /// libcurl's receive buffer per easy handle: 256 KiB instead of its 16 KiB default, so a large body
     /// takes a sixteenth of the socket reads (a 256 MiB body: 16,386 `recvfrom` calls at 16 KiB, 1,039
