@@ -214,11 +214,24 @@ final class NetworkThread: @unchecked Sendable {
         }
         // Shut down: every transfer was ended by its owner before (tests only), so only handles are left.
         flushEvents(now: monotonicNow(), holdingStarts: false)
-        for easy in active.keys { curl_multi_remove_handle(multi, easy) }
-        active.removeAll()
-        pool.removeAll()
+        releaseHandles(multi)
         publishStatistics()
         shutDownSignal?.signal()
+    }
+
+    /// Frees what the thread owns in libcurl once its loop ended: the pooled easy handles, the multi
+    /// handle (with the connections it keeps and its wake-up socket pair) and the share handle.
+    private func releaseHandles(_ multi: UnsafeMutableRawPointer) {
+        for (raw, transfer) in active {
+            curl_multi_remove_handle(multi, raw)
+            // A transfer still on curl keeps its handle past this point: it must not point at the share.
+            if share != nil, let easy = transfer.easy { _ = ccurl_easy_setopt_ptr(easy.raw, CURLOPT_SHARE, nil) }
+        }
+        active.removeAll()
+        pool.removeAll()   // their last references: each deinit calls curl_easy_cleanup
+        curl_multi_cleanup(multi)
+        // Refused (CURLSHE_IN_USE) while an easy handle still uses it, which none does by now.
+        if let share { curl_share_cleanup(share) }
     }
 
     /// Ends the thread and frees its handles, waiting until it did. For threads tests make.
