@@ -434,8 +434,8 @@ final class NetworkThread: @unchecked Sendable {
     ///
     /// Starts alone wait for company, up to `startHoldMilliseconds`: a quick transfer's end then
     /// leaves with its start, so the start costs no hop of its own to the delivery queue and on to
-    /// the callback queue (at concurrency 1 that was 1.2 of the 6.1 voluntary thread switches per
-    /// request). The start notification still precedes the end: same batch, in order.
+    /// the callback queue (`bench/README.md` has what that saves). The start notification still
+    /// precedes the end: same batch, in order.
     private func flushEvents(now: UInt64, holdingStarts: Bool = true) {
         guard !events.isEmpty else { return }
         if holdingStarts, !events.contains(where: { if case .started = $0 { false } else { true } }) {
