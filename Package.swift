@@ -2,6 +2,11 @@
 // OperationNetworking: AFNetworking 2.x's operation-queue HTTP client for Linux, on libcurl.
 import PackageDescription
 
+/// A system library target: a module map over headers `pkgConfig` finds, installed on Debian by `debian`.
+func pkgConfigLibrary(_ name: String, pkgConfig: String, debian: String) -> Target {
+    .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([debian])])
+}
+
 let package = Package(
     name: "OperationNetworking",
     products: [
@@ -21,19 +26,16 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // libcurl itself, found through pkg-config; Debian: libcurl4-openssl-dev.
-        .systemLibrary(
-            name: "CCurl",
-            pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]
-        ),
-        // zlib, found through pkg-config; Debian: zlib1g-dev. The library inflates gzip and deflate
-        // bodies itself so that a compressed stream cut short is an error (libcurl 7.88 passes it).
-        .systemLibrary(
-            name: "CZlib",
-            pkgConfig: "zlib",
-            providers: [.apt(["zlib1g-dev"])]
-        ),
+        // C libraries found through pkg-config, each with the Debian package that provides it.
+        // libcurl itself.
+        pkgConfigLibrary("CCurl", pkgConfig: "libcurl", debian: "libcurl4-openssl-dev"),
+        // zlib, libbrotlidec and libzstd: the library decodes gzip, deflate, br and zstd bodies itself
+        // so that a compressed stream cut short is an error (libcurl 7.88 passes it; see ContentDecoder).
+        pkgConfigLibrary("CZlib", pkgConfig: "zlib", debian: "zlib1g-dev"),
+        pkgConfigLibrary("CBrotli", pkgConfig: "libbrotlidec", debian: "libbrotli-dev"),
+        pkgConfigLibrary("CZstd", pkgConfig: "libzstd", debian: "libzstd-dev"),
+        // libbrotlienc, for the test server's br bodies only; never linked into the library.
+        pkgConfigLibrary("CBrotliEncoder", pkgConfig: "libbrotlienc", debian: "libbrotli-dev"),
         // Typed, non-variadic wrappers for curl_easy_setopt / getinfo / curl_multi_setopt.
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         // X.509 verification for SecurityPolicy through the OpenSSL libcurl already uses (libssl-dev).
@@ -43,7 +45,7 @@ let package = Package(
         .target(
             name: "OperationNetworking",
             dependencies: [
-                "CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib",
+                "CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib", "CBrotli", "CZstd",
                 // `Logger` for LoggingEventMonitor.
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -54,6 +56,8 @@ let package = Package(
         .target(
             name: "OperationNetworkingTestServer",
             dependencies: [
+                // Encoders for the br and zstd routes.
+                "CBrotliEncoder", "CZstd",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

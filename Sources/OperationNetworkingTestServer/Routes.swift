@@ -34,6 +34,8 @@ extension TestServerHandler {
         case ("bytes", 2): serveBytes(context, request, argument)
         case ("chunked", 2): serveChunked(context, request, argument)
         case ("gzip", 1): gzip(context, request)
+        case ("brotli", 2): serveEncoded(context, request, .brotli, argument)
+        case ("zstd", 2): serveEncoded(context, request, .zstd, argument)
         case ("redirect", 2): redirectCountdown(context, request, argument)
         case ("redirect-to", 1): redirectTo(context, request)
         case ("redirect-loop", 1): redirect(context, request, to: "/redirect-loop", status: .found)

@@ -10,8 +10,8 @@ import NIOTLS
 ///
 /// It starts serving as soon as `init` returns, records every complete request it receives
 /// (``requests``), and offers fixed routes (`/echo`, `/status/<code>`, `/bytes/<n>`, `/gzip`,
-/// `/redirect/<n>`, `/drop/<n>`, `/stall`, ...) that produce well-defined, sometimes
-/// deliberately broken, responses. Call ``shutdown()`` when done (deinit does it otherwise).
+/// `/brotli/<n>`, `/zstd/<n>`, `/redirect/<n>`, `/drop/<n>`, `/stall`, ...) that produce
+/// well-defined, sometimes deliberately broken, responses. Call ``shutdown()`` when done (deinit does it otherwise).
 ///
 /// `@unchecked Sendable` is safe: the only mutable property, `isShutDown`, is accessed only
 /// under `lock`; the request log and counters live in `ServerState`, which has its own lock; every

@@ -3,7 +3,8 @@ import Dispatch
 import Foundation
 import OperationNetworking
 
-/// `onet bench`: the client side of the shared benchmark harness (shared/bench/README.md).
+/// `onet bench`: the client side of the benchmark harness whose set-up, commands and runs
+/// `bench/README.md` records.
 ///
 /// N requests go through one `OperationQueue` whose `maxConcurrentOperationCount` is C: exactly how
 /// an AFNetworking 2.x user bounds requests in flight. Every response body is read whole: by default

@@ -3,6 +3,10 @@
 #ifndef CCURLSHIM_H
 #define CCURLSHIM_H
 
+// curl.h is part of no module map, so both CCurl and this module include it textually, and Clang makes
+// whichever of the two it loads first in a compile job the owner of curl's declarations. Every Swift
+// file that imports one of them imports both, or curl's names vanish from files whose job loaded the
+// other first (seen as "cannot find 'CURLE_OK' in scope" in some builds and not others).
 #include <curl/curl.h>
 // C declarations Swift's Glibc module leaves out: malloc_usable_size (MallocThresholds.swift) and
 // eventfd (WakeupChannel.swift).

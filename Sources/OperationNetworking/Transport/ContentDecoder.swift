@@ -1,12 +1,11 @@
-import CZlib
 import Foundation
 
-/// Inflates a gzip or deflate response body as it arrives, and knows whether the compressed stream
-/// reached its end — which libcurl 7.88's own decoding does not check, so a body cut short on a
-/// `Content-Length` that matched the cut passed as a success.
+/// Decodes a compressed response body (gzip, deflate, br or zstd) as it arrives, and knows whether
+/// the compressed stream reached its end — which libcurl 7.88's own decoding does not check, so a
+/// body cut short on a `Content-Length` that matched the cut passed as a success.
 ///
-/// `deflate` is accepted both as zlib data (RFC 9110) and raw deflate (what some servers send).
-/// Concatenated gzip members are decoded one after another.
+/// Every format hands its output on in pieces of at most `DecodeBuffer.capacity` bytes, so
+/// a sink that refuses more (`maximumResponseSize`) stops a decompression bomb after one piece.
 /// - Threading: network thread only (owned by a `Transfer`).
 final class ContentDecoder {
     /// How a call ended.
@@ -19,79 +18,59 @@ final class ContentDecoder {
         case refused
     }
 
-    private var stream = z_stream()
-    private var initialised = false
-    private let isDeflate: Bool
-    /// Whether the deflate data turned out to be raw (no zlib header) and the stream was restarted so.
-    private var triedRaw = false
-    /// Whether the current compressed stream reached its end.
-    private(set) var finished = false
+    private let stream: any CompressedStream
     /// Whether any compressed byte arrived (an empty body is complete as it is).
     private var sawInput = false
-    private var output = [UInt8](repeating: 0, count: 64 * 1024)
 
-    /// A decoder for a `Content-Encoding` value; `nil` for anything but gzip, x-gzip and deflate.
+    /// A decoder for a `Content-Encoding` value; `nil` for anything but gzip, x-gzip, deflate, br and zstd.
     init?(contentEncoding: String) {
+        let stream: (any CompressedStream)?
         switch contentEncoding.trimmingCharacters(in: .whitespaces).lowercased() {
-        case "gzip", "x-gzip": isDeflate = false
-        case "deflate": isDeflate = true
-        default: return nil
+        case "gzip", "x-gzip": stream = ZlibStream(isDeflate: false)
+        case "deflate": stream = ZlibStream(isDeflate: true)
+        case "br": stream = BrotliStream()
+        case "zstd": stream = ZstdStream()
+        default: stream = nil
         }
-        guard start(windowBits: isDeflate ? 15 : 15 + 16) else { return nil }
-    }
-
-    deinit {
-        if initialised { inflateEnd(&stream) }
+        guard let stream else { return nil }
+        self.stream = stream
     }
 
     /// Whether the body is complete: the compressed stream ended (or there was none).
-    var isComplete: Bool { finished || !sawInput }
+    var isComplete: Bool { stream.finished || !sawInput }
 
-    /// Inflates `input`, handing each decoded piece to `sink` (false from the sink stops it).
+    /// Decodes `input`, handing each decoded piece to `sink` (false from the sink stops it).
     func decode(_ input: UnsafeRawBufferPointer, into sink: (UnsafeRawBufferPointer) -> Bool) -> Result {
-        guard let base = input.baseAddress, !input.isEmpty else { return .ok }
+        guard !input.isEmpty else { return .ok }
         sawInput = true
-        var remaining = input.count
-        var next = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: UInt8.self))
-        while remaining > 0 {
-            if finished {
-                // Another gzip member may follow; anything else after the end is not the body's.
-                guard !isDeflate, next.pointee == 0x1F, inflateReset(&stream) == Z_OK else { return .ok }
-                finished = false
-            }
-            stream.next_in = next
-            stream.avail_in = UInt32(clamping: remaining)
-            let status: Int32 = output.withUnsafeMutableBufferPointer { buffer in
-                stream.next_out = buffer.baseAddress
-                stream.avail_out = UInt32(buffer.count)
-                return inflate(&stream, Z_NO_FLUSH)
-            }
-            let produced = output.count - Int(stream.avail_out)
-            let used = remaining - Int(stream.avail_in)
-            if status == Z_DATA_ERROR && isDeflate && !triedRaw && produced == 0 {
-                // No zlib header: the server sent raw deflate. Start over without one.
-                triedRaw = true
-                inflateEnd(&stream)
-                initialised = false
-                guard start(windowBits: -15) else { return .damaged }
-                continue
-            }
-            guard status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR else { return .damaged }
-            if produced > 0 {
-                let accepted = output.withUnsafeBytes { sink(UnsafeRawBufferPointer(rebasing: $0[0..<produced])) }
-                guard accepted else { return .refused }
-            }
-            if status == Z_STREAM_END { finished = true }
-            next += used
-            remaining -= used
-            if used == 0 && produced == 0 && !finished { return status == Z_BUF_ERROR ? .ok : .damaged }
-        }
-        return .ok
+        return stream.decode(input, into: sink)
+    }
+}
+
+/// One compression format's streaming decoder, fed the body piece by piece.
+/// - Threading: network thread only, like the `ContentDecoder` that owns it.
+protocol CompressedStream: AnyObject {
+    /// Whether the compressed stream reached its end (for gzip and zstd: the last member or frame so far).
+    var finished: Bool { get }
+    /// Decodes all of `input` (not empty), handing the output to `sink` in pieces of at most
+    /// `DecodeBuffer.capacity` bytes; stops at the first piece the sink refuses.
+    func decode(_ input: UnsafeRawBufferPointer, into sink: (UnsafeRawBufferPointer) -> Bool) -> ContentDecoder.Result
+}
+
+/// The fixed buffer a `CompressedStream` decodes into, freed with its owner.
+/// - Threading: network thread only.
+final class DecodeBuffer {
+    /// The most one decoding step produces before the sink sees it.
+    static let capacity = 64 * 1024
+    /// The buffer's memory (`capacity` bytes, uninitialised until a decoder writes it).
+    let base = UnsafeMutablePointer<UInt8>.allocate(capacity: DecodeBuffer.capacity)
+
+    deinit {
+        base.deallocate()
     }
 
-    private func start(windowBits: Int32) -> Bool {
-        stream = z_stream()
-        initialised = inflateInit2_(&stream, windowBits, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK
-        return initialised
+    /// Hands the first `count` bytes to `sink`: true when there were none or the sink took them.
+    func deliver(_ count: Int, to sink: (UnsafeRawBufferPointer) -> Bool) -> Bool {
+        count == 0 || sink(UnsafeRawBufferPointer(start: base, count: count))
     }
 }

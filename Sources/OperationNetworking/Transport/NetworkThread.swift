@@ -57,11 +57,11 @@ final class NetworkThread: @unchecked Sendable {
     /// Whether the thread runs (libcurl could allocate its multi handle; if not, every transfer fails).
     private let started: Bool
     /// The multi handle; network thread only after init (made again to close idle connections).
-    @exclusivity(unchecked) private var multi: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) var multi: UnsafeMutableRawPointer?
     /// The sockets of the multi handle's connections, and when idle ones are closed; network thread only.
     let idleConnections = IdleConnections()
     /// TLS sessions shared by every easy handle (`nil` if libcurl could not allocate it: no resumption).
-    private let share: UnsafeMutableRawPointer?
+    let share: UnsafeMutableRawPointer?
     /// How other threads wake the loop (not `curl_multi_wakeup`: see `WakeupChannel`).
     private let wakeup = WakeupChannel()
     /// How long the loop sleeps, at most, while the wake-up channel has no descriptor.
@@ -83,20 +83,20 @@ final class NetworkThread: @unchecked Sendable {
     /// https: requests to one URL (a poller, a benchmark) skip parsing its scheme and host every time.
     @exclusivity(unchecked) var lastCheckedURL: (absoluteString: String, tlsOrigin: String?)?
     /// https origins whose connections turned out HTTP/1.x (they cannot multiplex).
-    @exclusivity(unchecked) private var serialTLSOrigins: Set<String> = []
+    @exclusivity(unchecked) var serialTLSOrigins: Set<String> = []
     /// Transfers on curl that need a connection each: plain http, or https to an origin known to be HTTP/1.x.
-    @exclusivity(unchecked) private var serialTransfers = 0
+    @exclusivity(unchecked) var serialTransfers = 0
     /// Transfers on curl, by easy handle.
-    @exclusivity(unchecked) private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    @exclusivity(unchecked) var active: [UnsafeMutableRawPointer: Transfer] = [:]
     /// Transfers waiting for a slot, oldest first (`waitingHead` is the next to admit).
-    @exclusivity(unchecked) private var waiting: [Transfer] = []
-    @exclusivity(unchecked) private var waitingHead = 0
+    @exclusivity(unchecked) var waiting: [Transfer] = []
+    @exclusivity(unchecked) var waitingHead = 0
     /// Reset easy handles ready for the next transfer.
-    @exclusivity(unchecked) private var pool: [CurlEasyHandle] = []
+    @exclusivity(unchecked) var pool: [CurlEasyHandle] = []
     /// Throttled uploads paused by their read callback, with the time to resume them.
-    @exclusivity(unchecked) private var pausedUploads: [(transfer: Transfer, at: UInt64)] = []
+    @exclusivity(unchecked) var pausedUploads: [(transfer: Transfer, at: UInt64)] = []
     /// Transfers waiting out a retry delay, with the time their next attempt is due.
-    @exclusivity(unchecked) private var delayed: [(transfer: Transfer, at: UInt64)] = []
+    @exclusivity(unchecked) var delayed: [(transfer: Transfer, at: UInt64)] = []
     /// Spare array swapped with `inbox`, so draining allocates nothing.
     @exclusivity(unchecked) private var drained: [Command] = []
     /// Starts and ends of this loop iteration, handed to the delivery queue in one dispatch.
@@ -224,9 +224,8 @@ final class NetworkThread: @unchecked Sendable {
         }
         // Shut down: every transfer was ended by its owner before (tests only), so only handles are left.
         flushEvents(now: monotonicNow(), holdingStarts: false)
-        if let multi { for easy in active.keys { curl_multi_remove_handle(multi, easy) } }
-        active.removeAll()
-        pool.removeAll()
+        if let multi { releaseHandles(multi) }
+        multi = nil
         publishStatistics()
         shutDownSignal?.signal()
     }
@@ -335,39 +334,6 @@ final class NetworkThread: @unchecked Sendable {
         putOnCurl(transfer, easy: easy, multi: multi)
     }
 
-    /// Records a transfer curl now runs, and lifts the per-host cap when it needs a connection of its own.
-    private func putOnCurl(_ transfer: Transfer, easy: CurlEasyHandle, multi: UnsafeMutableRawPointer) {
-        active[easy.raw] = transfer
-        let serial = transfer.tlsOrigin.map { serialTLSOrigins.contains($0) } ?? true
-        transfer.countedAsSerial = serial
-        if serial {
-            serialTransfers += 1
-            if serialTransfers == 1 { _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0) }
-        }
-    }
-
-    /// Forgets a transfer curl no longer runs (its handle already removed from the multi handle); learns
-    /// whether its https origin is HTTP/1.x; restores the per-host cap when no transfer needs its own
-    /// connection any more.
-    @discardableResult
-    private func takeOffCurl(_ raw: UnsafeMutableRawPointer, multi: UnsafeMutableRawPointer) -> Transfer? {
-        guard let transfer = active.removeValue(forKey: raw) else { return nil }
-        if let origin = transfer.tlsOrigin, !transfer.countedAsSerial,
-           case let version = transfer.easy?.info(long: CURLINFO_HTTP_VERSION) ?? 0, version > 0,
-           version < Int(CURL_HTTP_VERSION_2_0) {
-            if serialTLSOrigins.count >= 4096 { serialTLSOrigins.removeAll() }
-            serialTLSOrigins.insert(origin)
-        }
-        if transfer.countedAsSerial {
-            transfer.countedAsSerial = false
-            serialTransfers -= 1
-            if serialTransfers == 0 {
-                _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, NetworkThread.multiplexedConnectionsPerHost)
-            }
-        }
-        return transfer
-    }
-
     /// Carries out what each transfer decides about its hop that curl reports done.
     private func readFinished(_ multi: UnsafeMutableRawPointer) {
         assertOnNetworkThread()
@@ -465,8 +431,8 @@ final class NetworkThread: @unchecked Sendable {
     ///
     /// Starts alone wait for company, up to `startHoldMilliseconds`: a quick transfer's end then
     /// leaves with its start, so the start costs no hop of its own to the delivery queue and on to
-    /// the callback queue (at concurrency 1 that was 1.2 of the 6.1 voluntary thread switches per
-    /// request). The start notification still precedes the end: same batch, in order.
+    /// the callback queue (`bench/README.md` has what that saves). The start notification still
+    /// precedes the end: same batch, in order.
     private func flushEvents(now: UInt64, holdingStarts: Bool = true) {
         guard !events.isEmpty else { return }
         if holdingStarts, !events.contains(where: { if case .started = $0 { false } else { true } }) {
@@ -489,32 +455,6 @@ final class NetworkThread: @unchecked Sendable {
         guard pool.count < NetworkThread.maxPooledHandles else { return }
         if easy.plainConfiguration == nil { easy.reset() }
         pool.append(easy)
-    }
-
-    /// A multi handle with the library's options (`nil` if libcurl could not allocate one).
-    private static func makeMulti(connectionCacheSize: Int) -> UnsafeMutableRawPointer? {
-        guard let multi = curl_multi_init() else { return nil }
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connectionCacheSize)
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        // The server's own stream limit (its SETTINGS) is what bounds a connection, not curl's 100.
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1000)
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, NetworkThread.multiplexedConnectionsPerHost)
-        return multi
-    }
-
-    /// With nothing running, closes every idle connection once they are due (see `IdleConnections`):
-    /// libcurl closes a multi handle's connections only when asked for a new one or when the handle
-    /// goes, so the handle is made again (TLS sessions stay in the share handle).
-    private func closeIdleConnectionsIfDue(now: UInt64) {
-        guard active.isEmpty, waitingHead >= waiting.count, delayed.isEmpty, pausedUploads.isEmpty else {
-            idleConnections.busy()
-            return
-        }
-        guard idleConnections.idle(now: now, lifetime: idleConnectionLifetime),
-              let fresh = NetworkThread.makeMulti(connectionCacheSize: connectionCacheSize) else { return }
-        if let multi { curl_multi_cleanup(multi) }
-        multi = fresh
-        serialTransfers = 0
     }
 
     private func publishStatistics() {

@@ -1,4 +1,5 @@
 import CCurl
+import CCurlShim
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -112,17 +113,11 @@ extension Transfer {
     }
 
     /// Writes all of `bytes` or records why not (a stream that fails or takes nothing fails the operation).
-    private func write(_ bytes: UnsafeRawBufferPointer, to stream: OutputStream) -> Bool {
-        guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return true }
-        var written = 0
-        while written < bytes.count {
-            let result = stream.write(base + written, maxLength: bytes.count - written)
-            guard result > 0 else {
-                abortError = stream.streamError ?? TransportError.make(
-                    .cannotWriteToFile, "The output stream did not accept the response body.", url: currentRequest.url)
-                return false
-            }
-            written += result
+    func write(_ bytes: UnsafeRawBufferPointer, to stream: OutputStream) -> Bool {
+        guard stream.writeAll(bytes) else {
+            abortError = stream.reportedError ?? TransportError.make(
+                .cannotWriteToFile, "The output stream did not accept the response body.", url: currentRequest.url)
+            return false
         }
         return true
     }

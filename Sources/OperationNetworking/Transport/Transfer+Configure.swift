@@ -8,14 +8,13 @@ import FoundationNetworking
 // MARK: - Network thread: request → easy handle
 
 extension Transfer {
-    /// The encodings the library offers and inflates itself (`ContentDecoder`), so that a compressed
+    /// The encodings the library offers and decodes itself (`ContentDecoder`), so that a compressed
     /// body cut short is an error; libcurl only sends the header and passes the bytes through.
-    static let offeredEncodings = "gzip, deflate"
+    static let offeredEncodings = "gzip, deflate, br, zstd"
 
     /// libcurl's receive buffer per easy handle: 256 KiB instead of its 16 KiB default, so a large body
-    /// takes a sixteenth of the socket reads (a 256 MiB body: 16,386 `recvfrom` calls at 16 KiB, 1,039
-    /// at 256 KiB; raw libcurl here moves about 1,400 MB/s at 16 KiB, 2,400–3,300 at 256 KiB). Write
-    /// callbacks still come in pieces of at most 16 KiB (libcurl cuts them). The buffer stays with its
+    /// takes a sixteenth of the socket reads (`bench/README.md` has the measurements). Write callbacks
+    /// still come in pieces of at most 16 KiB (libcurl cuts them). The buffer stays with its
     /// pooled handle, but only the pages a response reaches are ever touched: a 1 KiB response costs one.
     static let receiveBufferSize = 256 * 1024
 

@@ -84,17 +84,7 @@ extension Transfer {
         guard let head else { return true }
         hop = .delivering
         if let outputStream {
-            if !setAsideBody.isEmpty {
-                let ok = setAsideBody.withUnsafeBytes { bytes -> Bool in
-                    guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return true }
-                    return outputStream.write(base, maxLength: bytes.count) == bytes.count
-                }
-                if !ok {
-                    abortError = outputStream.streamError ?? TransportError.make(
-                        .cannotWriteToFile, "The output stream did not accept the response body.", url: head.url)
-                    return false
-                }
-            }
+            guard setAsideBody.withUnsafeBytes({ write($0, to: outputStream) }) else { return false }
         } else {
             body = setAsideBody
         }

@@ -92,8 +92,9 @@ final class LifecycleInterleavingTests: ServerTestCase {
             operation.cancel()
             if operation.isCancelled { tracker.cancelTookEffect() }
         case 3:
-            operation.setDownloadProgressBlock { _, total, expected in
-                if expected > 0 && total > expected { tracker.record("progress past the expected length: \(total)/\(expected)") }
+            // Weakly: the tracker holds the operation, which keeps its progress block.
+            operation.setDownloadProgressBlock { [weak tracker] _, total, expected in
+                if expected > 0 && total > expected { tracker?.record("progress past the expected length: \(total)/\(expected)") }
             }
         case 4:
             tracker.installHandlers()   // replaced by equal blocks: still exactly one call
@@ -158,9 +159,11 @@ private final class Tracker: @unchecked Sendable {
     func cancelTookEffect() { lock.withLock { cancelled = true } }
     func record(_ problem: String) { lock.withLock { problems.append(problem) } }
 
+    /// Weakly: blocks set on an operation that already finished stay with it (its tracker holds it).
     func installHandlers() {
         let size = self.size
-        operation.setCompletionBlockWithSuccess({ [self] operation, _ in
+        operation.setCompletionBlockWithSuccess({ [weak self] operation, _ in
+            guard let self else { return }
             let isCancelled = operation.isCancelled
             let body = operation.responseData
             lock.withLock {
@@ -172,7 +175,8 @@ private final class Tracker: @unchecked Sendable {
                     problems.append("success with \(body?.count ?? -1) of \(size) bytes, not byte-exact")
                 }
             }
-        }, failure: { [self] operation, error in
+        }, failure: { [weak self] operation, error in
+            guard let self else { return }
             let isCancel = (error as NSError).domain == NSURLErrorDomain && (error as NSError).code == NSURLErrorCancelled
             lock.withLock {
                 calls += 1

@@ -6,8 +6,8 @@ import Glibc
 /// A misbehaving HTTP peer on 127.0.0.1 built on plain sockets, for responses no well-formed server
 /// (SwiftNIO's encoder included) would send: each connection gets its request read up to the blank
 /// line, then exactly `response`'s bytes, then a close.
-/// - Threading: `response` is fixed at init; the accept loop runs on its own thread until `stop()`,
-///   which closes the listening socket (guarded by `lock`).
+/// - Threading: `response` is fixed at init; the accept loop runs on its own thread until `stop()`
+///   shuts the listening socket down (`listener`, guarded by `lock`); the loop's thread closes it.
 final class RawServer: @unchecked Sendable {
     let port: Int
     private let response: [UInt8]
@@ -47,12 +47,13 @@ final class RawServer: @unchecked Sendable {
 
     var url: URL? { URL(string: "http://127.0.0.1:\(port)/") }
 
-    /// Stops accepting (the accept loop ends with the closed socket).
+    /// Stops accepting: the accept loop's next `accept` fails and the loop closes the socket. Closing it
+    /// here instead would free its number while the loop may still be about to `accept` on it; the next
+    /// RawServer's socket could get that number, and this server would answer its requests.
     func stop() {
         lock.withLock {
             if listener >= 0 {
                 shutdown(listener, Int32(SHUT_RDWR))
-                close(listener)
                 listener = -1
             }
         }
@@ -61,6 +62,7 @@ final class RawServer: @unchecked Sendable {
     deinit { stop() }
 
     private func acceptLoop(_ fd: Int32) {
+        defer { close(fd) }
         while true {
             let connection = accept(fd, nil, nil)
             guard connection >= 0 else { return }

@@ -124,6 +124,36 @@ final class NetworkThreadShutDownTests: ServerTestCase {
         }
         wait(for: [stopped], timeout: 0.5)
     }
+
+    /// A test-made thread that shuts down frees its multi handle (closing the connection it kept
+    /// alive and libcurl's wake-up socket pair), its share handle and its pooled easy handles.
+    func testShutDownFreesTheThreadsHandlesAndTheirDescriptors() {
+        let descriptorsBefore = openDescriptors()
+        let handlesBefore = CurlEasyHandle.liveCount
+        var thread: NetworkThread? = NetworkThread()
+        let ended = expectation(description: "transfer ended")
+        if let thread { _ = submit("/echo", to: thread, done: ended) }
+        wait(for: [ended], timeout: 5)
+        XCTAssertEqual(server.openConnections, 1, "the connection is kept for reuse")
+        XCTAssertEqual(CurlEasyHandle.liveCount, handlesBefore + 1, "the handle is pooled")
+        thread?.shutDown()
+        XCTAssertEqual(CurlEasyHandle.liveCount, handlesBefore)
+        let server = self.server!
+        XCTAssertTrue(eventually { server.openConnections == 0 }, "the kept connection is still open")
+        thread = nil   // its eventfd goes with the object
+        XCTAssertTrue(eventually { openDescriptors().subtracting(descriptorsBefore).isEmpty },
+                      "still open: \(openDescriptors().subtracting(descriptorsBefore).sorted())")
+    }
+}
+
+/// This process's open descriptors as "number → what it refers to" (a socket's inode names it, so a
+/// number reused for something else counts as new).
+private func openDescriptors() -> Set<String> {
+    let directory = "/proc/self/fd"
+    let numbers = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+    return Set(numbers.compactMap { number in
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(number)")).map { "\(number) → \($0)" }
+    })
 }
 
 extension ServerTestCase {

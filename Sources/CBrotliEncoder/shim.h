@@ -1,0 +1,2 @@
+// libbrotlienc, for the test server's brotli (`br`) bodies only; the library links just the decoder.
+#include <brotli/encode.h>

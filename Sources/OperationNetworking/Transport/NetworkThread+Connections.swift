@@ -1,0 +1,81 @@
+import CCurl
+import CCurlShim
+import Foundation
+
+// MARK: - Network thread: the multi handle's connections (HTTP/2 sharing, idle connections, shut-down)
+
+extension NetworkThread {
+    /// Records a transfer curl now runs, and lifts the per-host cap when it needs a connection of its own.
+    func putOnCurl(_ transfer: Transfer, easy: CurlEasyHandle, multi: UnsafeMutableRawPointer) {
+        active[easy.raw] = transfer
+        let serial = transfer.tlsOrigin.map { serialTLSOrigins.contains($0) } ?? true
+        transfer.countedAsSerial = serial
+        if serial {
+            serialTransfers += 1
+            if serialTransfers == 1 { _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0) }
+        }
+    }
+
+    /// Forgets a transfer curl no longer runs (its handle already removed from the multi handle); learns
+    /// whether its https origin is HTTP/1.x; restores the per-host cap when no transfer needs its own
+    /// connection any more.
+    @discardableResult
+    func takeOffCurl(_ raw: UnsafeMutableRawPointer, multi: UnsafeMutableRawPointer) -> Transfer? {
+        guard let transfer = active.removeValue(forKey: raw) else { return nil }
+        if let origin = transfer.tlsOrigin, !transfer.countedAsSerial,
+           case let version = transfer.easy?.info(long: CURLINFO_HTTP_VERSION) ?? 0, version > 0,
+           version < Int(CURL_HTTP_VERSION_2_0) {
+            if serialTLSOrigins.count >= 4096 { serialTLSOrigins.removeAll() }
+            serialTLSOrigins.insert(origin)
+        }
+        if transfer.countedAsSerial {
+            transfer.countedAsSerial = false
+            serialTransfers -= 1
+            if serialTransfers == 0 {
+                _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, NetworkThread.multiplexedConnectionsPerHost)
+            }
+        }
+        return transfer
+    }
+
+    /// Frees what the thread owns in libcurl once its loop ended: the pooled easy handles, the multi
+    /// handle (with the connections it keeps and its wake-up socket pair) and the share handle.
+    func releaseHandles(_ multi: UnsafeMutableRawPointer) {
+        for (raw, transfer) in active {
+            curl_multi_remove_handle(multi, raw)
+            // A transfer still on curl keeps its handle past this point: it must not point at the share.
+            if share != nil, let easy = transfer.easy { _ = ccurl_easy_setopt_ptr(easy.raw, CURLOPT_SHARE, nil) }
+        }
+        active.removeAll()
+        pool.removeAll()   // their last references: each deinit calls curl_easy_cleanup
+        curl_multi_cleanup(multi)
+        // Refused (CURLSHE_IN_USE) while an easy handle still uses it, which none does by now.
+        if let share { curl_share_cleanup(share) }
+    }
+
+    /// A multi handle with the library's options (`nil` if libcurl could not allocate one).
+    static func makeMulti(connectionCacheSize: Int) -> UnsafeMutableRawPointer? {
+        guard let multi = curl_multi_init() else { return nil }
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connectionCacheSize)
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        // The server's own stream limit (its SETTINGS) is what bounds a connection, not curl's 100.
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1000)
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, NetworkThread.multiplexedConnectionsPerHost)
+        return multi
+    }
+
+    /// With nothing running, closes every idle connection once they are due (see `IdleConnections`):
+    /// libcurl closes a multi handle's connections only when asked for a new one or when the handle
+    /// goes, so the handle is made again (TLS sessions stay in the share handle).
+    func closeIdleConnectionsIfDue(now: UInt64) {
+        guard active.isEmpty, waitingHead >= waiting.count, delayed.isEmpty, pausedUploads.isEmpty else {
+            idleConnections.busy()
+            return
+        }
+        guard idleConnections.idle(now: now, lifetime: idleConnectionLifetime),
+              let fresh = NetworkThread.makeMulti(connectionCacheSize: connectionCacheSize) else { return }
+        if let multi { curl_multi_cleanup(multi) }
+        multi = fresh
+        serialTransfers = 0
+    }
+}
