@@ -102,7 +102,7 @@ extension URLConnectionOperation {
             let resume = kept.point
             coder.encode(kept.bytes as NSData, forKey: OperationCodingKeys.partialData)
             coder.encode(resume.offset, forKey: OperationCodingKeys.offset)
-            coder.encode(resume.validator, forKey: OperationCodingKeys.validator)
+            if let validator = resume.validator { coder.encode(validator, forKey: OperationCodingKeys.validator) }
             coder.encode(resume.rangesSupported, forKey: OperationCodingKeys.rangesSupported)
             if let end = resume.rangeEnd { coder.encode(end, forKey: OperationCodingKeys.rangeEnd) }
             if let total = resume.totalLength { coder.encode(total, forKey: OperationCodingKeys.totalLength) }

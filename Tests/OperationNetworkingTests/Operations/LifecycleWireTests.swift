@@ -83,6 +83,24 @@ final class LifecycleWireTests: ServerTestCase {
         XCTAssertEqual(server.requests.last?.header("Range"), "bytes=\(second)-")
     }
 
+    /// Paused right after start (before any byte), archived, cancelled; the restored copy resumes and
+    /// downloads the whole body.
+    func testAnOperationPausedAtOnceArchivesAndRestoresToTheWholeBody() throws {
+        let operation = HTTPRequestOperation(request: request(slowPath))
+        let (originalDone, _) = recordOutcome(of: operation)
+        operation.start()
+        operation.pause()
+        let archive = try SafeArchive.archive(operation)
+        operation.cancel()
+        wait(for: [originalDone], timeout: 5)
+        let restored = try SafeArchive.unarchive(HTTPRequestOperation.self, from: archive)
+        let (done, box) = recordOutcome(of: restored)
+        if restored.isPaused { restored.resume() } else { restored.start() }
+        wait(for: [done], timeout: 10)
+        XCTAssertTrue(box.value?.isSuccess ?? false, "\(String(describing: box.value?.error))")
+        XCTAssertEqual(restored.responseData, deterministicBytes(size))
+    }
+
     /// A cancelled operation archived and restored comes back ready; run again, it reports the new
     /// run's outcome, not the archived error.
     func testARestoredCancelledOperationRunsAgainWithoutItsOldError() throws {
