@@ -148,30 +148,30 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     static let inlineSerializationLimit = 64 * 1024
 
     override func transferDidEnd(batch: CompletionBatch? = nil) {
-        // Not `withLock`: blocks returned through its generic result are re-abstracted both ways, two
-        // allocations each, for every request.
         lock.lock()
         transferOver = true
-        let success = self.success, failure = self.failure, bodySize = mutable.responseData?.count ?? 0
+        let hadHandlers = success != nil || failure != nil, bodySize = mutable.responseData?.count ?? 0
         lock.unlock()
-        guard success != nil || failure != nil else {
-            super.transferDidEnd(batch: batch)
-            return
-        }
         let queue = effectiveCompletionQueue
         let group = effectiveCompletionGroup
         let handlers: @Sendable () -> Void = { [self] in
+            // Read now, not at the transfer's end: blocks set meanwhile are the ones that run. Not
+            // `withLock`: blocks returned through its generic result are re-abstracted both ways.
+            lock.lock()
+            let success = self.success, failure = self.failure
+            lock.unlock()
             if let problem = error {
                 failure?(self, problem)
-            } else {
-                success?(self, responseObject)
+            } else if let success {
+                success(self, responseObject)
             }
             finishOperation()
         }
-        if let batch, bodySize <= HTTPRequestOperation.inlineSerializationLimit {
+        if !hadHandlers || (batch != nil && bodySize <= HTTPRequestOperation.inlineSerializationLimit) {
             storeInCacheIfAllowed()
-            _ = responseObject   // serialized here, once (nothing to do after a transport error)
-            batch.add(on: queue, group: group, handlers)
+            // Serialized here, once, when a handler will read it (a block set later serializes on first read).
+            if hadHandlers { _ = responseObject }
+            if let batch { batch.add(on: queue, group: group, handlers) } else { queue.async(group: group, execute: handlers) }
             return
         }
         group.enter()

@@ -371,7 +371,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         guard case .finish = action else { return }
         releaseBlocks()
         // Only "isFinished" is announced: corelibs has no KVO, and its handler for "isExecuting" acts only on
-        // a change *to* executing (platform-notes §3), so announcing the drop would cost work for nothing.
+        // a change *to* executing (corelibs' Operation.observeValue), so announcing the drop would cost work for nothing.
         willChangeValue(forKey: "isFinished")
         didChangeValue(forKey: "isFinished")
         (observers ?? existingObservers)?.operationDidFinish()   // resumes `value()` waiters

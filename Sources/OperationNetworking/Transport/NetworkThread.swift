@@ -343,7 +343,7 @@ final class NetworkThread: @unchecked Sendable {
             let code = message.pointee.data.result
             curl_multi_remove_handle(multi, raw)
             guard let transfer = takeOffCurl(raw, multi: multi), let easy = transfer.easy else { continue }
-            switch transfer.hopEnded(code: code) {
+            switch transfer.hopEnded(code: code, on: easy) {
             case .finish(let outcome):
                 recycle(easy)
                 end(transfer, outcome)

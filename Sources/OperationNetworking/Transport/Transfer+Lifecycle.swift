@@ -157,9 +157,8 @@ extension Transfer {
     /// curl finished the current hop with `code` (the handle is already off the multi handle):
     /// end the transfer (`finish()` follows, the handle is recycled), or go on with a redirect or a
     /// challenge answer on the same handle.
-    func hopEnded(code: CURLcode) -> HopEndAction {
+    func hopEnded(code: CURLcode, on easy: CurlEasyHandle) -> HopEndAction {
         assertOnNetworkThread()
-        guard case .active(let easy) = state else { return .finish(.cancelled) }
         collectMetrics(from: easy)
         // Cancelled while curl ran the hop (the pre-request callback may have stopped it): a cancel.
         if isCancelRequested { return .finish(.cancelled) }

@@ -161,6 +161,38 @@ final class LifecycleWireTests: ServerTestCase {
         XCTAssertTrue(box.value?.isSuccess ?? false)
     }
 
+    /// Handlers set after the transfer ended, before they ran, are the ones that run — whether or not
+    /// the operation had any when its transfer ended.
+    func testHandlersSetAfterTheTransferEndedAreTheOnesThatRun() {
+        for hadHandlers in [true, false] {
+            let held = DispatchQueue(label: "held completion queue")
+            let operation = HTTPRequestOperation(request: request("/echo"))
+            operation.completionQueue = held
+            let calls = Recorder<String>()
+            if hadHandlers {
+                operation.setCompletionBlockWithSuccess({ _, _ in calls.append("old success") },
+                                                        failure: { _, _ in calls.append("old failure") })
+            }
+            held.suspend()
+            operation.start()
+            XCTAssertTrue(eventually { operation.lock.withLock { () -> Bool in
+                if case .completing = operation.mutable.lifecycle.phase { return true }
+                return false
+            } })
+            let done = expectation(description: "new handler")
+            operation.setCompletionBlockWithSuccess({ _, object in
+                calls.append(object == nil ? "new success, no object" : "new success")
+                done.fulfill()
+            }, failure: { _, _ in
+                calls.append("new failure")
+                done.fulfill()
+            })
+            held.resume()
+            wait(for: [done], timeout: 5)
+            XCTAssertEqual(calls.all, ["new success"], "had handlers at the end: \(hadHandlers)")
+        }
+    }
+
     /// A cancel that lands after the response reached the operation changes nothing: success runs
     /// and `isCancelled` stays false.
     func testACancelAfterTheResponseArrivedChangesNothing() {
