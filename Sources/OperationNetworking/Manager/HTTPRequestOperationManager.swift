@@ -92,13 +92,13 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     }
     /// Copied onto each operation. Default `true`.
     public var shouldUseCredentialStorage: Bool {
-        get { lock.withLock { storedOperationConfiguration.shouldUseCredentialStorage } }
-        set { lock.withLock { storedOperationConfiguration.shouldUseCredentialStorage = newValue } }
+        get { self[setting: \.shouldUseCredentialStorage] }
+        set { self[setting: \.shouldUseCredentialStorage] = newValue }
     }
     /// Copied onto each operation. Default `nil`.
     public var credential: URLCredential? {
-        get { lock.withLock { storedOperationConfiguration.credential } }
-        set { lock.withLock { storedOperationConfiguration.credential = newValue } }
+        get { self[setting: \.credential] }
+        set { self[setting: \.credential] = newValue }
     }
     /// Given to each operation (the same instance, as AFN). Default `SecurityPolicy.default()`.
     public var securityPolicy: SecurityPolicy {
@@ -113,44 +113,44 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     }
     /// Copied onto each operation: offered to servers that ask for a client certificate. Default `nil`.
     public var clientCertificate: ClientCertificate? {
-        get { lock.withLock { storedOperationConfiguration.clientCertificate } }
-        set { lock.withLock { storedOperationConfiguration.clientCertificate = newValue } }
+        get { self[setting: \.clientCertificate] }
+        set { self[setting: \.clientCertificate] = newValue }
     }
     /// Copied onto each operation: the most response-body bytes it accepts (see
     /// `URLConnectionOperation.maximumResponseSize`). Default `nil`, no limit. Not archived.
     public var maximumResponseSize: Int64? {
-        get { lock.withLock { storedOperationConfiguration.maximumResponseSize } }
-        set { lock.withLock { storedOperationConfiguration.maximumResponseSize = newValue } }
+        get { self[setting: \.maximumResponseSize] }
+        set { self[setting: \.maximumResponseSize] = newValue }
     }
     /// Copied onto each operation: when it sends its request again (see `RetryPolicy`). Default `.none`.
     /// Archived with the manager.
     public var retryPolicy: RetryPolicy {
-        get { lock.withLock { storedOperationConfiguration.retryPolicy } }
-        set { lock.withLock { storedOperationConfiguration.retryPolicy = newValue } }
+        get { self[setting: \.retryPolicy] }
+        set { self[setting: \.retryPolicy] = newValue }
     }
     /// Copied onto each operation; also where request-building failures are reported. Default `nil`:
     /// the library's serial callback queue.
     public var completionQueue: DispatchQueue? {
-        get { lock.withLock { storedOperationConfiguration.completionQueue } }
-        set { lock.withLock { storedOperationConfiguration.completionQueue = newValue } }
+        get { self[setting: \.completionQueue] }
+        set { self[setting: \.completionQueue] = newValue }
     }
     /// Copied onto each operation. Default `nil`.
     public var completionGroup: DispatchGroup? {
-        get { lock.withLock { storedOperationConfiguration.completionGroup } }
-        set { lock.withLock { storedOperationConfiguration.completionGroup = newValue } }
+        get { self[setting: \.completionGroup] }
+        set { self[setting: \.completionGroup] = newValue }
     }
 
     /// Copied onto each operation: the proxy its requests go through (see `ProxySetting`). Default
     /// `.environment`. Archived with the manager.
     public var proxy: ProxySetting {
-        get { lock.withLock { storedOperationConfiguration.proxy } }
-        set { lock.withLock { storedOperationConfiguration.proxy = newValue } }
+        get { self[setting: \.proxy] }
+        set { self[setting: \.proxy] = newValue }
     }
     /// Copied onto each operation: the credential for the proxy, sent when it asks (407). Default `nil`.
     /// Not archived (the library writes no secret).
     public var proxyCredential: URLCredential? {
-        get { lock.withLock { storedOperationConfiguration.proxyCredential } }
-        set { lock.withLock { storedOperationConfiguration.proxyCredential = newValue } }
+        get { self[setting: \.proxyCredential] }
+        set { self[setting: \.proxyCredential] = newValue }
     }
 
     /// Copied onto each operation it creates (see `EventMonitor`). Default: empty. Not archived;
@@ -158,6 +158,12 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     public var eventMonitors: [EventMonitor] {
         get { lock.withLock { storedEventMonitors } }
         set { lock.withLock { storedEventMonitors = newValue } }
+    }
+
+    /// One setting of the operations' configuration, under the lock.
+    private subscript<Value>(setting key: WritableKeyPath<OperationConfiguration.Settings, Value>) -> Value {
+        get { lock.withLock { storedOperationConfiguration[dynamicMember: key] } }
+        set { lock.withLock { storedOperationConfiguration[dynamicMember: key] = newValue } }
     }
 
     /// The settings copied onto each operation (for `copy()`).

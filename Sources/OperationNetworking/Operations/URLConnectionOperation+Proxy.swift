@@ -8,15 +8,15 @@ extension URLConnectionOperation {
     /// sets its own. Set it before the operation starts. `copy()` keeps it; not archived with the
     /// operation.
     public var proxy: ProxySetting {
-        get { lock.withLock { mutable.configuration.proxy } }
-        set { lock.withLock { mutable.configuration.proxy = newValue } }
+        get { self[setting: \.proxy] }
+        set { self[setting: \.proxy] = newValue }
     }
 
     /// The credential for the proxy, answering its 407 (for an https request, the 407 to the tunnel's
     /// `CONNECT`) before `credential` and `URLCredentialStorage.shared`'s credential for the proxy's
     /// protection space. Default `nil`. Never archived.
     public var proxyCredential: URLCredential? {
-        get { lock.withLock { mutable.configuration.proxyCredential } }
-        set { lock.withLock { mutable.configuration.proxyCredential = newValue } }
+        get { self[setting: \.proxyCredential] }
+        set { self[setting: \.proxyCredential] = newValue }
     }
 }

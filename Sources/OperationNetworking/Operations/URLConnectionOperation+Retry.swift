@@ -5,8 +5,8 @@ extension URLConnectionOperation {
     /// Default `.none`: one attempt, as AFNetworking. Set it before the operation starts; the manager
     /// sets its own on each operation it creates. `copy()` keeps it.
     public var retryPolicy: RetryPolicy {
-        get { lock.withLock { mutable.configuration.retryPolicy } }
-        set { lock.withLock { mutable.configuration.retryPolicy = newValue } }
+        get { self[setting: \.retryPolicy] }
+        set { self[setting: \.retryPolicy] = newValue }
     }
 
     /// The attempts made so far: 0 before the operation started, 1 for a request sent once, more when

@@ -87,6 +87,12 @@ final class TransferFacts {
 }
 
 extension URLConnectionOperation {
+    /// One setting of the operation's configuration, under the lock.
+    subscript<Value>(setting key: WritableKeyPath<OperationConfiguration.Settings, Value>) -> Value {
+        get { lock.withLock { mutable.configuration[dynamicMember: key] } }
+        set { lock.withLock { mutable.configuration[dynamicMember: key] = newValue } }
+    }
+
     /// The reporter for the next progress event: made when a block is set and none exists yet, so a
     /// block set while the transfer runs is called from the next event on. `nil` without a block.
     /// Call with `lock` held.

@@ -106,13 +106,13 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
 
     /// Whether `URLCredentialStorage.shared` is consulted on an authentication challenge. Default `true`.
     public var shouldUseCredentialStorage: Bool {
-        get { lock.withLock { mutable.configuration.shouldUseCredentialStorage } }
-        set { lock.withLock { mutable.configuration.shouldUseCredentialStorage = newValue } }
+        get { self[setting: \.shouldUseCredentialStorage] }
+        set { self[setting: \.shouldUseCredentialStorage] = newValue }
     }
     /// The credential answering a 401/407 challenge. Default `nil`.
     public var credential: URLCredential? {
-        get { lock.withLock { mutable.configuration.credential } }
-        set { lock.withLock { mutable.configuration.credential = newValue } }
+        get { self[setting: \.credential] }
+        set { self[setting: \.credential] = newValue }
     }
     /// Decides whether the server's certificate chain is trusted, before any request byte is sent.
     /// Default `SecurityPolicy.default()`: system trust, host name validated, no pinning.
@@ -140,13 +140,13 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// Where completion handlers and progress blocks run. Default `nil`: the library's shared serial
     /// callback queue (not the main queue: a Linux program rarely runs a main loop).
     public var completionQueue: DispatchQueue? {
-        get { lock.withLock { mutable.configuration.completionQueue } }
-        set { lock.withLock { mutable.configuration.completionQueue = newValue } }
+        get { self[setting: \.completionQueue] }
+        set { self[setting: \.completionQueue] = newValue }
     }
     /// The group completion handlers run in. Default `nil`: a group private to the library.
     public var completionGroup: DispatchGroup? {
-        get { lock.withLock { mutable.configuration.completionGroup } }
-        set { lock.withLock { mutable.configuration.completionGroup = newValue } }
+        get { self[setting: \.completionGroup] }
+        set { self[setting: \.completionGroup] = newValue }
     }
     /// Free for the caller; the library never reads it.
     public var userInfo: [String: Any] {
@@ -188,8 +188,8 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
 
     /// A client certificate for servers that ask for one (mutual TLS). Default `nil`.
     public var clientCertificate: ClientCertificate? {
-        get { lock.withLock { mutable.configuration.clientCertificate } }
-        set { lock.withLock { mutable.configuration.clientCertificate = newValue } }
+        get { self[setting: \.clientCertificate] }
+        set { self[setting: \.clientCertificate] = newValue }
     }
 
     /// The most response-body bytes the operation accepts (after decoding: a compressed body counts
