@@ -51,6 +51,12 @@ struct MutableState {
     /// Signalled when a pause settled (archiving waits for the kept bytes); made on first use.
     var pauseSettled: NSCondition?
 
+    /// Ends the run as cancelled: the cancel error, and no body (as AFNetworking).
+    mutating func recordCancel() {
+        error = TransportError.cancelled(url: request.url)
+        responseData = nil
+    }
+
     /// Makes the facts box on the first value set (setting `nil` on no box makes none).
     private mutating func changeFacts<Value>(to value: Value?, _ change: (TransferFacts) -> Void) {
         if value == nil && facts == nil { return }

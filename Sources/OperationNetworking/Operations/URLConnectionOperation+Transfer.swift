@@ -123,11 +123,7 @@ extension URLConnectionOperation: TransferDelegate {
                 return (action, next, mutable.pauseSettled)
             }
             let action = mutable.lifecycle.transferEnded()
-            if case .deliver(cancelled: false) = action { record(outcome, of: transfer) }
-            if case .deliver(cancelled: true) = action {
-                mutable.error = TransportError.cancelled(url: mutable.request.url)
-                mutable.responseData = nil
-            }
+            if case .deliver(let cancelled) = action { record(cancelled ? .cancelled : outcome, of: transfer) }
             return (action, nil, mutable.pauseSettled)
         }
         perform(action, transfer: next, batch: batch)
@@ -151,8 +147,7 @@ extension URLConnectionOperation: TransferDelegate {
         case .failed(let error):
             mutable.error = error
         case .cancelled:
-            // Only a cancel the operation asked for stops a transfer, and then it ends as cancelled.
-            mutable.error = TransportError.cancelled(url: mutable.request.url)
+            mutable.recordCancel()   // a cancel won, whatever the transfer got
         case .paused:
             break   // handled before: a pause is not an end
         }

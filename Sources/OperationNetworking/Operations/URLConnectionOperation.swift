@@ -459,10 +459,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
             if let transfer { NetworkThread.shared.submit(.pause(transfer)) }
             post(.operationDidFinish)
         case .completeCancelled:
-            lock.withLock {
-                mutable.error = TransportError.cancelled(url: mutable.request.url)
-                mutable.responseData = nil
-            }
+            lock.withLock { mutable.recordCancel() }
             transferDidEnd(batch: batch)
         case .deliver:
             transferDidEnd(batch: batch)   // the outcome was stored with the transition

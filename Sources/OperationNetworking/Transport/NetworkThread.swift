@@ -259,13 +259,8 @@ final class NetworkThread: @unchecked Sendable {
             case .add(let transfer):
                 if let delegate = transfer.delegate { events.append(.started(transfer, delegate)) }
                 guard transfer.takeIn(by: self, at: monotonicNow()) else { break }
-                if let outcome = transfer.outcomeOnArrival {
-                    end(transfer, outcome)
-                } else if transfer.isCancelRequested {
-                    end(transfer, .cancelled)   // its cancel command follows; nothing is sent meanwhile
-                } else {
-                    waiting.append(transfer)
-                }
+                // A cancel made meanwhile is caught at admission (`start`), whichever comes first.
+                if let outcome = transfer.outcomeOnArrival { end(transfer, outcome) } else { waiting.append(transfer) }
             case .cancel(let transfer):
                 stop(transfer, with: .cancelled)
             case .pause(let transfer):

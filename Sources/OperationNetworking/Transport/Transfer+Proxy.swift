@@ -37,10 +37,12 @@ extension Transfer {
     }
 
     /// Whether a header block that just completed is the proxy's answer to `CONNECT`, not the server's:
-    /// on an https request, every block before TLS to the server is up comes from the proxy.
+    /// on an https request over a connection this transfer opened, every block before TLS to the server
+    /// is up comes from the proxy. (A reused connection reports no TLS time at all, and its blocks are
+    /// the server's.)
     func isTunnelAnswer() -> Bool {
-        guard tlsOrigin != nil, let easy else { return false }
-        return easy.info(offset: CURLINFO_APPCONNECT_TIME_T) == 0
+        guard tlsOrigin != nil, let easy, easy.info(offset: CURLINFO_APPCONNECT_TIME_T) == 0 else { return false }
+        return easy.info(long: CURLINFO_NUM_CONNECTS) > 0
     }
 
     /// Keeps what the proxy answered to `CONNECT` (it is never the response): nothing for a 2xx.

@@ -96,11 +96,13 @@ extension ExternalServer {
     /// nginx serving HTTP/2 over TLS (and HTTP/1.1 by ALPN) with `certificatePEM`/`keyPEM`, at most
     /// `streams` concurrent streams per connection; `/small` is 1 KiB, and the access log
     /// (`access.log`) records each request's connection serial number.
-    static func nginxHTTP2(certificatePEM: String, keyPEM: String, streams: Int = 128) throws -> ExternalServer {
+    /// With `large`, `/large` serves those bytes at 4 MB/s (slow enough to pause mid-way), honouring Range.
+    static func nginxHTTP2(certificatePEM: String, keyPEM: String, streams: Int = 128, large: Data? = nil) throws -> ExternalServer {
         try ExternalServer(executable: "/usr/sbin/nginx", name: "nginx", arguments: { ["-p", ".", "-c", $0] }) { port, directory in
             try certificatePEM.write(to: directory.appendingPathComponent("cert.pem"), atomically: true, encoding: .utf8)
             try keyPEM.write(to: directory.appendingPathComponent("key.pem"), atomically: true, encoding: .utf8)
             try Data(repeating: 0x61, count: 1024).write(to: directory.appendingPathComponent("small"))
+            if let large { try large.write(to: directory.appendingPathComponent("large")) }
             let path = directory.path
             return """
             daemon off;
@@ -115,7 +117,7 @@ extension ExternalServer {
                 fastcgi_temp_path \(path)/fastcgi;
                 uwsgi_temp_path \(path)/uwsgi;
                 scgi_temp_path \(path)/scgi;
-                log_format conn '$connection $request_uri $server_protocol';
+                log_format conn '$connection $request_uri $server_protocol $status "$http_range" "$http_if_range"';
                 access_log \(path)/access.log conn;
                 keepalive_requests 100000;
                 server {
@@ -125,6 +127,7 @@ extension ExternalServer {
                     http2_max_concurrent_streams \(streams);
                     root \(path);
                     location = /small { default_type application/octet-stream; }
+                    location = /large { default_type application/octet-stream; limit_rate 4m; }
                 }
             }
             """
