@@ -143,6 +143,9 @@ final class CurlEasyHandle {
 struct PlainConfiguration: Equatable {
     var isHTTPS: Bool
     var asksForEncodings: Bool
+    /// Whether libcurl was left to read a proxy from the environment (else the handle is set direct), so a
+    /// proxy variable set or removed at run time makes the next request configure its handle afresh.
+    var environmentNamesProxy: Bool
     var connectTimeoutMilliseconds: Int
     /// "GET" (no body), or the method of a request whose body is a `Data`.
     var method: String

@@ -12,6 +12,9 @@ extension Transfer {
     /// body cut short is an error; libcurl only sends the header and passes the bytes through.
     static let offeredEncodings = "gzip, deflate, br, zstd"
 
+    /// The request header that offers them.
+    static let acceptEncodingLine = "Accept-Encoding: \(offeredEncodings)"
+
     /// libcurl's receive buffer per easy handle: 256 KiB instead of its 16 KiB default, so a large body
     /// takes a sixteenth of the socket reads (`bench/README.md` has the measurements). Write callbacks
     /// still come in pieces of at most 16 KiB (libcurl cuts them). The buffer stays with its
@@ -37,8 +40,10 @@ extension Transfer {
         // through `value(forHTTPHeaderField:)` costs more than lowering a few names here.
         let fields = request.allHTTPHeaderFields ?? [:]
         let asksForEncodings = !fields.keys.contains { $0.utf8.count == 15 && $0.lowercased() == "accept-encoding" }
-        let plain = plainConfiguration(request, method: method, isHTTPS: isHTTPS,
-                                       asksForEncodings: asksForEncodings, timeoutMilliseconds: timeoutMilliseconds)
+        let environmentNamesProxy = proxy == .environment && Transfer.environmentNamesProxy()
+        let plain = plainConfiguration(request, method: method, isHTTPS: isHTTPS, asksForEncodings: asksForEncodings,
+                                       environmentNamesProxy: environmentNamesProxy,
+                                       timeoutMilliseconds: timeoutMilliseconds)
         let userdata = Unmanaged.passUnretained(self).toOpaque()
         self.asksForEncodings = asksForEncodings
         if let plain, easy.plainConfiguration == plain {
@@ -70,7 +75,7 @@ extension Transfer {
         // to say so and then shares it, instead of opening one connection per request.
         try easy.set(CURLOPT_PIPEWAIT, isHTTPS)
         try configureTLS(easy, url: url)
-        try configureProxy(easy)
+        try configureProxy(easy, environmentNamesProxy: environmentNamesProxy)
         try configureCredentials(easy)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, timeoutMilliseconds)
         try easy.set(CURLOPT_MAXAGE_CONN, network?.idleConnectionLifetime ?? 30)
@@ -95,7 +100,7 @@ extension Transfer {
         try configureMethodAndBody(easy, method: method, request: request, userdata: userdata)
         try easy.setHeaders(headerLines(for: request, fields: fields, url: url))
         if asksForEncodings {
-            try easy.set(CURLOPT_ACCEPT_ENCODING, Transfer.offeredEncodings)
+            // The header itself is one of `headerLines`; this only keeps libcurl from decoding.
             try easy.set(CURLOPT_HTTP_CONTENT_DECODING, false)
         }
         easy.plainConfiguration = plain
@@ -125,12 +130,13 @@ extension Transfer {
     /// headers and an in-memory body (a body stream, a GET or HEAD with a body, a body-less method
     /// other than GET, TLS or credential settings, a resumed range).
     private func plainConfiguration(_ request: URLRequest, method: String, isHTTPS: Bool, asksForEncodings: Bool,
-                                    timeoutMilliseconds: Int) -> PlainConfiguration? {
+                                    environmentNamesProxy: Bool, timeoutMilliseconds: Int) -> PlainConfiguration? {
         let hasBody = request.httpBody != nil
         guard hasBody ? method != "GET" && method != "HEAD" : method == "GET", request.httpBodyStream == nil,
               security?.isSystemDefault ?? true, clientCertificate == nil,
               serverCredential == nil, proxyCredential == nil, resumeFrom == nil, proxy == .environment else { return nil }
         return PlainConfiguration(isHTTPS: isHTTPS, asksForEncodings: asksForEncodings,
+                                  environmentNamesProxy: environmentNamesProxy,
                                   connectTimeoutMilliseconds: timeoutMilliseconds, method: method)
     }
 
@@ -215,6 +221,10 @@ extension Transfer {
             lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
         }
         if !hasExpect { lines.append("Expect:") }   // no 100-continue round trip unless asked for
+        // Sent as a ready line, not through CURLOPT_ACCEPT_ENCODING: libcurl 7.88 formats that option
+        // into a line and then formats the line into the request, a byte at a time each time
+        // (about 2,500 instructions per request; bench/README.md).
+        if asksForEncodings { lines.append(Transfer.acceptEncodingLine) }
         // An empty storage is told cheaply; matching cookies to the URL parses its host (most of the cost).
         if request.httpShouldHandleCookies && !hasCookie, Transfer.cookieStorage.cookies?.isEmpty == false,
            case let cookies = CookieScope.cookies(in: Transfer.cookieStorage, for: url), !cookies.isEmpty,

@@ -193,6 +193,26 @@ final class ProxyTests: XCTestCase {
         XCTAssertNil(origin.requests.last?.header("Via"), ".direct goes straight to the server")
     }
 
+    /// Without proxy variables a hop is set direct (libcurl's own environment reads skipped); a variable
+    /// set or removed at run time still takes effect on the next request, on a handle used before.
+    func testEnvironmentProxySetAtRunTimeIsSeenByTheNextRequest() throws {
+        let squid = try self.squid()
+        let origin = try TestServer()
+        origins.append(origin)
+        unsetenv("http_proxy")
+        XCTAssertFalse(Transfer.environmentNamesProxy())
+        XCTAssertTrue(run(HTTPRequestOperation(request: URLRequest(url: origin.url("/echo")))).isSuccess)
+        XCTAssertNil(origin.requests.last?.header("Via"), "no proxy variable: straight to the server")
+        setenv("http_proxy", try proxyURL(squid).absoluteString, 1)
+        defer { unsetenv("http_proxy") }
+        XCTAssertTrue(Transfer.environmentNamesProxy())
+        XCTAssertTrue(run(HTTPRequestOperation(request: URLRequest(url: origin.url("/echo")))).isSuccess)
+        XCTAssertNotNil(origin.requests.last?.header("Via"), "the variable set since is read by the next request")
+        unsetenv("http_proxy")
+        XCTAssertTrue(run(HTTPRequestOperation(request: URLRequest(url: origin.url("/echo")))).isSuccess)
+        XCTAssertNil(origin.requests.last?.header("Via"), "and its removal too")
+    }
+
     func testEnvironmentResolutionFollowsLibcurlsRules() throws {
         let environment = ["https_proxy": "proxy.corp:3128", "http_proxy": "http://plain.corp:8080",
                            "no_proxy": "internal.corp, .local"]
