@@ -287,7 +287,11 @@ extension Int64 {
     }
 }
 
-/// Monotonic clock in nanoseconds, cheap enough for every callback.
+/// Monotonic clock in nanoseconds, cheap enough for every callback: `clock_gettime` is answered in user
+/// space (vDSO), without the layers of `DispatchTime.now()` (about 1,000 instructions per request less at
+/// W2; bench/README.md). Its values are only ever compared with each other.
 @inline(__always) func monotonicNow() -> UInt64 {
-    DispatchTime.now().uptimeNanoseconds
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(truncatingIfNeeded: time.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: time.tv_nsec)
 }
