@@ -11,18 +11,21 @@ private func transfer(_ userdata: UnsafeMutableRawPointer?) -> Transfer? {
     return Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
 }
 
-/// `CURLOPT_HEADERFUNCTION`: one header line per call.
+/// `CURLOPT_HEADERFUNCTION`: one header line per call. The two callbacks that run for every response
+/// borrow the transfer without retaining it (the table keeps it alive throughout the call).
 let curlHeaderCallback: curl_write_callback = { buffer, size, count, userdata in
     let length = size * count
-    guard let buffer, let transfer = transfer(userdata) else { return 0 }
-    return transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
+    guard let buffer, let userdata else { return 0 }
+    let line = UnsafeRawBufferPointer(start: buffer, count: length)
+    return Unmanaged<Transfer>.fromOpaque(userdata)._withUnsafeGuaranteedRef { $0.receiveHeaderLine(line) } ? length : 0
 }
 
 /// `CURLOPT_WRITEFUNCTION`: a piece of the (decoded) response body.
 let curlWriteCallback: curl_write_callback = { buffer, size, count, userdata in
     let length = size * count
-    guard let buffer, let transfer = transfer(userdata) else { return 0 }
-    return transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
+    guard let buffer, let userdata else { return 0 }
+    let bytes = UnsafeRawBufferPointer(start: buffer, count: length)
+    return Unmanaged<Transfer>.fromOpaque(userdata)._withUnsafeGuaranteedRef { $0.receiveBody(bytes) } ? length : 0
 }
 
 /// `CURLOPT_READFUNCTION`: fill curl's buffer with request body bytes.

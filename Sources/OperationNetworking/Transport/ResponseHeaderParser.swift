@@ -113,11 +113,14 @@ struct ResponseHeaderParser {
         byteCount = end + 2
     }
 
-    /// The common versions as literals (no allocation), anything else as received.
+    /// The common versions as literals (no allocation), anything else as received. Compared with
+    /// `memcmp`: the generic `elementsEqual` over a string's UTF-8 view cost ~400 instructions a response.
     private static func version(_ bytes: UnsafeRawBufferPointer) -> String {
-        if bytes.elementsEqual("HTTP/1.1".utf8) { return "HTTP/1.1" }
-        if bytes.elementsEqual("HTTP/2".utf8) { return "HTTP/2" }
-        if bytes.elementsEqual("HTTP/1.0".utf8) { return "HTTP/1.0" }
+        if let base = bytes.baseAddress {
+            if bytes.count == 8, memcmp(base, "HTTP/1.1", 8) == 0 { return "HTTP/1.1" }
+            if bytes.count == 6, memcmp(base, "HTTP/2", 6) == 0 { return "HTTP/2" }
+            if bytes.count == 8, memcmp(base, "HTTP/1.0", 8) == 0 { return "HTTP/1.0" }
+        }
         return String(decoding: bytes, as: UTF8.self)
     }
 
