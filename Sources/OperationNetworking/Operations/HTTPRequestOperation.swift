@@ -62,12 +62,16 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     public var responseObject: Any? {
         // Once serialized (the handlers' read, and every later one), one acquisition of the lock and
         // one copy of the object; the inputs are read only for the first serialization.
+        // `Any?` is copied and destroyed through the runtime's generic witnesses (~100 instructions each):
+        // the lock is taken and released by hand, with no closure to capture the object into.
         lock.lock()
-        let ended = transferOver, transportFailed = mutable.error != nil, done = serialized
-        let object = ended && !transportFailed && done ? storedResponseObject : nil
+        let ended = transferOver, transportFailed = mutable.error != nil
+        if ended && !transportFailed && serialized {
+            defer { lock.unlock() }
+            return storedResponseObject
+        }
         lock.unlock()
         guard ended, !transportFailed else { return nil }
-        if done { return object }
         let (serializer, data, head) = lock.withLock { (storedSerializer, mutable.responseData, mutable.head) }
         var result: Any?
         var failure: Error?
@@ -83,14 +87,14 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
             failure = error
             result = (error as NSError).userInfo[ResponseObjectErrorKey]
         }
-        return lock.withLock {
-            if !serialized {
-                serialized = true
-                storedResponseObject = result
-                serializationError = failure
-            }
-            return storedResponseObject
+        lock.lock()
+        defer { lock.unlock() }
+        if !serialized {
+            serialized = true
+            storedResponseObject = result
+            serializationError = failure
         }
+        return storedResponseObject
     }
 
     /// The serialization error if there was one, otherwise the transport error.

@@ -14,13 +14,15 @@ struct FieldSpan: Sendable {
 /// for a field someone reads. What every response needs (length, media type, charset) is parsed once,
 /// from bytes, when the head is complete. Building Foundation's `HTTPURLResponse` is costlier still
 /// (it rewrites every header name), so the operation builds it on first use.
-/// - Threading: an immutable value once complete.
-struct ResponseHead: Sendable {
+/// - Threading: immutable once made. A class, not a struct: a head is handed from the transfer to the
+///   operation, its event monitors and serializers, and each copy of a struct this size retained and
+///   released every array and string in it (about 1,000 instructions per request; bench/README.md).
+final class ResponseHead: Sendable {
     /// The URL of the hop that answered.
-    var url: URL
-    var statusCode: Int
+    let url: URL
+    let statusCode: Int
     /// `"HTTP/1.1"`, `"HTTP/2"`…
-    var httpVersion: String
+    let httpVersion: String
     /// Names and values of the fields, as received, back to back.
     private let bytes: [UInt8]
     /// Each field's place in `bytes`, in arrival order.
@@ -104,7 +106,7 @@ struct ResponseHead: Sendable {
     }
 
     /// A head from decoded fields (an archive).
-    init(url: URL, statusCode: Int, httpVersion: String, fields: [(name: String, value: String)]) {
+    convenience init(url: URL, statusCode: Int, httpVersion: String, fields: [(name: String, value: String)]) {
         var bytes: [UInt8] = []
         var spans: [FieldSpan] = []
         for (name, value) in fields {
