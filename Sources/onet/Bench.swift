@@ -126,7 +126,7 @@ struct Bench: ParsableCommand {
 /// is immutable, hence `@unchecked Sendable`.
 private final class Feeder: @unchecked Sendable {
     private let lock = NSLock()
-    private var remaining: Int   // guarded by lock
+    @exclusivity(unchecked) private var remaining: Int   // guarded by lock
     private let queue: OperationQueue
     private let make: @Sendable (Feeder) -> HTTPRequestOperation?
     private let unbuildable: @Sendable () -> Void
@@ -159,9 +159,9 @@ private final class Feeder: @unchecked Sendable {
 /// Counts finished requests; guarded by `lock`, hence `@unchecked Sendable`.
 final class Tally: @unchecked Sendable {
     private let lock = NSLock()
-    private var finished = 0      // guarded by lock
-    private var errors = 0        // guarded by lock
-    private var bytes: Int64 = 0  // guarded by lock
+    @exclusivity(unchecked) private var finished = 0      // guarded by lock
+    @exclusivity(unchecked) private var errors = 0        // guarded by lock
+    @exclusivity(unchecked) private var bytes: Int64 = 0  // guarded by lock
 
     /// Records one request; returns how many have finished.
     func record(bytes: Int64, failed: Bool) -> Int {
@@ -182,7 +182,7 @@ final class Tally: @unchecked Sendable {
 /// `idle` is guarded by `lock`, hence `@unchecked Sendable`.
 private final class CountingStreamPool: @unchecked Sendable {
     private let lock = NSLock()
-    private var idle: [CountingOutputStream] = []   // guarded by lock
+    @exclusivity(unchecked) private var idle: [CountingOutputStream] = []   // guarded by lock
 
     /// A stream at zero, not open.
     func take() -> CountingOutputStream {

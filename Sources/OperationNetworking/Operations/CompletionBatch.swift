@@ -14,7 +14,8 @@ final class CompletionBatch {
         var work: [@Sendable () -> Void]
     }
 
-    private var runs: [Run] = []
+    /// Used by one thread at a time (above), so its accesses need no runtime exclusivity checks.
+    @exclusivity(unchecked) private var runs: [Run] = []
 
     /// Adds `work` to run on `queue` inside `group`.
     func add(on queue: DispatchQueue, group: DispatchGroup, _ work: @escaping @Sendable () -> Void) {

@@ -36,7 +36,9 @@ struct OperationConfiguration {
 
     /// Shared by copies; written only through a unique reference.
     private final class Box {
-        var settings: Settings
+        /// Read by every copy (reads never conflict), written only through a unique reference: no
+        /// runtime exclusivity checks needed.
+        @exclusivity(unchecked) var settings: Settings
         init(_ settings: Settings) { self.settings = settings }
     }
 

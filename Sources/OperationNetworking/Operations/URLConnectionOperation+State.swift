@@ -88,8 +88,8 @@ struct MutableState {
 /// A transfer's response head and metrics, out of line (see `MutableState.head`).
 /// - Threading: owned by one `MutableState`, so guarded by its operation's lock.
 final class TransferFacts {
-    var head: ResponseHead?
-    var metrics: TransferMetrics?
+    @exclusivity(unchecked) var head: ResponseHead?        // guarded by the operation's lock
+    @exclusivity(unchecked) var metrics: TransferMetrics?  // guarded by the operation's lock
 }
 
 extension URLConnectionOperation {

@@ -68,10 +68,10 @@ final class NetworkThread: @unchecked Sendable {
     private static let unwakeablePollMilliseconds: Int32 = 10
     private let inboxLock = NSLock()
     /// Commands not yet seen by the thread; guarded by `inboxLock`.
-    private var inbox: [Command] = []
+    @exclusivity(unchecked) private var inbox: [Command] = []
     /// Whether the thread is (about to be) asleep in `curl_multi_poll` and needs a wake-up for new
     /// commands; guarded by `inboxLock`.
-    private var parked = false
+    @exclusivity(unchecked) private var parked = false
     private let statisticsLock = NSLock()
     /// Published copy of the counts; guarded by `statisticsLock`.
     private var publishedStatistics = Statistics()

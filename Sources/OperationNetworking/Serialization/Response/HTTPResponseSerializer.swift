@@ -34,8 +34,8 @@ public protocol URLResponseSerialization: NSSecureCoding, NSCopying {
 open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecked Sendable {
     /// Guards every stored `var` of this class and its subclasses.
     let lock = NSLock()
-    private var storedStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)   // guarded by lock
-    private var storedContentTypes: Set<String>?                                 // guarded by lock
+    @exclusivity(unchecked) private var storedStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)   // guarded by lock
+    @exclusivity(unchecked) private var storedContentTypes: Set<String>?                                 // guarded by lock
     private var storedEncoding: String.Encoding = .utf8                          // guarded by lock
 
     /// A serializer accepting 2xx and the class's content types (`nil`, any, for this base class).
