@@ -23,7 +23,13 @@ final class CompletionBatch {
            CompletionBatch.isKnownSerial(queue) {
             runs[last].work.append(work)
         } else {
-            runs.append(Run(queue: queue, group: group, work: [work]))
+            // A run usually gathers many items (a delivery carries the starts and ends of up to a whole
+            // window of transfers): room for several at once instead of a reallocation at each doubling.
+            var items: [@Sendable () -> Void] = []
+            items.reserveCapacity(16)
+            items.append(work)
+            if runs.capacity == 0 { runs.reserveCapacity(4) }
+            runs.append(Run(queue: queue, group: group, work: items))
         }
     }
 
