@@ -35,14 +35,21 @@ struct OperationConfiguration {
     }
 
     /// Shared by copies; written only through a unique reference.
-    private final class Box {
+    /// `@unchecked Sendable`: the settings are written only through a unique reference (so never
+    /// while another thread can read them), and read under each owner's lock.
+    private final class Box: @unchecked Sendable {
         /// Read by every copy (reads never conflict), written only through a unique reference: no
         /// runtime exclusivity checks needed.
         @exclusivity(unchecked) var settings: Settings
         init(_ settings: Settings) { self.settings = settings }
+
+        /// The defaults, shared by every configuration until its first write: an operation made with
+        /// the default settings allocates no box of its own (bench/README.md).
+        static let defaults = Box(Settings())
     }
 
-    private var box = Box(Settings())
+    private var box = Box.defaults
+
 
     /// A setting, read from the shared box or written to one of its own.
     subscript<Value>(dynamicMember key: WritableKeyPath<Settings, Value>) -> Value {
