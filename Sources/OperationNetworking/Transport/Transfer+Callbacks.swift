@@ -124,7 +124,7 @@ extension Transfer {
 
     /// A final response head is complete: store it, decide about redirects and resumption.
     private func responseHeadCompleted() -> Bool {
-        guard let url = currentRequest.url, headerParser.statusCode > 0 else {
+        guard let url = hopURL, headerParser.statusCode > 0 else {
             abortError = TransportError.make(.badServerResponse, "The response head could not be read.",
                                              url: currentRequest.url)
             return false
@@ -142,7 +142,7 @@ extension Transfer {
                                              url: url)
             return false
         }
-        if currentRequest.httpShouldHandleCookies {
+        if hopHandlesCookies {
             storeCookies(from: head.setCookieValues, url: url)
         }
         let status = head.statusCode

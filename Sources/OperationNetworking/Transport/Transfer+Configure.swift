@@ -32,6 +32,8 @@ extension Transfer {
         guard let url = request.url else {
             throw TransportError.make(.badURL, "The request has no URL.", url: nil)
         }
+        hopURL = url
+        hopHandlesCookies = request.httpShouldHandleCookies
         let absoluteString = url.absoluteString
         let isHTTPS = try checkedIsHTTPS(url, absoluteString: absoluteString)
         let method = (request.httpMethod ?? "GET").uppercased()
@@ -55,7 +57,7 @@ extension Transfer {
             try easy.set(CURLOPT_WRITEDATA, pointer: userdata)
             try easy.set(CURLOPT_OPENSOCKETDATA, pointer: userdata)
             try easy.set(CURLOPT_PREREQDATA, pointer: userdata)
-            if let body = request.httpBody, method != "GET" {
+            if method != "GET", let body = request.httpBody {
                 // Method, upload mode and the body callbacks stay from the last request of this kind.
                 try attach(UploadSource(data: body), to: easy, userdata: userdata)
             }
@@ -226,7 +228,7 @@ extension Transfer {
         // (about 2,500 instructions per request; bench/README.md).
         if asksForEncodings { lines.append(Transfer.acceptEncodingLine) }
         // An empty storage is told cheaply; matching cookies to the URL parses its host (most of the cost).
-        if request.httpShouldHandleCookies && !hasCookie, Transfer.cookieStorage.cookies?.isEmpty == false,
+        if hopHandlesCookies && !hasCookie, Transfer.cookieStorage.cookies?.isEmpty == false,
            case let cookies = CookieScope.cookies(in: Transfer.cookieStorage, for: url), !cookies.isEmpty,
            let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
             lines.append("Cookie: \(header)")

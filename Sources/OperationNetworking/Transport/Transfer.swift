@@ -132,6 +132,10 @@ final class Transfer: @unchecked Sendable {
     // MARK: Network thread only
     /// The request of the current hop (changes on redirects).
     @exclusivity(unchecked) var currentRequest: URLRequest
+    /// `currentRequest`'s URL and cookie handling, read once when the hop is configured: corelibs'
+    /// `URLRequest` getters cost 100–200 instructions each, and the head's completion needs both.
+    @exclusivity(unchecked) var hopURL: URL?
+    @exclusivity(unchecked) var hopHandlesCookies = true
     /// The request each attempt starts from (its multipart body replaced by a rebuilt one for a retry).
     @exclusivity(unchecked) var originalRequest: URLRequest
     /// The attempt under way, 1 for the first.
