@@ -50,7 +50,6 @@ struct OperationConfiguration {
 
     private var box = Box.defaults
 
-
     /// A setting, read from the shared box or written to one of its own.
     subscript<Value>(dynamicMember key: WritableKeyPath<Settings, Value>) -> Value {
         get { box.settings[keyPath: key] }

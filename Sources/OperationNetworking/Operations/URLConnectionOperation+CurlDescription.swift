@@ -123,7 +123,7 @@ struct CurlCommand {
         // The library's own offer, sent as a header so that curl's longer list does not replace it;
         // `--compressed` below still makes curl inflate the answer.
         if !names.contains("accept-encoding") {
-            lines.append(("accept-encoding", "Accept-Encoding: \(Transfer.offeredEncodings)"))
+            lines.append(("accept-encoding", Transfer.acceptEncodingLine))
         }
         var arguments = lines.sorted { $0.name < $1.name }.map { "-H \(CurlCommand.quote($0.line))" }
         if !names.contains("accept-encoding") { arguments.append("--compressed") }

@@ -11,21 +11,24 @@ private func transfer(_ userdata: UnsafeMutableRawPointer?) -> Transfer? {
     return Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
 }
 
-/// `CURLOPT_HEADERFUNCTION`: one header line per call. The two callbacks that run for every response
-/// borrow the transfer without retaining it (the table keeps it alive throughout the call).
-let curlHeaderCallback: curl_write_callback = { buffer, size, count, userdata in
-    let length = size * count
+/// Hands the bytes of a header or write callback to `receive` on the transfer, borrowed without a
+/// retain (the network thread's table keeps it alive throughout the call): these two run for every
+/// response, several times. The byte count, or 0 to abort.
+private func received(_ buffer: UnsafeMutablePointer<CChar>?, _ length: Int, _ userdata: UnsafeMutableRawPointer?,
+                      _ receive: (Transfer, UnsafeRawBufferPointer) -> Bool) -> Int {
     guard let buffer, let userdata else { return 0 }
-    let line = UnsafeRawBufferPointer(start: buffer, count: length)
-    return Unmanaged<Transfer>.fromOpaque(userdata)._withUnsafeGuaranteedRef { $0.receiveHeaderLine(line) } ? length : 0
+    let bytes = UnsafeRawBufferPointer(start: buffer, count: length)
+    return Unmanaged<Transfer>.fromOpaque(userdata)._withUnsafeGuaranteedRef { receive($0, bytes) } ? length : 0
+}
+
+/// `CURLOPT_HEADERFUNCTION`: one header line per call.
+let curlHeaderCallback: curl_write_callback = { buffer, size, count, userdata in
+    received(buffer, size * count, userdata) { $0.receiveHeaderLine($1) }
 }
 
 /// `CURLOPT_WRITEFUNCTION`: a piece of the (decoded) response body.
 let curlWriteCallback: curl_write_callback = { buffer, size, count, userdata in
-    let length = size * count
-    guard let buffer, let userdata else { return 0 }
-    let bytes = UnsafeRawBufferPointer(start: buffer, count: length)
-    return Unmanaged<Transfer>.fromOpaque(userdata)._withUnsafeGuaranteedRef { $0.receiveBody(bytes) } ? length : 0
+    received(buffer, size * count, userdata) { $0.receiveBody($1) }
 }
 
 /// `CURLOPT_READFUNCTION`: fill curl's buffer with request body bytes.

@@ -225,7 +225,7 @@ extension Transfer {
         if !hasExpect { lines.append("Expect:") }   // no 100-continue round trip unless asked for
         // Sent as a ready line, not through CURLOPT_ACCEPT_ENCODING: libcurl 7.88 formats that option
         // into a line and then formats the line into the request, a byte at a time each time
-        // (about 2,500 instructions per request; bench/README.md).
+        // (about 3,300 instructions per request; bench/README.md).
         if asksForEncodings { lines.append(Transfer.acceptEncodingLine) }
         // An empty storage is told cheaply; matching cookies to the URL parses its host (most of the cost).
         if hopHandlesCookies && !hasCookie, Transfer.cookieStorage.cookies?.isEmpty == false,
