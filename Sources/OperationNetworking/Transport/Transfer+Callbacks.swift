@@ -241,6 +241,7 @@ extension Transfer {
         let cookies = values.flatMap { HTTPCookie.cookies(withResponseHeaderFields: ["Set-Cookie": $0], for: url) }
         if !cookies.isEmpty {
             Transfer.cookieStorage.setCookies(cookies, for: url, mainDocumentURL: nil)
+            network?.cookieStorageChanged()
         }
     }
 }

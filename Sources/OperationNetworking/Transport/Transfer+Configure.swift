@@ -227,8 +227,9 @@ extension Transfer {
         // into a line and then formats the line into the request, a byte at a time each time
         // (about 3,300 instructions per request; bench/README.md).
         if asksForEncodings { lines.append(Transfer.acceptEncodingLine) }
-        // An empty storage is told cheaply; matching cookies to the URL parses its host (most of the cost).
-        if hopHandlesCookies && !hasCookie, Transfer.cookieStorage.cookies?.isEmpty == false,
+        // An empty storage is told cheaply (see `NetworkThread.cookieStorageIsEmpty`); matching cookies
+        // to the URL parses its host (most of the cost).
+        if hopHandlesCookies && !hasCookie, !(network?.cookieStorageIsEmpty() ?? (Transfer.cookieStorage.cookies?.isEmpty ?? true)),
            case let cookies = CookieScope.cookies(in: Transfer.cookieStorage, for: url), !cookies.isEmpty,
            let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
             lines.append("Cookie: \(header)")

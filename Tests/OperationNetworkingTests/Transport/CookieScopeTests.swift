@@ -48,6 +48,20 @@ final class CookieScopeTests: ServerTestCase {
         XCTAssertEqual(cookieHeader(sentTo: "/only-here/deeper"), "\(scoped)=v")
     }
 
+    /// The network thread reads whether the storage is empty once per admission pass: a cookie set
+    /// after a request found the storage empty must still go with the next request.
+    func testACookieSetAfterTheStorageWasSeenEmptyGoesWithTheNextRequest() throws {
+        let storage = HTTPCookieStorage.shared
+        let kept = storage.cookies ?? []
+        kept.forEach(storage.deleteCookie)
+        addTeardownBlock { kept.forEach(storage.setCookie) }
+        XCTAssertNil(cookieHeader(sentTo: "/echo"), "the storage is empty")
+        let name = try store([:])
+        XCTAssertEqual(cookieHeader(sentTo: "/echo"), "\(name)=v")
+        storage.deleteCookie(try XCTUnwrap(storage.cookies?.first { $0.name == name }))
+        XCTAssertNil(cookieHeader(sentTo: "/echo"), "a deleted cookie is not sent")
+    }
+
     func testPathMatchingFollowsRFC6265() {
         XCTAssertTrue(CookieScope.pathMatches(cookiePath: "/", requestPath: "/anything"))
         XCTAssertTrue(CookieScope.pathMatches(cookiePath: "/a", requestPath: "/a"))
