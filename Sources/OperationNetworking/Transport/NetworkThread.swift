@@ -93,11 +93,8 @@ final class NetworkThread: @unchecked Sendable {
     @exclusivity(unchecked) var waitingHead = 0
     /// Reset easy handles ready for the next transfer.
     @exclusivity(unchecked) var pool: [CurlEasyHandle] = []
-    /// Whether the process's cookie storage held no cookie when `cookieStorageIsEmpty()` first read it
-    /// in the admission pass under way; `nil` outside a pass and before that first read.
-    @exclusivity(unchecked) private var cookieStorageEmptyInPass: Bool?
-    /// Whether `admitWaiting` is running (first hops are being configured).
-    @exclusivity(unchecked) private var inAdmissionPass = false
+    /// What the admission pass under way read of process-wide state (see `AdmissionPass`).
+    @exclusivity(unchecked) var pass = AdmissionPass()
     /// Throttled uploads paused by their read callback, with the time to resume them.
     @exclusivity(unchecked) var pausedUploads: [(transfer: Transfer, at: UInt64)] = []
     /// Transfers waiting out a retry delay, with the time their next attempt is due.
@@ -291,11 +288,8 @@ final class NetworkThread: @unchecked Sendable {
 
     private func admitWaiting(_ multi: UnsafeMutableRawPointer) {
         assertOnNetworkThread()
-        inAdmissionPass = true
-        defer {
-            inAdmissionPass = false
-            cookieStorageEmptyInPass = nil
-        }
+        pass = AdmissionPass(running: true)
+        defer { pass = AdmissionPass() }
         while active.count < activeLimit && waitingHead < waiting.count {
             let transfer = waiting[waitingHead]
             waitingHead += 1
@@ -309,27 +303,6 @@ final class NetworkThread: @unchecked Sendable {
             waiting.removeFirst(waitingHead)
             waitingHead = 0
         }
-    }
-
-    /// Whether the process's cookie storage holds no cookie, read at most once per admission pass.
-    ///
-    /// corelibs' `HTTPCookieStorage.cookies` is a `DispatchQueue.sync` (about 2,500 instructions), and
-    /// every request with `httpShouldHandleCookies` asks. Within one pass the first answer serves
-    /// the rest. That loses no cookie a caller set before enqueueing: every transfer admitted in a pass
-    /// was submitted through the inbox lock before this turn's `drainInbox`, which comes before the
-    /// pass and so before the read. Outside a pass (a redirect's or a challenge's next hop) and after
-    /// the library stored cookies from a response, the storage is read afresh.
-    func cookieStorageIsEmpty() -> Bool {
-        assertOnNetworkThread()
-        if inAdmissionPass, let known = cookieStorageEmptyInPass { return known }
-        let empty = Transfer.cookieStorage.cookies?.isEmpty ?? true
-        if inAdmissionPass { cookieStorageEmptyInPass = empty }
-        return empty
-    }
-
-    /// Forgets what the pass under way read of the cookie storage (the library just stored some).
-    func cookieStorageChanged() {
-        cookieStorageEmptyInPass = nil
     }
 
     /// Gives a transfer an easy handle and puts it on curl; a failure ends the transfer.

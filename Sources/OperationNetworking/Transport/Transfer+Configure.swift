@@ -42,7 +42,8 @@ extension Transfer {
         // through `value(forHTTPHeaderField:)` costs more than lowering a few names here.
         let fields = request.allHTTPHeaderFields ?? [:]
         let asksForEncodings = !fields.keys.contains { $0.utf8.count == 15 && $0.lowercased() == "accept-encoding" }
-        let environmentNamesProxy = proxy == .environment && Transfer.environmentNamesProxy()
+        let environmentNamesProxy = proxy == .environment
+            && (network?.environmentNamesProxy() ?? Transfer.environmentNamesProxy())
         let plain = plainConfiguration(request, method: method, isHTTPS: isHTTPS, asksForEncodings: asksForEncodings,
                                        environmentNamesProxy: environmentNamesProxy,
                                        timeoutMilliseconds: timeoutMilliseconds)
@@ -227,8 +228,8 @@ extension Transfer {
         // into a line and then formats the line into the request, a byte at a time each time
         // (about 3,300 instructions per request; bench/README.md).
         if asksForEncodings { lines.append(Transfer.acceptEncodingLine) }
-        // An empty storage is told cheaply (see `NetworkThread.cookieStorageIsEmpty`); matching cookies
-        // to the URL parses its host (most of the cost).
+        // An empty storage is told cheaply (see `NetworkThread.AdmissionPass`); matching cookies to the
+        // URL parses its host (most of the cost).
         if hopHandlesCookies && !hasCookie, !(network?.cookieStorageIsEmpty() ?? (Transfer.cookieStorage.cookies?.isEmpty ?? true)),
            case let cookies = CookieScope.cookies(in: Transfer.cookieStorage, for: url), !cookies.isEmpty,
            let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
