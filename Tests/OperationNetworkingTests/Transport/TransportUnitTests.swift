@@ -29,6 +29,50 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(response.mimeType, "text/plain")
     }
 
+    /// The block is split into fields only when it ends, straight from the lines as received (or
+    /// from a copy when a line is folded): checked against a line-at-a-time reading of the same lines,
+    /// with odd spacing, lines without a colon or a name, folds and trailers.
+    func testFieldsSplitAtTheBlocksEndMatchALineByLineReading() throws {
+        var generator = SeededGenerator(seed: 23)
+        let pieces = ["Name", "x-a", "Content-Type", "", " ", "\t", "v", "a b", ":", "::", "é"]
+        for round in 0..<300 {
+            var lines: [String] = []
+            for _ in 0..<Int(generator.next() % 8) {
+                let shape = generator.next() % 6
+                let name = pieces[Int(generator.next() % UInt64(pieces.count))]
+                let value = pieces[Int(generator.next() % UInt64(pieces.count))]
+                switch shape {
+                case 0: lines.append(" \(value)")                // a fold
+                case 1: lines.append("\(name)\(value)")          // maybe no colon
+                default: lines.append("\(name):\(value) ")
+                }
+            }
+            lines.removeAll { $0.isEmpty }   // an empty line would end the block
+            var expected: [(String, String)] = []
+            for line in lines {
+                let trimmedLine = line.trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+                if line.first == " " || line.first == "\t" {
+                    if let last = expected.popLast() { expected.append((last.0, last.1 + " " + trimmedLine)) }
+                    continue
+                }
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                let name = line[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+                let value = line[line.index(after: colon)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+                if !name.isEmpty { expected.append((name, value)) }
+            }
+            var parser = ResponseHeaderParser()
+            _ = feed(&parser, "HTTP/1.1 200 OK\r\n")
+            for line in lines { XCTAssertEqual(feed(&parser, line + (round % 2 == 0 ? "\r\n" : "\n")), .none) }
+            XCTAssertEqual(feed(&parser, "\r\n"), .headComplete)
+            let fields = parser.head(url: try XCTUnwrap(URL(string: "http://h/"))).fields
+            XCTAssertEqual(fields.map { "\($0.name)=\($0.value)" }, expected.map { "\($0.0)=\($0.1)" }, "\(lines)")
+            // A trailer after the block: the block is split again with it.
+            XCTAssertEqual(feed(&parser, "Trailer-X: t\r\n"), .none)
+            XCTAssertEqual(feed(&parser, "\r\n"), .headComplete)
+            XCTAssertEqual(parser.value(for: "trailer-x"), "t")
+        }
+    }
+
     func testContentTypeAndLengthAreParsedFromBytes() throws {
         var parser = ResponseHeaderParser()
         _ = feed(&parser, "HTTP/1.1 200 OK\r\n")
