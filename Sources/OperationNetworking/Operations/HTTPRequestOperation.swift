@@ -169,7 +169,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
             } else if let success {
                 success(self, responseObject)
             }
-            finishOperation()
+            finishOperation(runningOn: queue)
         }
         if !hadHandlers || (batch != nil && bodySize <= HTTPRequestOperation.inlineSerializationLimit) {
             storeInCacheIfAllowed()

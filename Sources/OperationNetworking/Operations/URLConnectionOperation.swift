@@ -339,21 +339,24 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// The transfer is over (`error` tells how). Subclasses run their handlers, then call `finishOperation()`.
     /// `batch` (on the delivery queue) gathers completion-queue work; without one it is dispatched at once.
     func transferDidEnd(batch: CompletionBatch? = nil) {
+        let queue = effectiveCompletionQueue
         let work: @Sendable () -> Void = { [self] in
             storeInCacheIfAllowed()
-            finishOperation()
+            finishOperation(runningOn: queue)
         }
         if let batch {
-            batch.add(on: effectiveCompletionQueue, group: effectiveCompletionGroup, work)
+            batch.add(on: queue, group: effectiveCompletionGroup, work)
         } else {
-            effectiveCompletionQueue.async(group: effectiveCompletionGroup, execute: work)
+            queue.async(group: effectiveCompletionGroup, execute: work)
         }
     }
 
     /// Runs the finish hooks, closes the output stream, turns the operation finished, then runs the
     /// completion block on the completion queue. Every block is released here, so an object that its
     /// own operation's block captured is freed once the operation finished (AFN broke cycles this way).
-    func finishOperation() {
+    /// `queue` is the queue the caller runs on, when it knows (the notification is then posted without
+    /// asking dispatch where it runs).
+    func finishOperation(runningOn queue: DispatchQueue? = nil) {
         let (hooks, stream) = lock.withLock { () -> ([@Sendable () -> Void], OutputStream?) in
             defer { mutable.finishHooks.removeAll() }
             return (mutable.finishHooks, mutable.outputStreamOpened ? mutable.outputStream : nil)
@@ -375,7 +378,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         willChangeValue(forKey: "isFinished")
         didChangeValue(forKey: "isFinished")
         (observers ?? existingObservers)?.operationDidFinish()   // resumes `value()` waiters
-        post(.operationDidFinish)
+        post(.operationDidFinish, runningOn: queue)
         if let completion {
             effectiveCompletionQueue.async(group: effectiveCompletionGroup, execute: completion)
         }
