@@ -11,7 +11,7 @@ extension Transfer {
     /// A header line arrived; false aborts the transfer (the reason is in `abortError`).
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
         assertOnNetworkThread()
-        lastActivity = monotonicNow()
+        lastActivity = network?.clock ?? monotonicNow()
         switch headerParser.consume(line) {
         case .tooLarge:
             abortError = TransportError.make(.cannotParseResponse,
@@ -28,7 +28,7 @@ extension Transfer {
     /// A piece of the response body arrived; false aborts the transfer.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         assertOnNetworkThread()
-        lastActivity = monotonicNow()
+        lastActivity = network?.clock ?? monotonicNow()
         guard let decoder else { return receiveDecoded(bytes) }
         switch decoder.decode(bytes, into: { receiveDecoded($0) }) {
         case .ok, .refused:
@@ -79,7 +79,7 @@ extension Transfer {
             return -1
         }
         if count > 0 {
-            lastActivity = monotonicNow()
+            lastActivity = network?.clock ?? monotonicNow()
             bytesSent = bytesSent.saturatingAdd(Int64(count))
             delegate?.transfer(self, didSendBytes: count, totalBytes: bytesSent, expectedBytes: upload.length ?? -1)
         }
