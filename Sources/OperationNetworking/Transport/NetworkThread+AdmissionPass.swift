@@ -11,8 +11,8 @@ extension NetworkThread {
     /// 500). Within one pass the first answer serves the rest. That loses nothing a caller changed
     /// before enqueueing: every transfer admitted in a pass was submitted through the inbox lock before
     /// this turn's `drainInbox`, which comes before the pass and so before the read. Outside a pass (a
-    /// redirect's or a challenge's next hop) each is read afresh, and so is the cookie storage after
-    /// the library stored cookies from a response.
+    /// redirect's or a challenge's next hop) each is read afresh. Cookies the library stores from a
+    /// response arrive in curl's callbacks, never during a pass, so the next pass sees them.
     struct AdmissionPass {
         /// Whether `admitWaiting` is running; outside it nothing is kept.
         var running = false
@@ -26,14 +26,9 @@ extension NetworkThread {
     func cookieStorageIsEmpty() -> Bool {
         assertOnNetworkThread()
         if let known = pass.cookieStorageEmpty { return known }
-        let empty = Transfer.cookieStorage.cookies?.isEmpty ?? true
+        let empty = Transfer.cookieStorageIsEmpty()
         if pass.running { pass.cookieStorageEmpty = empty }
         return empty
-    }
-
-    /// Forgets what the pass under way read of the cookie storage (the library just stored some).
-    func cookieStorageChanged() {
-        pass.cookieStorageEmpty = nil
     }
 
     /// Whether the environment names a proxy libcurl would use (see `AdmissionPass`).

@@ -8,10 +8,13 @@ import FoundationNetworking
 // MARK: - Network thread: what the C callbacks forward to
 
 extension Transfer {
+    /// When curl's callbacks stamp activity: the network thread's clock of the loop turn.
+    private var activityTime: UInt64 { network?.clock ?? monotonicNow() }
+
     /// A header line arrived; false aborts the transfer (the reason is in `abortError`).
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
         assertOnNetworkThread()
-        lastActivity = network?.clock ?? monotonicNow()
+        lastActivity = activityTime
         switch headerParser.consume(line) {
         case .tooLarge:
             abortError = TransportError.make(.cannotParseResponse,
@@ -28,7 +31,7 @@ extension Transfer {
     /// A piece of the response body arrived; false aborts the transfer.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         assertOnNetworkThread()
-        lastActivity = network?.clock ?? monotonicNow()
+        lastActivity = activityTime
         guard let decoder else { return receiveDecoded(bytes) }
         switch decoder.decode(bytes, into: { receiveDecoded($0) }) {
         case .ok, .refused:
@@ -79,7 +82,7 @@ extension Transfer {
             return -1
         }
         if count > 0 {
-            lastActivity = network?.clock ?? monotonicNow()
+            lastActivity = activityTime
             bytesSent = bytesSent.saturatingAdd(Int64(count))
             delegate?.transfer(self, didSendBytes: count, totalBytes: bytesSent, expectedBytes: upload.length ?? -1)
         }
@@ -241,7 +244,6 @@ extension Transfer {
         let cookies = values.flatMap { HTTPCookie.cookies(withResponseHeaderFields: ["Set-Cookie": $0], for: url) }
         if !cookies.isEmpty {
             Transfer.cookieStorage.setCookies(cookies, for: url, mainDocumentURL: nil)
-            network?.cookieStorageChanged()
         }
     }
 }

@@ -232,7 +232,7 @@ extension Transfer {
         if asksForEncodings { lines.append(Transfer.acceptEncodingLine) }
         // An empty storage is told cheaply (see `NetworkThread.AdmissionPass`); matching cookies to the
         // URL parses its host (most of the cost).
-        if hopHandlesCookies && !hasCookie, !(network?.cookieStorageIsEmpty() ?? (Transfer.cookieStorage.cookies?.isEmpty ?? true)),
+        if hopHandlesCookies && !hasCookie, !(network?.cookieStorageIsEmpty() ?? Transfer.cookieStorageIsEmpty()),
            case let cookies = CookieScope.cookies(in: Transfer.cookieStorage, for: url), !cookies.isEmpty,
            let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
             lines.append("Cookie: \(header)")
@@ -248,6 +248,12 @@ extension Transfer {
 
     /// The process's cookie storage, looked up once (its accessor is not free).
     static let cookieStorage = HTTPCookieStorage.shared
+
+    /// Whether the process's cookie storage holds no cookie (a `DispatchQueue.sync` in corelibs:
+    /// the network thread asks through `NetworkThread.cookieStorageIsEmpty`).
+    static func cookieStorageIsEmpty() -> Bool {
+        cookieStorage.cookies?.isEmpty ?? true
+    }
 
     /// Header names and values may not smuggle a line break or NUL onto the wire.
     static func isValidHeader(name: String, value: String) -> Bool {
