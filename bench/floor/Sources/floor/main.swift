@@ -21,18 +21,51 @@ import Glibc
 // the least time a request can take in this model on this machine; pinned to one core
 // (`taskset -c 0`) it is what the model adds to raw libcurl's time per request in the harness.
 
+/// What an operation's `start()` hands itself to: a loop on the one network thread.
+protocol RequestLoop: AnyObject, Sendable {
+    /// From `start()`: queue the operation, waking the loop only if it sleeps.
+    func submit(_ operation: FloorOperation)
+    /// The loop itself; never returns.
+    func run()
+}
+
+/// The two hops after the network thread, shared by both loops: one dispatch per loop turn to a serial
+/// delivery queue (where responses are serialized), one per batch to the serial callback queue.
+/// Both queues are immutable and `Sendable`.
+struct Delivery: Sendable {
+    let delivery = DispatchQueue(label: "floor.delivery")
+    let callback = DispatchQueue(label: "floor.callback")
+
+    func deliver(_ batch: [FloorOperation]) {
+        delivery.async { [callback] in
+            // Where the library validates and serializes; here nothing is left to do.
+            callback.async {
+                for operation in batch {
+                    if postsNotifications {
+                        NotificationCenter.default.post(name: didStart, object: operation)
+                    }
+                    operation.handler()
+                    operation.finish()
+                    if postsNotifications {
+                        NotificationCenter.default.post(name: didFinish, object: operation)
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The stand-in for the network thread: takes operations in, "finishes" them at once, and hands each
 /// loop turn's batch to the delivery queue. `inbox` and `parked` are guarded by `lock`; the pipe and
 /// queues are immutable; hence `@unchecked Sendable`.
-final class NetworkLoop: @unchecked Sendable {
+final class NetworkLoop: RequestLoop, @unchecked Sendable {
     private let lock = NSLock()
     private var inbox: [FloorOperation] = []   // guarded by lock
     private var parked = false                 // guarded by lock
     /// Read end (non-blocking) and write end of the wake-up pipe.
     private let wakeRead: Int32
     private let wakeWrite: Int32
-    private let delivery = DispatchQueue(label: "floor.delivery")
-    private let callback = DispatchQueue(label: "floor.callback")
+    private let hops = Delivery()
 
     init() {
         var ends: [Int32] = [-1, -1]
@@ -45,7 +78,6 @@ final class NetworkLoop: @unchecked Sendable {
         wakeWrite = ends[1]
     }
 
-    /// From `start()`: queue the operation, waking the loop only if it sleeps.
     func submit(_ operation: FloorOperation) {
         lock.lock()
         inbox.append(operation)
@@ -75,21 +107,7 @@ final class NetworkLoop: @unchecked Sendable {
             }
             let batch = taken
             taken.removeAll(keepingCapacity: true)
-            delivery.async { [callback] in
-                // Where the library validates and serializes; here nothing is left to do.
-                callback.async {
-                    for operation in batch {
-                        if postsNotifications {
-                            NotificationCenter.default.post(name: didStart, object: operation)
-                        }
-                        operation.handler()
-                        operation.finish()
-                        if postsNotifications {
-                            NotificationCenter.default.post(name: didFinish, object: operation)
-                        }
-                    }
-                }
-            }
+            hops.deliver(batch)
         }
     }
 }
@@ -97,11 +115,11 @@ final class NetworkLoop: @unchecked Sendable {
 /// An asynchronous operation that hands itself to the loop; `done` is guarded by `lock`.
 final class FloorOperation: Operation, @unchecked Sendable {
     let handler: @Sendable () -> Void
-    private let loop: NetworkLoop
+    private let loop: any RequestLoop
     private let lock = NSLock()
     private var done = false   // guarded by lock
 
-    init(loop: NetworkLoop, handler: @escaping @Sendable () -> Void) {
+    init(loop: any RequestLoop, handler: @escaping @Sendable () -> Void) {
         self.loop = loop
         self.handler = handler
     }
@@ -131,10 +149,10 @@ final class Feeder: @unchecked Sendable {
     private var finished = 0   // guarded by lock
     let total: Int
     let queue: OperationQueue
-    let loop: NetworkLoop
+    let loop: any RequestLoop
     let done = DispatchSemaphore(value: 0)
 
-    init(total: Int, queue: OperationQueue, loop: NetworkLoop) {
+    init(total: Int, queue: OperationQueue, loop: any RequestLoop) {
         self.total = total
         self.queue = queue
         self.loop = loop
@@ -162,15 +180,26 @@ final class Feeder: @unchecked Sendable {
 
 let didStart = Notification.Name("FloorOperationDidStart")
 let didFinish = Notification.Name("FloorOperationDidFinish")
-let arguments = CommandLine.arguments
+var arguments = Array(CommandLine.arguments.dropFirst())
+/// `--url URL`: real GETs through raw libcurl on the loop thread (`CurlLoop`) instead of none.
+var url: String?
+if let flag = arguments.firstIndex(of: "--url"), flag + 1 < arguments.count {
+    url = arguments[flag + 1]
+    arguments.removeSubrange(flag...(flag + 1))
+}
 /// Whether every operation posts the two notifications (third argument `notify`).
-let postsNotifications = arguments.count == 4 && arguments[3] == "notify"
-guard arguments.count == 3 || postsNotifications, let requests = Int(arguments[1]), let concurrency = Int(arguments[2]),
+let postsNotifications = arguments.count == 3 && arguments[2] == "notify"
+guard arguments.count == 2 || postsNotifications, let requests = Int(arguments[0]), let concurrency = Int(arguments[1]),
       requests > 0, concurrency > 0 else {
-    FileHandle.standardError.write(Data("usage: floor REQUESTS CONCURRENCY [notify]\n".utf8))
+    FileHandle.standardError.write(Data("usage: floor REQUESTS CONCURRENCY [notify] [--url URL]\n".utf8))
     exit(64)
 }
-let loop = NetworkLoop()
+let curlLoop = url.flatMap { CurlLoop(url: $0, concurrency: concurrency) }
+if url != nil && curlLoop == nil {
+    FileHandle.standardError.write(Data("floor: libcurl could not be set up\n".utf8))
+    exit(1)
+}
+let loop: any RequestLoop = curlLoop ?? NetworkLoop()
 let thread = Thread { loop.run() }
 thread.start()
 let queue = OperationQueue()
@@ -180,5 +209,10 @@ let start = DispatchTime.now()
 queue.addOperations(feeder.make(max(2 * concurrency, 64)), waitUntilFinished: false)
 feeder.done.wait()
 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-print(String(format: "floor requests=%d concurrency=%d notify=%@ wall_s=%.6f us_per_request=%.2f rps=%.0f",
-             requests, concurrency, postsNotifications ? "yes" : "no", seconds, seconds / Double(requests) * 1e6, Double(requests) / seconds))
+print(String(format: "floor requests=%d concurrency=%d notify=%@ transport=%@ wall_s=%.6f us_per_request=%.2f rps=%.0f",
+             requests, concurrency, postsNotifications ? "yes" : "no", curlLoop == nil ? "none" : "curl", seconds,
+             seconds / Double(requests) * 1e6, Double(requests) / seconds))
+if let curlLoop, curlLoop.failedTransfers > 0 {
+    FileHandle.standardError.write(Data("floor: \(curlLoop.failedTransfers) transfers failed\n".utf8))
+    exit(1)
+}

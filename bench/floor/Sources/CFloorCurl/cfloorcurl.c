@@ -1,0 +1,59 @@
+#include "cfloorcurl.h"
+
+static size_t floor_on_data(char *data, size_t size, size_t count, void *userdata) {
+    (void)data;
+    *(long long *)userdata += (long long)(size * count);
+    return size * count;
+}
+
+static struct curl_slist *floor_headers(void) {
+    static struct curl_slist *headers;   // made once, on the loop thread, before any transfer
+    if (!headers) headers = curl_slist_append(NULL, "Expect:");
+    return headers;
+}
+
+CURLM *floor_multi_new(long handles) {
+    CURLM *multi = curl_multi_init();
+    if (!multi) return NULL;
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, handles > 16 ? handles : 16L);
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING);
+    return multi;
+}
+
+CURL *floor_easy_new(const char *url, long long *received) {
+    CURL *easy = curl_easy_init();
+    if (!easy) return NULL;
+    curl_easy_setopt(easy, CURLOPT_URL, url);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, floor_on_data);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, received);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, floor_headers());
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, 30L);
+    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    return easy;
+}
+
+void floor_easy_set_private(CURL *easy, void *pointer) {
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, pointer);
+}
+
+void *floor_easy_private(CURL *easy) {
+    char *pointer = NULL;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, &pointer);
+    return pointer;
+}
+
+CURL *floor_multi_next_done(CURLM *multi, int *failed) {
+    int left = 0;
+    CURLMsg *message;
+    while ((message = curl_multi_info_read(multi, &left))) {
+        if (message->msg != CURLMSG_DONE) continue;
+        long status = 0;
+        curl_easy_getinfo(message->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+        *failed = message->data.result != CURLE_OK || status < 200 || status > 299;
+        return message->easy_handle;
+    }
+    return NULL;
+}

@@ -1,0 +1,18 @@
+// The few libcurl calls `floor --url` needs, typed for Swift (curl_easy_setopt is variadic).
+// Each easy handle is set up the way the harness's curl-multi sets up its own, so that the floor's
+// composite run adds exactly the model's hops to raw libcurl's work and nothing else.
+#ifndef CFLOORCURL_H
+#define CFLOORCURL_H
+#include <curl/curl.h>
+
+/// A multi handle with curl-multi's connection limits for `handles` easy handles.
+CURLM *floor_multi_new(long handles);
+/// An easy handle for GET `url` over HTTP/1.1, counting the body's bytes into `*received`.
+CURL *floor_easy_new(const char *url, long long *received);
+/// Attaches / reads back the caller's pointer (CURLOPT_PRIVATE / CURLINFO_PRIVATE).
+void floor_easy_set_private(CURL *easy, void *pointer);
+void *floor_easy_private(CURL *easy);
+/// The next finished transfer from curl_multi_info_read, or NULL; `*failed` is 1 unless it ended
+/// with CURLE_OK and a 2xx status.
+CURL *floor_multi_next_done(CURLM *multi, int *failed);
+#endif

@@ -1,0 +1,92 @@
+import CFloorCurl
+import Foundation
+
+/// The floor's loop with real transfers (`floor N C notify --url URL`): the same hops as
+/// `NetworkLoop`, but each operation is a GET that raw libcurl performs on the loop thread, with easy
+/// handles set up once and reused the way the harness's curl-multi reuses its own, and the body's bytes
+/// only counted. Nothing of a library stands between the model and libcurl, so what it measures is the
+/// two composed on one core: what the ceiling formula adds up, paid together, cache and scheduler
+/// effects included.
+///
+/// `inbox` and `parked` are guarded by `lock`; `pool`, `received` and `failures` are touched only by the
+/// loop thread; `multi` is used only by the loop thread except for `curl_multi_wakeup`, which libcurl
+/// allows from any thread. Hence `@unchecked Sendable`.
+final class CurlLoop: RequestLoop, @unchecked Sendable {
+    private let lock = NSLock()
+    private var inbox: [FloorOperation] = []   // guarded by lock
+    private var parked = false                 // guarded by lock
+    private let multi: UnsafeMutableRawPointer
+    private let url: String
+    private var pool: [UnsafeMutableRawPointer] = []                             // loop thread only
+    private let received = UnsafeMutablePointer<Int64>.allocate(capacity: 1)   // loop thread only
+    private var failures = 0                                                     // loop thread only
+    private let hops = Delivery()
+
+    init?(url: String, concurrency: Int) {
+        guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK,
+              let multi = floor_multi_new(concurrency) else { return nil }
+        self.multi = multi
+        self.url = url
+        received.initialize(to: 0)
+    }
+
+    /// Failed transfers so far (a curl error or a status outside 2xx). Read after the run.
+    var failedTransfers: Int { failures }
+
+    func submit(_ operation: FloorOperation) {
+        lock.lock()
+        inbox.append(operation)
+        let wake = parked
+        parked = false
+        lock.unlock()
+        if wake { curl_multi_wakeup(multi) }
+    }
+
+    /// The loop: take new operations onto easy handles, let libcurl work, deliver what ended; sleep in
+    /// `curl_multi_poll` (sockets and wake-ups) only when a turn brought nothing and nothing waits.
+    func run() {
+        var taken: [FloorOperation] = []
+        var ended: [FloorOperation] = []
+        while true {
+            lock.lock()
+            swap(&inbox, &taken)
+            lock.unlock()
+            for operation in taken {
+                guard let easy = pool.popLast() ?? floor_easy_new(url, received) else {
+                    failures += 1
+                    ended.append(operation)
+                    continue
+                }
+                floor_easy_set_private(easy, Unmanaged.passRetained(operation).toOpaque())
+                curl_multi_add_handle(multi, easy)
+            }
+            let tookAny = !taken.isEmpty
+            taken.removeAll(keepingCapacity: true)
+            var running: Int32 = 0
+            curl_multi_perform(multi, &running)
+            var failed: Int32 = 0
+            while let easy = floor_multi_next_done(multi, &failed) {
+                if failed != 0 { failures += 1 }
+                if let pointer = floor_easy_private(easy) {
+                    ended.append(Unmanaged<FloorOperation>.fromOpaque(pointer).takeRetainedValue())
+                }
+                curl_multi_remove_handle(multi, easy)
+                pool.append(easy)
+            }
+            if !ended.isEmpty {
+                hops.deliver(ended)
+                ended.removeAll(keepingCapacity: true)
+                continue
+            }
+            if tookAny { continue }
+            lock.lock()
+            parked = inbox.isEmpty
+            let sleeps = parked
+            lock.unlock()
+            if sleeps {
+                curl_multi_poll(multi, nil, 0, 1000, nil)
+                lock.withLock { parked = false }
+            }
+        }
+    }
+}
