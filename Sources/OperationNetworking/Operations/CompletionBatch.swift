@@ -16,17 +16,27 @@ final class CompletionBatch {
 
     /// Used by one thread at a time (above), so its accesses need no runtime exclusivity checks.
     @exclusivity(unchecked) private var runs: [Run] = []
+    /// Room the first run starts with, if its queue is serial: the number of events being delivered, so
+    /// that the one run a delivery usually makes (every item for the callback queue) never grows.
+    /// Growing it from 16 cost about 650 instructions a request at C=32 (every closure copied at each
+    /// doubling).
+    private let expectedItems: Int
+
+    /// A batch for the delivery of `expectedItems` events (each adds at most one item).
+    init(expectedItems: Int) {
+        self.expectedItems = max(1, expectedItems)
+    }
 
     /// Adds `work` to run on `queue` inside `group`.
     func add(on queue: DispatchQueue, group: DispatchGroup, _ work: @escaping @Sendable () -> Void) {
-        if let last = runs.indices.last, runs[last].queue === queue, runs[last].group === group,
-           CompletionBatch.isKnownSerial(queue) {
+        let serial = CompletionBatch.isKnownSerial(queue)
+        if serial, let last = runs.indices.last, runs[last].queue === queue, runs[last].group === group {
             runs[last].work.append(work)
         } else {
-            // A run usually gathers many items (a delivery carries the starts and ends of up to a whole
-            // window of transfers): room for several at once instead of a reallocation at each doubling.
             var items: [@Sendable () -> Void] = []
-            items.reserveCapacity(16)
+            // The first run gets room for the whole delivery; a later one (queues alternating) the old
+            // guess, so that alternation cannot reserve the delivery's size over and over.
+            if serial { items.reserveCapacity(runs.isEmpty ? expectedItems : 16) }
             items.append(work)
             if runs.capacity == 0 { runs.reserveCapacity(4) }
             runs.append(Run(queue: queue, group: group, work: items))

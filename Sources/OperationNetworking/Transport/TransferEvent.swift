@@ -16,7 +16,7 @@ enum TransferEvent {
     /// Tells each delegate, in order, then sends the completion-queue work they produced, grouped
     /// per queue. Runs on the delivery queue (or, without a network thread, on the caller's thread).
     static func deliver(_ events: [TransferEvent]) {
-        let batch = CompletionBatch()
+        let batch = CompletionBatch(expectedItems: events.count)
         for event in events {
             switch event {
             case .started(let transfer, let delegate):
