@@ -65,14 +65,17 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         // `Any?` is copied and destroyed through the runtime's generic witnesses (~100 instructions each):
         // the lock is taken and released by hand, with no closure to capture the object into.
         lock.lock()
-        let ended = transferOver, transportFailed = mutable.error != nil
-        if ended && !transportFailed && serialized {
+        guard transferOver, mutable.error == nil else {
+            lock.unlock()
+            return nil
+        }
+        if serialized {
             defer { lock.unlock() }
             return storedResponseObject
         }
+        // The first read takes the inputs in the same acquisition.
+        let serializer = storedSerializer, data = mutable.responseData, head = mutable.head
         lock.unlock()
-        guard ended, !transportFailed else { return nil }
-        let (serializer, data, head) = lock.withLock { (storedSerializer, mutable.responseData, mutable.head) }
         var result: Any?
         var failure: Error?
         do {

@@ -44,6 +44,17 @@ final class TransportWireTests: ServerTestCase {
         XCTAssertEqual(logged[1].body, Data("PATCH".utf8))
     }
 
+    /// A method in lower or mixed case goes out in upper case; one in upper case goes out untouched.
+    func testMethodsGoOutInUpperCase() throws {
+        for method in ["post", "Patch", "delete", "GET"] {
+            var request = request("/echo", method: method)
+            if method == "post" || method == "Patch" { request.httpBody = Data(method.utf8) }
+            XCTAssertTrue(run(request).1.isSuccess, method)
+        }
+        XCTAssertEqual(server.requests(path: "/echo").map(\.method), ["POST", "PATCH", "DELETE", "GET"])
+        XCTAssertEqual(Transfer.uppercasedMethod("g\u{e9}t"), "G\u{c9}T")   // as uppercased() would
+    }
+
     func testHEADHasNoBody() throws {
         let (operation, outcome) = run(request("/bytes/1000", method: "HEAD"))
         XCTAssertTrue(outcome.isSuccess)
