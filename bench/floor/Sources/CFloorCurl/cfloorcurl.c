@@ -6,9 +6,12 @@ static size_t floor_on_data(char *data, size_t size, size_t count, void *userdat
     return size * count;
 }
 
-static struct curl_slist *floor_headers(void) {
+static struct curl_slist *floor_headers(const char *header) {
     static struct curl_slist *headers;   // made once, on the loop thread, before any transfer
-    if (!headers) headers = curl_slist_append(NULL, "Expect:");
+    if (!headers) {
+        headers = curl_slist_append(NULL, "Expect:");
+        if (headers && header) headers = curl_slist_append(headers, header);
+    }
     return headers;
 }
 
@@ -21,14 +24,18 @@ CURLM *floor_multi_new(long handles) {
     return multi;
 }
 
-CURL *floor_easy_new(const char *url, long long *received) {
+CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head) {
     CURL *easy = curl_easy_init();
     if (!easy) return NULL;
     curl_easy_setopt(easy, CURLOPT_URL, url);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, floor_on_data);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, received);
+    if (read_head) {
+        curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, floor_on_data);
+        curl_easy_setopt(easy, CURLOPT_HEADERDATA, received);
+    }
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, floor_headers());
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, floor_headers(header));
     curl_easy_setopt(easy, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, 30L);
     curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
@@ -52,7 +59,7 @@ CURL *floor_multi_next_done(CURLM *multi, int *failed) {
         if (message->msg != CURLMSG_DONE) continue;
         long status = 0;
         curl_easy_getinfo(message->easy_handle, CURLINFO_RESPONSE_CODE, &status);
-        *failed = message->data.result != CURLE_OK || status < 200 || status > 299;
+        *failed = message->data.result != CURLE_OK || status < 200 || status > 399;
         return message->easy_handle;
     }
     return NULL;

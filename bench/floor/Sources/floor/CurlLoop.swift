@@ -1,6 +1,12 @@
 import CFloorCurl
 import Foundation
 
+/// What the harness asks of a client through its environment.
+enum BenchEnvironment {
+    /// False under `BENCH_H2=1` (the HTTP/2 workloads), which this loop does not speak.
+    static var plainHTTP1: Bool { ProcessInfo.processInfo.environment["BENCH_H2"] != "1" }
+}
+
 /// The floor's loop with real transfers (`floor N C notify --url URL`): the same hops as
 /// `NetworkLoop`, but each operation is a GET that raw libcurl performs on the loop thread, with easy
 /// handles set up once and reused the way the harness's curl-multi reuses its own, and the body's bytes
@@ -17,21 +23,29 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
     private var parked = false                 // guarded by lock
     private let multi: UnsafeMutableRawPointer
     private let url: String
+    /// One more request header line for every request ("Name: value"), or nil.
+    private let header: String?
+    /// Whether libcurl hands the response's header lines to a callback (one that only counts them).
+    private let readsHead: Bool
     private var pool: [UnsafeMutableRawPointer] = []                             // loop thread only
     private let received = UnsafeMutablePointer<Int64>.allocate(capacity: 1)   // loop thread only
     private var failures = 0                                                     // loop thread only
     private let hops = Delivery()
 
-    init?(url: String, concurrency: Int) {
+    init?(url: String, header: String?, readsHead: Bool, concurrency: Int) {
         guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK,
               let multi = floor_multi_new(concurrency) else { return nil }
         self.multi = multi
         self.url = url
+        self.header = header
+        self.readsHead = readsHead
         received.initialize(to: 0)
     }
 
-    /// Failed transfers so far (a curl error or a status outside 2xx). Read after the run.
+    /// Failed transfers so far (a curl error or a status outside 200–399). Read after the run.
     var failedTransfers: Int { failures }
+    /// Response body bytes received so far. Read after the run.
+    var receivedBytes: Int64 { received.pointee }
 
     func submit(_ operation: FloorOperation) {
         lock.lock()
@@ -52,7 +66,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
             swap(&inbox, &taken)
             lock.unlock()
             for operation in taken {
-                guard let easy = pool.popLast() ?? floor_easy_new(url, received) else {
+                guard let easy = pool.popLast() ?? floor_easy_new(url, received, header, readsHead ? 1 : 0) else {
                     failures += 1
                     ended.append(operation)
                     continue

@@ -20,6 +20,13 @@ import Glibc
 // names beyond the hops. Like `onet bench`, each finished operation queues the next. What it prints is
 // the least time a request can take in this model on this machine; pinned to one core
 // (`taskset -c 0`) it is what the model adds to raw libcurl's time per request in the harness.
+//
+// With `--url URL` the transfer is real: raw libcurl performs a GET on the loop thread (CurlLoop.swift)
+// and the model's hops run around it, with no library in between. That is the composite the ceiling
+// formula only adds up: measured, it includes what running both on one core costs beyond their sum.
+// In the harness's client form (`floor --url URL --requests N --concurrency C --method GET
+// --body-size 0`, notifications on) it prints the harness's RESULT line, so that a run records the
+// composite beside every client (GET over plain HTTP/1.1 only; UNSUPPORTED otherwise).
 
 /// What an operation's `start()` hands itself to: a loop on the one network thread.
 protocol RequestLoop: AnyObject, Sendable {
@@ -181,24 +188,47 @@ final class Feeder: @unchecked Sendable {
 let didStart = Notification.Name("FloorOperationDidStart")
 let didFinish = Notification.Name("FloorOperationDidFinish")
 var arguments = Array(CommandLine.arguments.dropFirst())
+/// Takes `name VALUE` out of the arguments, if there.
+@MainActor func option(_ name: String) -> String? {
+    guard let flag = arguments.firstIndex(of: name), flag + 1 < arguments.count else { return nil }
+    defer { arguments.removeSubrange(flag...(flag + 1)) }
+    return arguments[flag + 1]
+}
+/// Prints `message` on stderr and exits with `status`.
+func fail(_ message: String, status: Int32) -> Never {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(status)
+}
 /// `--url URL`: real GETs through raw libcurl on the loop thread (`CurlLoop`) instead of none.
-var url: String?
-if let flag = arguments.firstIndex(of: "--url"), flag + 1 < arguments.count {
-    url = arguments[flag + 1]
-    arguments.removeSubrange(flag...(flag + 1))
+let url = option("--url")
+/// `--header LINE`: one more request header with `--url` (to price a header a library adds).
+let header = option("--header")
+/// `--read-head`: with `--url`, the response's header lines go to a callback that only counts them.
+let readsHead = arguments.contains("--read-head")
+arguments.removeAll { $0 == "--read-head" }
+/// The harness's client form (`--requests N --concurrency C --method M --body-size B`, bench/README.md):
+/// the composite with both notifications, reporting a `RESULT` line. GET over plain HTTP only.
+let harnessRequests = option("--requests"), harnessConcurrency = option("--concurrency")
+let harnessMethod = option("--method")
+_ = option("--body-size")
+_ = option("--max-host-conns")
+let harnessForm = harnessRequests != nil
+if harnessForm {
+    guard let url, url.hasPrefix("http://"), harnessMethod ?? "GET" == "GET", BenchEnvironment.plainHTTP1 else {
+        print("UNSUPPORTED: the composite floor runs GET over plain HTTP/1.1 only")
+        exit(3)
+    }
+    arguments = [harnessRequests ?? "", harnessConcurrency ?? "1", "notify"]
 }
 /// Whether every operation posts the two notifications (third argument `notify`).
 let postsNotifications = arguments.count == 3 && arguments[2] == "notify"
 guard arguments.count == 2 || postsNotifications, let requests = Int(arguments[0]), let concurrency = Int(arguments[1]),
       requests > 0, concurrency > 0 else {
-    FileHandle.standardError.write(Data("usage: floor REQUESTS CONCURRENCY [notify] [--url URL]\n".utf8))
-    exit(64)
+    fail("usage: floor REQUESTS CONCURRENCY [notify] [--url URL [--header LINE] [--read-head]]\n"
+         + "       floor --url URL --requests N --concurrency C --method GET --body-size 0", status: 64)
 }
-let curlLoop = url.flatMap { CurlLoop(url: $0, concurrency: concurrency) }
-if url != nil && curlLoop == nil {
-    FileHandle.standardError.write(Data("floor: libcurl could not be set up\n".utf8))
-    exit(1)
-}
+let curlLoop = url.flatMap { CurlLoop(url: $0, header: header, readsHead: readsHead, concurrency: concurrency) }
+if url != nil && curlLoop == nil { fail("floor: libcurl could not be set up", status: 1) }
 let loop: any RequestLoop = curlLoop ?? NetworkLoop()
 let thread = Thread { loop.run() }
 thread.start()
@@ -209,10 +239,14 @@ let start = DispatchTime.now()
 queue.addOperations(feeder.make(max(2 * concurrency, 64)), waitUntilFinished: false)
 feeder.done.wait()
 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+if harnessForm, let curlLoop {
+    // Read after the last handler ran: the loop's counters were written before it handed that batch on.
+    let errors = curlLoop.failedTransfers, bytes = curlLoop.receivedBytes
+    print(String(format: "RESULT requests=%d errors=%d wall_s=%.6f rps=%.2f mbps=%.3f bytes=%lld", requests, errors,
+                 seconds, Double(requests - errors) / seconds, Double(bytes) / 1e6 / seconds, bytes))
+    exit(errors == 0 ? 0 : 1)
+}
 print(String(format: "floor requests=%d concurrency=%d notify=%@ transport=%@ wall_s=%.6f us_per_request=%.2f rps=%.0f",
              requests, concurrency, postsNotifications ? "yes" : "no", curlLoop == nil ? "none" : "curl", seconds,
              seconds / Double(requests) * 1e6, Double(requests) / seconds))
-if let curlLoop, curlLoop.failedTransfers > 0 {
-    FileHandle.standardError.write(Data("floor: \(curlLoop.failedTransfers) transfers failed\n".utf8))
-    exit(1)
-}
+if let curlLoop, curlLoop.failedTransfers > 0 { fail("floor: \(curlLoop.failedTransfers) transfers failed", status: 1) }

@@ -7,12 +7,15 @@
 
 /// A multi handle with curl-multi's connection limits for `handles` easy handles.
 CURLM *floor_multi_new(long handles);
-/// An easy handle for GET `url` over HTTP/1.1, counting the body's bytes into `*received`.
-CURL *floor_easy_new(const char *url, long long *received);
+/// An easy handle for GET `url` over HTTP/1.1, counting the body's bytes into `*received`, with
+/// `header` ("Name: value", or NULL) added to the request; if `read_head`, the response's header lines
+/// are handed to a header callback that only counts their bytes (libcurl's side of giving a client
+/// the head).
+CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head);
 /// Attaches / reads back the caller's pointer (CURLOPT_PRIVATE / CURLINFO_PRIVATE).
 void floor_easy_set_private(CURL *easy, void *pointer);
 void *floor_easy_private(CURL *easy);
 /// The next finished transfer from curl_multi_info_read, or NULL; `*failed` is 1 unless it ended
-/// with CURLE_OK and a 2xx status.
+/// with CURLE_OK and a status in 200-399 (the harness's rule).
 CURL *floor_multi_next_done(CURLM *multi, int *failed);
 #endif
