@@ -142,12 +142,10 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
 
     // MARK: - Internal
 
-    override func releaseBlocks() {
-        lock.withLock {
-            success = nil
-            failure = nil
-        }
-        super.releaseBlocks()
+    override func releaseBlocksLocked() {
+        success = nil
+        failure = nil
+        super.releaseBlocksLocked()
     }
 
     /// Response bodies up to this size are serialized on the delivery queue, in the hop that brings the
@@ -158,9 +156,10 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         lock.lock()
         transferOver = true
         let hadHandlers = success != nil || failure != nil, bodySize = mutable.responseData?.count ?? 0
+        // Read here, not through `completionQueue` and `completionGroup`: two lock round trips fewer.
+        let configuration = mutable.configuration
+        let queue = configuration.effectiveCompletionQueue, group = configuration.effectiveCompletionGroup
         lock.unlock()
-        let queue = effectiveCompletionQueue
-        let group = effectiveCompletionGroup
         let handlers: @Sendable () -> Void = { [self] in
             // Read now, not at the transfer's end: blocks set meanwhile are the ones that run. Not
             // `withLock`: blocks returned through its generic result are re-abstracted both ways.

@@ -61,6 +61,13 @@ struct OperationConfiguration {
 
     /// The same configuration for another operation: the security policy is copied (it is a mutable
     /// class), everything else shared.
+    // Read through the operation's `mutable.configuration` (one reference to copy), not as computed
+    // properties of `MutableState`: a getter there copied the whole state first (13 retains and releases).
+    /// The queue progress blocks and handlers run on, the default applied.
+    var effectiveCompletionQueue: DispatchQueue { box.settings.completionQueue ?? CallbackQueues.callback }
+    /// The group handlers run in, the default applied.
+    var effectiveCompletionGroup: DispatchGroup { box.settings.completionGroup ?? CallbackQueues.group }
+
     func copied() -> OperationConfiguration {
         var copy = self
         if let policy = self.securityPolicy { copy.securityPolicy = (policy.copy() as? SecurityPolicy) ?? policy }

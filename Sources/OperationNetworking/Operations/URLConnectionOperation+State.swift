@@ -80,9 +80,6 @@ struct MutableState {
         }
         set { configuration.securityPolicy = newValue }
     }
-
-    /// The queue progress blocks and handlers run on, the default applied.
-    var effectiveCompletionQueue: DispatchQueue { configuration.completionQueue ?? CallbackQueues.callback }
 }
 
 /// A transfer's response head and metrics, out of line (see `MutableState.head`).
@@ -110,7 +107,7 @@ extension URLConnectionOperation {
         // The reporter reads the block when it delivers, so replacing or removing it takes effect at once.
         // Weak: the operation owns its reporter, and a paused operation that is never finished must
         // still be freed.
-        let reporter = ProgressReporter(queue: mutable.effectiveCompletionQueue) { [weak self] in
+        let reporter = ProgressReporter(queue: mutable.configuration.effectiveCompletionQueue) { [weak self] in
             guard let self else { return nil }
             return lock.withLock {
                 download ? mutable.configuration.downloadProgressBlock : mutable.configuration.uploadProgressBlock

@@ -368,11 +368,11 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         let (action, completion) = lock.withLock { () -> (OperationState.Action, (@Sendable () -> Void)?) in
             let action = mutable.lifecycle.handlersRan()
             guard case .finish = action else { return (action, nil) }
+            releaseBlocksLocked()
             defer { mutable.completionBlock = nil }
             return (action, mutable.completionBlock)
         }
         guard case .finish = action else { return }
-        releaseBlocks()
         // Only "isFinished" is announced: corelibs has no KVO, and its handler for "isExecuting" acts only on
         // a change *to* executing (corelibs' Operation.observeValue), so announcing the drop would cost work for nothing.
         willChangeValue(forKey: "isFinished")
@@ -385,13 +385,12 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     }
 
     /// Drops every block the caller set (progress, redirect, challenge, cache); subclasses drop theirs
-    /// and call `super`. Called once, when the operation finishes.
-    func releaseBlocks() {
-        lock.withLock {
-            mutable.configuration.releaseBlocks()
-            mutable.uploadReporter = nil
-            mutable.downloadReporter = nil
-        }
+    /// and call `super`. Called once, when the operation finishes, with `lock` held (in the same
+    /// acquisition that decides the finish: two lock round trips fewer than a call of its own).
+    func releaseBlocksLocked() {
+        mutable.configuration.releaseBlocks()
+        mutable.uploadReporter = nil
+        mutable.downloadReporter = nil
     }
 
     /// Adds work to run on the completion queue just before the operation turns finished.
@@ -400,8 +399,8 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     }
 
     /// The operation's completion queue and group, defaults applied.
-    var effectiveCompletionQueue: DispatchQueue { completionQueue ?? CallbackQueues.callback }
-    var effectiveCompletionGroup: DispatchGroup { completionGroup ?? CallbackQueues.group }
+    var effectiveCompletionQueue: DispatchQueue { lock.withLock { mutable.configuration.effectiveCompletionQueue } }
+    var effectiveCompletionGroup: DispatchGroup { lock.withLock { mutable.configuration.effectiveCompletionGroup } }
 
     // MARK: - Private
 
