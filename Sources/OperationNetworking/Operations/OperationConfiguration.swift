@@ -59,8 +59,6 @@ struct OperationConfiguration {
         }
     }
 
-    /// The same configuration for another operation: the security policy is copied (it is a mutable
-    /// class), everything else shared.
     // Read through the operation's `mutable.configuration` (one reference to copy), not as computed
     // properties of `MutableState`: a getter there copied the whole state first (13 retains and releases).
     /// The queue progress blocks and handlers run on, the default applied.
@@ -68,6 +66,8 @@ struct OperationConfiguration {
     /// The group handlers run in, the default applied.
     var effectiveCompletionGroup: DispatchGroup { box.settings.completionGroup ?? CallbackQueues.group }
 
+    /// The same configuration for another operation: the security policy is copied (it is a mutable
+    /// class), everything else shared.
     func copied() -> OperationConfiguration {
         var copy = self
         if let policy = self.securityPolicy { copy.securityPolicy = (policy.copy() as? SecurityPolicy) ?? policy }

@@ -200,13 +200,13 @@ extension Transfer {
         bytesSent = 0
     }
 
-    /// The request's headers as curl lines, with the library's additions (cookies, Range, no Expect).
     /// `method` in upper case, as is when it already is (nearly always): `uppercased()` cost about 120
     /// instructions a request even for "GET".
     static func uppercasedMethod(_ method: String) -> String {
         method.utf8.contains { $0 >= 0x80 || (0x61...0x7A).contains($0) } ? method.uppercased() : method
     }
 
+    /// The request's headers as curl lines, with the library's additions (cookies, Range, no Expect).
     private func headerLines(for request: URLRequest, fields: [String: String], url: URL) throws -> [String] {
         var lines: [String] = []
         lines.reserveCapacity(fields.count + 2)
