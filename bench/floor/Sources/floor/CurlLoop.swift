@@ -14,13 +14,10 @@ enum BenchEnvironment {
 /// two composed on one core: what the ceiling formula adds up, paid together, cache and scheduler
 /// effects included.
 ///
-/// `inbox` and `parked` are guarded by `lock`; `pool`, `received` and `failures` are touched only by the
-/// loop thread; `multi` is used only by the loop thread except for `curl_multi_wakeup`, which libcurl
+/// The inbox guards itself; `pool`, `received` and `failures` are touched only by the loop thread; `multi` is used only by the loop thread except for `curl_multi_wakeup`, which libcurl
 /// allows from any thread. Hence `@unchecked Sendable`.
 final class CurlLoop: RequestLoop, @unchecked Sendable {
-    private let lock = NSLock()
-    private var inbox: [FloorOperation] = []   // guarded by lock
-    private var parked = false                 // guarded by lock
+    private let inbox = Inbox()
     private let multi: UnsafeMutableRawPointer
     private let url: String
     /// One more request header line for every request ("Name: value"), or nil.
@@ -48,12 +45,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
     var receivedBytes: Int64 { received.pointee }
 
     func submit(_ operation: FloorOperation) {
-        lock.lock()
-        inbox.append(operation)
-        let wake = parked
-        parked = false
-        lock.unlock()
-        if wake { curl_multi_wakeup(multi) }
+        if inbox.put(operation) { curl_multi_wakeup(multi) }
     }
 
     /// The loop: take new operations onto easy handles, let libcurl work, deliver what ended; sleep in
@@ -62,9 +54,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
         var taken: [FloorOperation] = []
         var ended: [FloorOperation] = []
         while true {
-            lock.lock()
-            swap(&inbox, &taken)
-            lock.unlock()
+            inbox.take(into: &taken, parkingIfNone: false)
             for operation in taken {
                 guard let easy = pool.popLast() ?? floor_easy_new(url, received, header, readsHead ? 1 : 0) else {
                     failures += 1
@@ -93,13 +83,9 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
                 continue
             }
             if tookAny { continue }
-            lock.lock()
-            parked = inbox.isEmpty
-            let sleeps = parked
-            lock.unlock()
-            if sleeps {
+            if inbox.parkIfEmpty() {
                 curl_multi_poll(multi, nil, 0, 1000, nil)
-                lock.withLock { parked = false }
+                inbox.unpark()
             }
         }
     }

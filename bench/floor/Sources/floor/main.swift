@@ -62,13 +62,52 @@ struct Delivery: Sendable {
     }
 }
 
-/// The stand-in for the network thread: takes operations in, "finishes" them at once, and hands each
-/// loop turn's batch to the delivery queue. `inbox` and `parked` are guarded by `lock`; the pipe and
-/// queues are immutable; hence `@unchecked Sendable`.
-final class NetworkLoop: RequestLoop, @unchecked Sendable {
+/// The operations handed to a loop and whether the loop sleeps, both guarded by `lock`; hence
+/// `@unchecked Sendable`. Shared by both loops, so that they take work in the same way.
+final class Inbox: @unchecked Sendable {
     private let lock = NSLock()
-    private var inbox: [FloorOperation] = []   // guarded by lock
-    private var parked = false                 // guarded by lock
+    private var waiting: [FloorOperation] = []   // guarded by lock
+    private var parked = false                   // guarded by lock
+
+    /// Adds `operation`; true when the loop sleeps and must be woken (it counts as awake from now on).
+    func put(_ operation: FloorOperation) -> Bool {
+        lock.lock()
+        waiting.append(operation)
+        let wake = parked
+        parked = false
+        lock.unlock()
+        return wake
+    }
+
+    /// Swaps what waits into `taken` (empty on entry). With `parkingIfNone`, the loop counts as asleep
+    /// when nothing waited.
+    func take(into taken: inout [FloorOperation], parkingIfNone: Bool) {
+        lock.lock()
+        swap(&waiting, &taken)
+        if parkingIfNone { parked = taken.isEmpty }
+        lock.unlock()
+    }
+
+    /// Counts the loop as asleep if nothing waits; true if it does.
+    func parkIfEmpty() -> Bool {
+        lock.lock()
+        parked = waiting.isEmpty
+        let sleeps = parked
+        lock.unlock()
+        return sleeps
+    }
+
+    /// The loop is awake again.
+    func unpark() {
+        lock.withLock { parked = false }
+    }
+}
+
+/// The stand-in for the network thread: takes operations in, "finishes" them at once, and hands each
+/// loop turn's batch to the delivery queue. The pipe and queues are immutable and the inbox guards
+/// itself; hence `@unchecked Sendable`.
+final class NetworkLoop: RequestLoop, @unchecked Sendable {
+    private let inbox = Inbox()
     /// Read end (non-blocking) and write end of the wake-up pipe.
     private let wakeRead: Int32
     private let wakeWrite: Int32
@@ -86,12 +125,7 @@ final class NetworkLoop: RequestLoop, @unchecked Sendable {
     }
 
     func submit(_ operation: FloorOperation) {
-        lock.lock()
-        inbox.append(operation)
-        let wake = parked
-        parked = false
-        lock.unlock()
-        if wake {
+        if inbox.put(operation) {
             var byte: UInt8 = 1
             _ = write(wakeWrite, &byte, 1)
         }
@@ -102,10 +136,7 @@ final class NetworkLoop: RequestLoop, @unchecked Sendable {
         var taken: [FloorOperation] = []
         var scratch = [UInt8](repeating: 0, count: 64)
         while true {
-            lock.lock()
-            swap(&inbox, &taken)
-            parked = taken.isEmpty
-            lock.unlock()
+            inbox.take(into: &taken, parkingIfNone: true)
             if taken.isEmpty {
                 var entry = pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)
                 _ = poll(&entry, 1, 1000)
