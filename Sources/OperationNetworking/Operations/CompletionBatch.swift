@@ -11,7 +11,14 @@ final class CompletionBatch {
     private struct Run {
         let queue: DispatchQueue
         let group: DispatchGroup
-        var work: [@Sendable () -> Void]
+        var work: [Item]
+    }
+
+    /// One piece of work. A closure stored straight into an array is kept in the array's generic form
+    /// and needs a reabstraction thunk, allocated per closure (one per transfer event); inside a
+    /// non-generic struct it stays as it is.
+    private struct Item {
+        let run: @Sendable () -> Void
     }
 
     /// Used by one thread at a time (above), so its accesses need no runtime exclusivity checks.
@@ -31,13 +38,13 @@ final class CompletionBatch {
     func add(on queue: DispatchQueue, group: DispatchGroup, _ work: @escaping @Sendable () -> Void) {
         let serial = CompletionBatch.isKnownSerial(queue)
         if serial, let last = runs.indices.last, runs[last].queue === queue, runs[last].group === group {
-            runs[last].work.append(work)
+            runs[last].work.append(Item(run: work))
         } else {
-            var items: [@Sendable () -> Void] = []
+            var items: [Item] = []
             // The first run gets room for the whole delivery; a later one (queues alternating) the old
             // guess, so that alternation cannot reserve the delivery's size over and over.
             if serial { items.reserveCapacity(runs.isEmpty ? expectedItems : 16) }
-            items.append(work)
+            items.append(Item(run: work))
             if runs.capacity == 0 { runs.reserveCapacity(4) }
             runs.append(Run(queue: queue, group: group, work: items))
         }
@@ -46,11 +53,11 @@ final class CompletionBatch {
     /// Dispatches everything gathered; the batch is empty afterwards.
     func send() {
         for run in runs {
-            if run.work.count == 1, let work = run.work.first {
-                run.queue.async(group: run.group, execute: work)
+            if run.work.count == 1, let item = run.work.first {
+                run.queue.async(group: run.group, execute: item.run)
             } else {
                 let work = run.work
-                run.queue.async(group: run.group) { for item in work { item() } }
+                run.queue.async(group: run.group) { for item in work { item.run() } }
             }
         }
         runs.removeAll()
