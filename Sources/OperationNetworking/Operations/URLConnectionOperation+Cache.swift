@@ -13,7 +13,7 @@ extension URLConnectionOperation {
         // The policy first: it rules out nearly every request without the method's uppercasing.
         let policy = request.cachePolicy
         return (policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad)
-            && (request.httpMethod ?? "GET").uppercased() == "GET"
+            && request.uppercasedMethod == "GET"
     }
 
     /// How the operation ends from the cache when its request asks for it: the cached response, or a
@@ -37,7 +37,7 @@ extension URLConnectionOperation {
         let (block, data, error) = lock.withLock { (mutable.configuration.cacheBlock, mutable.responseData, mutable.error) }
         guard error == nil, !isCancelled, block != nil || readsCache, let data,
               let response = response as? HTTPURLResponse, response.statusCode == 200,
-              (request.httpMethod ?? "GET").uppercased() == "GET",
+              request.uppercasedMethod == "GET",
               !(response.value(forHTTPHeaderField: "Cache-Control")?.lowercased().contains("no-store") ?? false) else {
             return
         }

@@ -55,7 +55,7 @@ struct CurlCommand {
 
     /// The command: an optional comment line, then `curl` with one option per continued line.
     var text: String {
-        let method = (request.httpMethod ?? "GET").uppercased()
+        let method = request.uppercasedMethod
         let headers = request.allHTTPHeaderFields ?? [:]
         let (body, comment) = bodyToSend(method: method, headers: headers)
         // One option (with its argument) per entry; each goes on a line of its own.

@@ -158,7 +158,7 @@ extension Transfer {
         if hop.setsBodyAside { return true }
         if let limit = maximumBodySize, head.contentEncoding == nil,
            let declared = head.declaredContentLength, declared > limit,
-           (currentRequest.httpMethod ?? "GET").uppercased() != "HEAD" {
+           currentRequest.uppercasedMethod != "HEAD" {
             abortError = tooLarge(limit)   // known from the head: not one byte needs to arrive
             return false
         }

@@ -36,7 +36,7 @@ extension Transfer {
         hopHandlesCookies = request.httpShouldHandleCookies
         let absoluteString = url.absoluteString
         let isHTTPS = try checkedIsHTTPS(url, absoluteString: absoluteString)
-        let method = Transfer.uppercasedMethod(request.httpMethod ?? "GET")
+        let method = request.uppercasedMethod
         let timeoutMilliseconds = max(Int(min(timeoutNanoseconds / 1_000_000, UInt64(Int32.max))), 1)
         // The fields once: corelibs builds this dictionary on every call, and looking one name up
         // through `value(forHTTPHeaderField:)` costs more than lowering a few names here.
@@ -293,4 +293,10 @@ extension Transfer {
             httpVersion: version, connectionReused: easy.info(long: CURLINFO_NUM_CONNECTS) == 0,
             redirectCount: redirectCount, attempts: attempt)
     }
+}
+
+extension URLRequest {
+    /// The request's method in upper case, `GET` when it has none: the form the library sends and
+    /// compares (cache, retries, redirects, HEAD checks, the serializer's URI methods).
+    var uppercasedMethod: String { Transfer.uppercasedMethod(httpMethod ?? "GET") }
 }

@@ -198,7 +198,7 @@ extension Transfer {
     /// that can be sent again, no bytes given to a caller's stream, not a resumed download.
     private var mayRetry: Bool {
         guard attempt < retryPolicy.maxAttempts, resumeFrom == nil,
-              retryPolicy.retryableMethods.contains((originalRequest.httpMethod ?? "GET").uppercased()) else { return false }
+              retryPolicy.retryableMethods.contains(originalRequest.uppercasedMethod) else { return false }
         if outputStream != nil && bytesReceived > 0 { return false }
         guard let stream = originalRequest.httpBodyStream else { return true }
         return (stream as? MultipartBodyStream)?.canBeRebuilt ?? false   // a caller's own stream: never
@@ -300,7 +300,7 @@ extension Transfer {
         let received = easy.info(offset: CURLINFO_SIZE_DOWNLOAD_T)
         guard head.expectedContentLength < 0 || received < head.expectedContentLength,
               let declared = head.declaredContentLength, received < declared,
-              (currentRequest.httpMethod ?? "GET").uppercased() != "HEAD" else { return nil }
+              currentRequest.uppercasedMethod != "HEAD" else { return nil }
         return TransportError.make(.networkConnectionLost,
                                    "The server announced \(declared == .max ? "more than \(Int64.max)" : String(declared)) "
                                    + "body bytes and closed after \(received).", url: currentRequest.url)

@@ -52,7 +52,7 @@ extension Transfer {
                                   bodyIsReplayable: Bool) -> URLRequest? {
         var next = request
         next.url = target
-        let method = (request.httpMethod ?? "GET").uppercased()
+        let method = request.uppercasedMethod
         let becomesGET = (status == 303 && method != "HEAD" && method != "GET")
             || ((status == 301 || status == 302) && method == "POST")
         if becomesGET {

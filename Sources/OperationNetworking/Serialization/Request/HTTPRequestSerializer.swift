@@ -201,7 +201,7 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
 
     /// Whether `request`'s method puts parameters in the query string.
     func encodesParametersInURI(_ request: URLRequest) -> Bool {
-        lock.withLock { storedMethodsInURI }.contains((request.httpMethod ?? "GET").uppercased())
+        lock.withLock { storedMethodsInURI }.contains(request.uppercasedMethod)
     }
 
     /// A copy of `request` with the default headers and `parameters` applied. Throws `nestingTooDeep`
@@ -214,7 +214,7 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
         if let parameters {
             query = try custom.map { try $0(result, parameters) } ?? QueryString.encode(parameters, url: result.url)
         }
-        if methods.contains((result.httpMethod ?? "GET").uppercased()) {
+        if methods.contains(result.uppercasedMethod) {
             if let query, let url = result.url {
                 let separator = url.query == nil ? "?" : "&"
                 let text = url.absoluteString + separator + query
