@@ -75,7 +75,7 @@ extension URLConnectionOperation {
         switch phase {
         case .paused(let bytes), .parked(let bytes?):
             (archived, kept) = (.paused, bytes)
-        case .ready, .parked(nil), .executing, .pausing:
+        case .ready, .parked(nil), .startedParked, .executing, .pausing:
             (archived, kept) = (.ready, nil)
         case .cancelling, .completing, .finished:
             (archived, kept) = (.finished, nil)

@@ -73,7 +73,7 @@ extension URLConnectionOperation {
             let started = lock.withLock { () -> Bool in
                 switch mutable.lifecycle.phase {
                 case .ready, .parked: return false
-                case .executing, .cancelling, .pausing, .paused, .completing, .finished: return true
+                case .startedParked, .executing, .cancelling, .pausing, .paused, .completing, .finished: return true
                 }
             }
             if !started { waiter.resume(finished: false) }

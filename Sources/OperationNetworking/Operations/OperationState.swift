@@ -20,7 +20,10 @@ struct KeptDownload: Sendable {
 ///   ▼  │         pause   │ │ cancelling ───────────────────┤ is delivered as a cancel
 ///   parked               │ │ resume (continues              │
 ///   (kept bytes after    ▼ │  from the kept bytes)         │
-///    a restore)        pausing(then:) ── paused ──────────┘ cancel
+///    a restore)        pausing(then:) ── paused ──────────┤ cancel
+///   │ start (no kept bytes)                                │
+///   ▼            resume: executing                         │
+///   startedParked ─────────────────────────────────────────┘ cancel
 /// ```
 ///
 /// AFNetworking 2.x's states (ready → executing → finished, executing ⇄ paused) with its races
@@ -28,7 +31,9 @@ struct KeptDownload: Sendable {
 /// remembered (`pausing(then:)`) and carried out when the pause settles; a `cancel()` that returns
 /// before the operation learns of its transfer's end always wins (failure with `.cancelled`), and
 /// one made after it changes nothing (not even `isCancelled`); the kept bytes of a pause live in
-/// the phase, so they are consumed by exactly one continuation and never outlive it.
+/// the phase, so they are consumed by exactly one continuation and never outlive it; a `start()`
+/// that finds the operation parked (its queue read the readiness just before a `pause()` landed) is
+/// remembered (`startedParked`), since a queue never starts an operation twice.
 /// - Threading: a value; its owner keeps it behind the operation's lock.
 struct OperationState {
     /// What happens once a pause on its way to the network thread settled.
@@ -49,6 +54,11 @@ struct OperationState {
         /// Paused before its queue started it: not ready, unless it carries the kept bytes of a
         /// restored archive (then its queue's `start()` continues the download).
         indirect case parked(KeptDownload?)
+        /// Parked without kept bytes when its `start()` ran: its queue had already dispatched the start
+        /// (it read the readiness before the `pause()` landed), or the caller started it. It holds its
+        /// queue slot and sends nothing; `resume()` starts the transfer, `cancel()` ends it cancelled.
+        /// (A queue calls `start()` once: forgetting that start would strand the operation.)
+        case startedParked
         /// Its transfer is on (or on its way to) the network thread.
         case executing
         /// `cancel()` was sent to the running transfer; whatever its end, it is delivered as a cancel.
@@ -100,7 +110,7 @@ struct OperationState {
         switch phase {
         case .executing, .cancelling, .completing: return true
         case .pausing(let then): return then != .stayPaused
-        case .ready, .parked, .paused, .finished: return false
+        case .ready, .parked, .startedParked, .paused, .finished: return false
         }
     }
 
@@ -113,7 +123,7 @@ struct OperationState {
     /// `isPaused`: paused, or a pause on its way with nothing after it.
     var isPaused: Bool {
         switch phase {
-        case .parked, .paused: return true
+        case .parked, .startedParked, .paused: return true
         case .pausing(let then): return then == .stayPaused
         case .ready, .executing, .cancelling, .completing, .finished: return false
         }
@@ -148,9 +158,11 @@ struct OperationState {
             phase = .executing
             return .startTransfer(kept)
         case .parked(nil):
-            // Only reachable by a caller's own `start()`: the queue does not start it (`mayStart`).
+            // The queue dispatched the start before the pause made it unready (or the caller started
+            // it): remember the start, which no one makes again, for `resume()` or `cancel()`.
+            phase = .startedParked
             return .none
-        case .executing, .cancelling, .pausing, .paused, .completing, .finished:
+        case .startedParked, .executing, .cancelling, .pausing, .paused, .completing, .finished:
             return .none
         }
     }
@@ -174,7 +186,7 @@ struct OperationState {
             isCancelled = true
             phase = .pausing(then: .cancel)
             return .none   // the pause settling ends it
-        case .paused:
+        case .startedParked, .paused:
             isCancelled = true
             phase = .completing
             return .completeCancelled
@@ -197,7 +209,8 @@ struct OperationState {
         case .pausing(.resume):
             phase = .pausing(then: .stayPaused)   // the pause is still on its way
             return .none
-        case .parked, .cancelling, .pausing(.stayPaused), .pausing(.cancel), .paused, .completing, .finished:
+        case .parked, .startedParked, .cancelling, .pausing(.stayPaused), .pausing(.cancel), .paused, .completing,
+             .finished:
             return .none
         }
     }
@@ -211,6 +224,9 @@ struct OperationState {
         case .parked(let kept?):
             phase = .executing
             return .startTransfer(kept)
+        case .startedParked:
+            phase = .executing
+            return .startTransfer(nil)
         case .pausing(.stayPaused):
             phase = .pausing(then: .resume)   // continues when the pause settles
             return .none
@@ -236,7 +252,7 @@ struct OperationState {
         case .pausing(.cancel):
             phase = .completing
             return .completeCancelled
-        case .ready, .parked, .executing, .cancelling, .paused, .completing, .finished:
+        case .ready, .parked, .startedParked, .executing, .cancelling, .paused, .completing, .finished:
             invalid("transferPaused")
         }
     }
@@ -252,7 +268,7 @@ struct OperationState {
         case .cancelling, .pausing(.cancel):
             phase = .completing
             return .deliver(cancelled: true)
-        case .ready, .parked, .paused, .completing, .finished:
+        case .ready, .parked, .startedParked, .paused, .completing, .finished:
             invalid("transferEnded")
         }
     }
@@ -262,7 +278,7 @@ struct OperationState {
         switch phase {
         case .ready:
             phase = .parked(kept)
-        case .parked, .executing, .cancelling, .pausing, .paused, .completing, .finished:
+        case .parked, .startedParked, .executing, .cancelling, .pausing, .paused, .completing, .finished:
             invalid("restorePaused")
         }
     }
@@ -277,7 +293,7 @@ struct OperationState {
         case .parked(var kept?):
             change(&kept.point)
             phase = .parked(kept)
-        case .ready, .parked(nil), .executing, .cancelling, .pausing, .completing, .finished:
+        case .ready, .parked(nil), .startedParked, .executing, .cancelling, .pausing, .completing, .finished:
             return
         }
     }
@@ -290,7 +306,7 @@ struct OperationState {
             return .finish
         case .finished:
             return .none
-        case .ready, .parked, .executing, .cancelling, .pausing, .paused:
+        case .ready, .parked, .startedParked, .executing, .cancelling, .pausing, .paused:
             invalid("handlersRan")
         }
     }

@@ -11,6 +11,7 @@ final class OperationStateTests: XCTestCase {
         "ready": [],
         "ready·cancelled": [.cancel],
         "parked": [.pause],
+        "parked·started": [.pause, .start],
         "parked+kept": [.restorePaused],
         "executing": [.start],
         "cancelling": [.start, .cancel],
@@ -34,9 +35,14 @@ final class OperationStateTests: XCTestCase {
         "ready·cancelled": [.start: "completing completeCancelled cancelled", .cancel: "ready none cancelled",
                             .pause: "ready none cancelled", .resume: "ready none cancelled", .transferPaused: "invalid",
                             .transferEnded: "invalid", .restorePaused: "parked+kept - cancelled", .handlersRan: "invalid"],
-        "parked": [.start: "parked none", .cancel: "ready readiness cancelled", .pause: "parked none",
+        "parked": [.start: "parked·started none", .cancel: "ready readiness cancelled", .pause: "parked none",
                    .resume: "ready readiness", .transferPaused: "invalid", .transferEnded: "invalid",
                    .restorePaused: "invalid", .handlersRan: "invalid"],
+        // The queue read the readiness before the pause landed (or the caller started it): the start is
+        // remembered, and resume() or cancel() carries the operation on (a queue never starts it again).
+        "parked·started": [.start: "parked·started none", .cancel: "completing completeCancelled cancelled",
+                           .pause: "parked·started none", .resume: "executing start(fresh)", .transferPaused: "invalid",
+                           .transferEnded: "invalid", .restorePaused: "invalid", .handlersRan: "invalid"],
         "parked+kept": [.start: "executing start(kept)", .cancel: "ready readiness cancelled", .pause: "parked+kept none",
                         .resume: "executing start(kept)", .transferPaused: "invalid", .transferEnded: "invalid",
                         .restorePaused: "invalid", .handlersRan: "invalid"],
@@ -108,6 +114,7 @@ final class OperationStateTests: XCTestCase {
         switch phase {
         case .ready: return "ready"
         case .parked(let kept): return kept == nil ? "parked" : "parked+kept"
+        case .startedParked: return "parked·started"
         case .executing: return "executing"
         case .cancelling: return "cancelling"
         case .pausing(.stayPaused): return "pausing"
@@ -142,13 +149,14 @@ final class OperationStateTests: XCTestCase {
                 checked += 1
             }
         }
-        XCTAssertEqual(checked, 60, "valid pairs checked")
+        XCTAssertEqual(checked, 64, "valid pairs checked")
     }
 
     /// The flags the operation's properties read, per phase.
     func testPropertiesOfEachPhase() throws {
         let expectations: [(String, executing: Bool, paused: Bool, finished: Bool, mayStart: Bool)] = [
             ("ready", false, false, false, true), ("parked", false, true, false, false),
+            ("parked·started", false, true, false, true),
             ("parked+kept", false, true, false, true), ("executing", true, false, false, true),
             ("cancelling", true, false, false, true), ("pausing", false, true, false, true),
             ("pausing→resume", true, false, false, true), ("pausing→cancel", true, false, false, true),

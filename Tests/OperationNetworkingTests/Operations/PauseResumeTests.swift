@@ -127,6 +127,58 @@ final class PauseResumeTests: ServerTestCase {
         XCTAssertEqual(server.requests.count, 1)
     }
 
+    /// A queue whose `start()` of `operation` is dispatched but held back until the returned gate is
+    /// opened: corelibs' queue reads an operation's readiness, then runs its `start()` on the queue's
+    /// dispatch queue, and never starts it twice.
+    private func dispatchHeld(_ operation: HTTPRequestOperation) -> (queue: OperationQueue, underlying: DispatchQueue,
+                                                                     gate: DispatchSemaphore) {
+        let gate = DispatchSemaphore(value: 0)
+        let underlying = DispatchQueue(label: "held start")
+        underlying.async { gate.wait() }
+        let queue = OperationQueue()
+        queue.underlyingQueue = underlying
+        queue.addOperation(operation)   // read ready, dispatched: its start() waits behind the gate
+        return (queue, underlying, gate)
+    }
+
+    /// The race the interleaving test found (seed 1072): the queue dispatched `start()`, a `pause()`
+    /// landed before it ran, and the start met a parked operation. `resume()` must still run it.
+    func testResumeRunsAnOperationPausedAfterItsQueueDispatchedIt() {
+        let operation = HTTPRequestOperation(request: request("/echo"))
+        let (done, box) = recordOutcome(of: operation)
+        let (queue, underlying, gate) = dispatchHeld(operation)
+        operation.pause()
+        gate.signal()
+        underlying.sync {}   // the held start() ran, on a parked operation
+        XCTAssertTrue(operation.isPaused)
+        XCTAssertFalse(operation.isExecuting)
+        XCTAssertTrue(server.requests.isEmpty, "nothing is sent while it is paused")
+        operation.resume()
+        wait(for: [done], timeout: 5)
+        XCTAssertTrue(box.value?.isSuccess ?? false, "\(String(describing: box.value?.error))")
+        XCTAssertEqual(server.requests(path: "/echo").count, 1)
+        XCTAssertTrue(eventually { operation.isFinished && queue.operationCount == 0 })
+        withExtendedLifetime(underlying) {}
+    }
+
+    /// The same race ended by `cancel()`: the operation finishes cancelled, sends nothing and frees its
+    /// queue slot.
+    func testCancelFinishesAnOperationPausedAfterItsQueueDispatchedIt() {
+        let operation = HTTPRequestOperation(request: request("/echo"))
+        let (done, box) = recordOutcome(of: operation)
+        let (queue, underlying, gate) = dispatchHeld(operation)
+        operation.pause()
+        gate.signal()
+        underlying.sync {}
+        operation.cancel()
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(box.value?.urlErrorCode, .cancelled)
+        XCTAssertTrue(operation.isCancelled)
+        XCTAssertTrue(eventually { operation.isFinished && queue.operationCount == 0 })
+        XCTAssertTrue(server.requests.isEmpty)
+        withExtendedLifetime(underlying) {}
+    }
+
     func testPausingAFinishedOperationDoesNothing() {
         let (operation, outcome) = run(request("/echo"))
         XCTAssertTrue(outcome.isSuccess)
@@ -152,7 +204,7 @@ extension URLConnectionOperation {
         lock.withLock {
             switch mutable.lifecycle.phase {
             case .paused(let kept), .parked(let kept?): return kept
-            case .ready, .parked(nil), .executing, .cancelling, .pausing, .completing, .finished: return nil
+            case .ready, .parked(nil), .startedParked, .executing, .cancelling, .pausing, .completing, .finished: return nil
             }
         }
     }
