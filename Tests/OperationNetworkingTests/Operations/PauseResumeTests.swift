@@ -179,6 +179,21 @@ final class PauseResumeTests: ServerTestCase {
         withExtendedLifetime(underlying) {}
     }
 
+    /// Without a queue: paused, then started by hand, it sends nothing until `resume()` runs it.
+    func testAnOperationStartedByHandWhilePausedRunsOnResume() {
+        let operation = HTTPRequestOperation(request: request("/echo"))
+        let (done, box) = recordOutcome(of: operation)
+        operation.pause()
+        operation.start()
+        XCTAssertTrue(operation.isPaused)
+        XCTAssertFalse(operation.isExecuting)
+        XCTAssertTrue(server.requests.isEmpty)
+        operation.resume()
+        wait(for: [done], timeout: 5)
+        XCTAssertTrue(box.value?.isSuccess ?? false, "\(String(describing: box.value?.error))")
+        XCTAssertEqual(server.requests(path: "/echo").count, 1)
+    }
+
     func testPausingAFinishedOperationDoesNothing() {
         let (operation, outcome) = run(request("/echo"))
         XCTAssertTrue(outcome.isSuccess)
