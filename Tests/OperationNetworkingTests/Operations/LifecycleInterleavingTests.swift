@@ -7,7 +7,8 @@ import XCTest
 /// block changes made on them from several threads at once. Checked on every run: exactly one
 /// handler per operation; never `success` after a `cancel()` that took effect; never `success` with
 /// `isCancelled` true; every successful body byte-exact (restored archives included); every operation
-/// finished in bounded time.
+/// finished in bounded time. Even seeds hold their queue's starts for a while (`HeldStarts`), so that
+/// calls land between the queue's decision to start an operation and its `start()`.
 ///
 /// Seeded: a failure names its seed, and `ONET_INTERLEAVING_SEEDS=<seed>` replays it. The suite runs a
 /// fixed set; `ONET_INTERLEAVINGS=<n>` runs at least n operations' interleavings (`.ci/run` asks for
@@ -44,6 +45,8 @@ final class LifecycleInterleavingTests: ServerTestCase {
         var random = SplitMix64(seed: seed)
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = OperationQueue.defaultMaxConcurrentOperationCount
+        let held = HeldStarts(holding: seed % 2 == 0)
+        if let starts = held.queue { queue.underlyingQueue = starts }
         let all = Tracked()
         let slots = (0..<LifecycleInterleavingTests.operationsPerSeed).map { index -> Slot in
             let size = 8_192 + Int(random.next() % 24) * 1_024
@@ -54,6 +57,11 @@ final class LifecycleInterleavingTests: ServerTestCase {
         }
         for slot in slots { queue.addOperation(slot.current.operation) }
         let group = DispatchGroup()
+        let releaseAfter = UInt32(seed % 7) * 20_000
+        DispatchQueue.global().async(group: group) {
+            usleep(releaseAfter)   // how long the starts are held (0-120 ms), not synchronization
+            held.release()
+        }
         for thread in 0..<3 {
             let threadSeed = seed &* 31 &+ UInt64(thread)
             DispatchQueue.global().async(group: group) {
@@ -66,6 +74,7 @@ final class LifecycleInterleavingTests: ServerTestCase {
             }
         }
         guard group.wait(timeout: .now() + 60) == .success else { return ["the calling threads did not return in 60 s"] }
+        held.release()
         // Let everything run out: every paused or parked operation continues.
         for operation in all.operations { operation.operation.resume() }
         let deadline = Date().addingTimeInterval(30)
@@ -76,7 +85,7 @@ final class LifecycleInterleavingTests: ServerTestCase {
             wait(for: [tick], timeout: 1)
         }
         queue.cancelAllOperations()
-        return all.operations.flatMap { $0.violations() }
+        return withExtendedLifetime(held) { all.operations.flatMap { $0.violations() } }
     }
 
     /// One random call on the slot's current operation.
@@ -114,6 +123,30 @@ final class LifecycleInterleavingTests: ServerTestCase {
         let tracker = Tracker(operation: operation, size: size)
         tracker.installHandlers()
         return tracker
+    }
+}
+
+/// A queue's dispatch queue, suspended until `release()`: corelibs' `OperationQueue` reads an operation
+/// ready, marks it dispatched and runs its `start()` on that queue later; held, the window between the
+/// two is wide. (The queue is `unowned(unsafe)` in `OperationQueue.underlyingQueue`: this keeps it.)
+private final class HeldStarts: @unchecked Sendable {   // `suspended` is guarded by lock
+    let queue: DispatchQueue?
+    private let lock = NSLock()
+    private var suspended: Bool   // guarded by lock
+
+    init(holding: Bool) {
+        queue = holding ? DispatchQueue(label: "held starts", attributes: .concurrent) : nil
+        queue?.suspend()
+        suspended = holding
+    }
+
+    /// Lets the held starts run; once (a dispatch queue must not be resumed more than it was suspended).
+    func release() {
+        let resume = lock.withLock { () -> Bool in
+            defer { suspended = false }
+            return suspended
+        }
+        if resume { queue?.resume() }
     }
 }
 
