@@ -127,18 +127,22 @@ final class PauseResumeTests: ServerTestCase {
         XCTAssertEqual(server.requests.count, 1)
     }
 
-    /// A queue whose `start()` of `operation` is dispatched but held back until the returned gate is
-    /// opened: corelibs' queue reads an operation's readiness, then runs its `start()` on the queue's
-    /// dispatch queue, and never starts it twice.
-    private func dispatchHeld(_ operation: HTTPRequestOperation) -> (queue: OperationQueue, underlying: DispatchQueue,
-                                                                     gate: DispatchSemaphore) {
+    /// Puts `operation` in a queue whose dispatch of its `start()` is held back, pauses it, then lets
+    /// that `start()` run, on a parked operation: corelibs' queue reads an operation's readiness, runs
+    /// its `start()` later on the queue's dispatch queue, and never starts it twice. Returns the queue
+    /// and its dispatch queue (`underlyingQueue` is `unowned(unsafe)`: the caller keeps it alive).
+    private func pauseAfterItsQueueDispatchedIt(_ operation: HTTPRequestOperation)
+        -> (queue: OperationQueue, underlying: DispatchQueue) {
         let gate = DispatchSemaphore(value: 0)
         let underlying = DispatchQueue(label: "held start")
         underlying.async { gate.wait() }
         let queue = OperationQueue()
         queue.underlyingQueue = underlying
         queue.addOperation(operation)   // read ready, dispatched: its start() waits behind the gate
-        return (queue, underlying, gate)
+        operation.pause()
+        gate.signal()
+        underlying.sync {}   // the held start() ran, on a parked operation
+        return (queue, underlying)
     }
 
     /// The race the interleaving test found (seed 1072): the queue dispatched `start()`, a `pause()`
@@ -146,10 +150,7 @@ final class PauseResumeTests: ServerTestCase {
     func testResumeRunsAnOperationPausedAfterItsQueueDispatchedIt() {
         let operation = HTTPRequestOperation(request: request("/echo"))
         let (done, box) = recordOutcome(of: operation)
-        let (queue, underlying, gate) = dispatchHeld(operation)
-        operation.pause()
-        gate.signal()
-        underlying.sync {}   // the held start() ran, on a parked operation
+        let (queue, underlying) = pauseAfterItsQueueDispatchedIt(operation)
         XCTAssertTrue(operation.isPaused)
         XCTAssertFalse(operation.isExecuting)
         XCTAssertTrue(server.requests.isEmpty, "nothing is sent while it is paused")
@@ -166,10 +167,7 @@ final class PauseResumeTests: ServerTestCase {
     func testCancelFinishesAnOperationPausedAfterItsQueueDispatchedIt() {
         let operation = HTTPRequestOperation(request: request("/echo"))
         let (done, box) = recordOutcome(of: operation)
-        let (queue, underlying, gate) = dispatchHeld(operation)
-        operation.pause()
-        gate.signal()
-        underlying.sync {}
+        let (queue, underlying) = pauseAfterItsQueueDispatchedIt(operation)
         operation.cancel()
         wait(for: [done], timeout: 5)
         XCTAssertEqual(box.value?.urlErrorCode, .cancelled)
