@@ -1,5 +1,6 @@
-// Typed wrappers around libcurl's variadic calls, which Swift cannot call directly.
-// One wrapper per argument type and one per callback type; no logic lives here.
+// Typed wrappers around libcurl's variadic calls, which Swift cannot call directly (one per argument
+// type and one per callback type), and the response header collector (headerblock.c), the one piece
+// of logic kept in C: it runs for every header line of every response.
 #ifndef CCURLSHIM_H
 #define CCURLSHIM_H
 
@@ -16,6 +17,8 @@
 #if defined(__linux__)
 #include <sys/eventfd.h>
 #endif
+#include <stddef.h>
+#include <stdint.h>
 
 // MARK: - curl_easy_setopt
 CURLcode ccurl_easy_setopt_long(CURL *handle, CURLoption option, long value);
@@ -58,5 +61,61 @@ size_t ccurl_readfunc_pause(void);
 void ccurl_mark_network_thread(void);
 /// 1 on a thread marked by ccurl_mark_network_thread, 0 elsewhere.
 int ccurl_is_network_thread(void);
+
+// MARK: - Response header collection (headerblock.c)
+// curl calls its header function once per line. Field lines are only kept, as received, until the
+// block ends, so they stay in C: Swift is called for a block's status line, its end (the empty line)
+// and a refusal, and splits the kept lines into fields once, at the end.
+
+/// Events handed to `ccurl_header_block.on_event`, and returned by `ccurl_header_block_consume`.
+/// A field line (or any line that is neither a status line nor the empty line) was kept.
+#define CCURL_HEADER_FIELD 0
+/// A status line ("HTTP/…") began a block: the kept lines were dropped.
+#define CCURL_HEADER_STATUS 1
+/// The empty line ended a block.
+#define CCURL_HEADER_END 2
+/// The block passed `limit` bytes; the line was not kept.
+#define CCURL_HEADER_TOO_LARGE 3
+/// No memory to keep the line.
+#define CCURL_HEADER_NO_MEMORY 4
+
+struct ccurl_header_block;
+/// Called for every event but CCURL_HEADER_FIELD, with the line as curl gave it; non-zero to go on.
+typedef int (*ccurl_header_event_callback)(struct ccurl_header_block *block, const char *line, size_t length,
+                                           int event);
+
+/// One header block being received. Owned by one easy handle and used only on the network thread.
+typedef struct ccurl_header_block {
+    /// The block's lines after its status line, as received (line ends included): `count` bytes of
+    /// `capacity`, malloc'd, kept across blocks and transfers.
+    unsigned char *bytes;
+    size_t count;
+    size_t capacity;
+    /// Bytes of the block so far, status line included; more than `limit` is refused.
+    size_t block_bytes;
+    size_t limit;
+    /// Whether a kept line begins with a space or tab (obsolete folding of the line before).
+    int folded;
+    /// The time stamped on each line (the network thread's clock of the loop turn), or NULL for
+    /// CLOCK_MONOTONIC read at each line; and the stamp of the last line, in nanoseconds.
+    const uint64_t *clock;
+    uint64_t activity;
+    /// Given back to `on_event` through the block: the transfer receiving the block.
+    void *owner;
+    ccurl_header_event_callback on_event;
+} ccurl_header_block;
+
+/// A block with no lines; NULL without memory. `on_event` may be NULL (then `consume` is the only use).
+ccurl_header_block *ccurl_header_block_create(size_t limit, const uint64_t *clock, ccurl_header_event_callback on_event);
+void ccurl_header_block_destroy(ccurl_header_block *block);
+/// Back to no lines, no bytes counted, no activity: for a new hop.
+void ccurl_header_block_reset(ccurl_header_block *block);
+/// Drops the kept lines (an informational block ended).
+void ccurl_header_block_clear_lines(ccurl_header_block *block);
+/// Takes one line as curl gives it and says what it was (a CCURL_HEADER_ event); stamps activity.
+int ccurl_header_block_consume(ccurl_header_block *block, const char *line, size_t length);
+/// CURLOPT_HEADERFUNCTION, with CURLOPT_HEADERDATA a `ccurl_header_block *`: consume, then hand every
+/// event but a kept field line to `on_event`; 0 (abort) when it says stop or nothing handles it.
+size_t ccurl_header_callback(char *buffer, size_t size, size_t count, void *userdata);
 
 #endif

@@ -16,6 +16,9 @@ final class CurlEasyHandle {
     private var headerLines: [String] = []
     /// curl writes its detailed message for a failure here (`CURLOPT_ERRORBUFFER`).
     private let errorBuffer: UnsafeMutablePointer<CChar>
+    /// Where the response header lines of the handle's transfers are kept (`CURLOPT_HEADERDATA`); its
+    /// `owner` is the transfer on the handle. Freed in `deinit`.
+    let headerBlock: UnsafeMutablePointer<ccurl_header_block>
     /// Whether options were set since the last `reset()` (the configuring code says so).
     var isConfigured = false
     /// The kind of plain request the handle is configured for, when it is one: a transfer of the same
@@ -28,9 +31,15 @@ final class CurlEasyHandle {
     static var liveCount: Int { countLock.withLock { live } }
 
     /// A new handle; `share`, when given, is attached for the handle's whole life (`reset` keeps it).
-    init?(share: UnsafeMutableRawPointer? = nil) {
-        guard let handle = curl_easy_init() else { return nil }
+    /// `clock`, the network thread's, stamps the activity of header lines (`nil`: read per line).
+    init?(share: UnsafeMutableRawPointer? = nil, clock: UnsafePointer<UInt64>? = nil) {
+        guard let block = ccurl_header_block_create(Transfer.maxHeaderBytes, clock, curlHeaderEvent) else { return nil }
+        guard let handle = curl_easy_init() else {
+            ccurl_header_block_destroy(block)
+            return nil
+        }
         if let share { _ = ccurl_easy_setopt_ptr(handle, CURLOPT_SHARE, share) }
+        headerBlock = block
         CurlEasyHandle.countLock.withLock { CurlEasyHandle.live += 1 }
         raw = handle
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -42,6 +51,7 @@ final class CurlEasyHandle {
         curl_easy_cleanup(raw)
         if let headerList { curl_slist_free_all(headerList) }
         errorBuffer.deallocate()
+        ccurl_header_block_destroy(headerBlock)
     }
 
     /// Clears every option (keeps the handle's caches), so the handle can serve the next hop or request.

@@ -109,8 +109,15 @@ final class NetworkThread: @unchecked Sendable {
     /// `monotonicNow()` as of the start of this loop turn, and again after curl's work in it: the time
     /// transfers stamp their activity with from curl's callbacks (two clock reads per turn instead of
     /// one per header line and body piece: 12 fewer per request at W2 shape). Stale by at most one
-    /// `curl_multi_perform`, far below any timeout.
-    @exclusivity(unchecked) private(set) var clock: UInt64 = 0
+    /// `curl_multi_perform`, far below any timeout. In its own allocation, since the header blocks of
+    /// this thread's easy handles read it from C (freed in `deinit`, after which no handle of the
+    /// thread is used).
+    private let clockCell: UnsafeMutablePointer<UInt64> = {
+        let cell = UnsafeMutablePointer<UInt64>.allocate(capacity: 1)
+        cell.initialize(to: 0)
+        return cell
+    }()
+    var clock: UInt64 { clockCell.pointee }
     /// Set by a shut-down command: the loop ends and signals it.
     private var shutDownSignal: DispatchSemaphore?
 
@@ -157,6 +164,10 @@ final class NetworkThread: @unchecked Sendable {
         thread.start()
     }
 
+    deinit {
+        clockCell.deallocate()
+    }
+
     /// Hands a command to the network thread (any thread).
     func submit(_ command: Command) {
         guard started else {
@@ -192,13 +203,13 @@ final class NetworkThread: @unchecked Sendable {
         ccurl_mark_network_thread()
         var running: Int32 = 0
         while shutDownSignal == nil, let multi {
-            clock = monotonicNow()
+            clockCell.pointee = monotonicNow()
             drainInbox()
             admitWaiting(multi)
             curl_multi_perform(multi, &running)
             readFinished(multi)
             let now = monotonicNow()
-            clock = now
+            clockCell.pointee = now
             if now &- lastTimeoutScan >= NetworkThread.timeoutScanInterval {
                 lastTimeoutScan = now
                 failStalled(multi, now: now)
@@ -319,7 +330,7 @@ final class NetworkThread: @unchecked Sendable {
             end(transfer, .cancelled)
             return
         }
-        guard let easy = pool.popLast() ?? CurlEasyHandle(share: share) else {
+        guard let easy = pool.popLast() ?? CurlEasyHandle(share: share, clock: clockCell) else {
             end(transfer, .failed(TransportError.make(.unknown, "libcurl could not create a handle.",
                                                         url: transfer.currentRequest.url)))
             return
@@ -415,8 +426,9 @@ final class NetworkThread: @unchecked Sendable {
     private func failStalled(_ multi: UnsafeMutableRawPointer, now: UInt64) {
         var stalled: [Transfer] = []
         // lastActivity may lie ahead: a throttled upload counts its planned pause as activity.
-        for transfer in active.values where now > transfer.lastActivity && now - transfer.lastActivity > transfer.timeoutNanoseconds {
-            stalled.append(transfer)
+        for transfer in active.values {
+            let last = transfer.latestActivity
+            if now > last && now - last > transfer.timeoutNanoseconds { stalled.append(transfer) }
         }
         for transfer in stalled {
             let error = TransportError.make(.timedOut, "No data moved for \(transfer.currentRequest.timeoutInterval) s.",
@@ -459,6 +471,7 @@ final class NetworkThread: @unchecked Sendable {
     private func recycle(_ easy: CurlEasyHandle) {
         assertOnNetworkThread()
         guard pool.count < NetworkThread.maxPooledHandles else { return }
+        easy.headerBlock.pointee.owner = nil   // its transfer is over
         if easy.plainConfiguration == nil { easy.reset() }
         pool.append(easy)
     }

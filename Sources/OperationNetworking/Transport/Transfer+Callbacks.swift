@@ -11,14 +11,24 @@ extension Transfer {
     /// When curl's callbacks stamp activity: the network thread's clock of the loop turn.
     private var activityTime: UInt64 { network?.clock ?? monotonicNow() }
 
-    /// A header line arrived; false aborts the transfer (the reason is in `abortError`).
-    func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
+    /// The later of `lastActivity` and the last header line's stamp (kept in the header block, in C).
+    var latestActivity: UInt64 {
+        max(lastActivity, easy?.headerBlock.pointee.activity ?? 0)
+    }
+
+    /// The header block said `event` of `line` (a status line, the block's end, a refusal: field lines
+    /// stay in C, which stamps the activity of every line); false aborts the transfer (the reason is in
+    /// `abortError`).
+    func receiveHeaderEvent(_ event: Int32, line: UnsafeRawBufferPointer, block: UnsafeMutablePointer<ccurl_header_block>) -> Bool {
         assertOnNetworkThread()
-        lastActivity = activityTime
-        switch headerParser.consume(line) {
+        switch headerParser.handle(event, line: line, block: block) {
         case .tooLarge:
             abortError = TransportError.make(.cannotParseResponse,
                                              "The response headers exceed \(Transfer.maxHeaderBytes) bytes.",
+                                             url: currentRequest.url)
+            return false
+        case .outOfMemory:
+            abortError = TransportError.make(.cannotParseResponse, "No memory was left for the response headers.",
                                              url: currentRequest.url)
             return false
         case .headComplete:

@@ -24,7 +24,7 @@ extension Transfer {
     /// Sets up `easy` for the current hop. Throws a `URLError` for a request curl must not see.
     ///
     /// A handle last configured for a plain request of the same kind keeps its options: only the
-    /// URL, the callback data, the body (its length and source) and (when they differ) the headers
+    /// URL, the transfer its callbacks reach, the body (its length and source) and (when they differ) the headers
     /// are set. Anything else starts from `curl_easy_reset`.
     func configure(_ easy: CurlEasyHandle) throws {
         assertOnNetworkThread()
@@ -54,16 +54,12 @@ extension Transfer {
             upload?.close()
             upload = nil
             try easy.set(CURLOPT_URL, absoluteString)
-            try easy.set(CURLOPT_HEADERDATA, pointer: userdata)
-            try easy.set(CURLOPT_WRITEDATA, pointer: userdata)
-            try easy.set(CURLOPT_OPENSOCKETDATA, pointer: userdata)
-            try easy.set(CURLOPT_PREREQDATA, pointer: userdata)
             if method != "GET", let body = request.httpBody {
                 // Method, upload mode and the body callbacks stay from the last request of this kind.
-                try attach(UploadSource(data: body), to: easy, userdata: userdata)
+                try attach(UploadSource(data: body), to: easy)
             }
             try easy.setHeaders(headerLines(for: request, fields: fields, url: url))
-            beginHop()
+            beginHop(easy, userdata: userdata)
             return
         }
         if easy.isConfigured { easy.reset() }
@@ -86,28 +82,31 @@ extension Transfer {
         // (after a transfer that failed, say), and reads no more than that buffer holds.
         _ = ccurl_easy_setopt_long(easy.raw, CURLOPT_BUFFERSIZE, Transfer.receiveBufferSize)
 
-        try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
-        try easy.set(CURLOPT_HEADERDATA, pointer: userdata)
+        // Every callback's data is the handle's header block, whose `owner` says which transfer it serves
+        // (see CurlCallbacks.swift); `beginHop` sets it.
+        let callbackData = UnsafeMutableRawPointer(easy.headerBlock)
+        try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_HEADERFUNCTION, ccurl_header_callback))
+        try easy.set(CURLOPT_HEADERDATA, pointer: callbackData)
         try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_WRITEFUNCTION, curlWriteCallback))
-        try easy.set(CURLOPT_WRITEDATA, pointer: userdata)
+        try easy.set(CURLOPT_WRITEDATA, pointer: callbackData)
         try check(ccurl_easy_setopt_opensocket_function(easy.raw, curlOpenSocketCallback))
-        try easy.set(CURLOPT_OPENSOCKETDATA, pointer: userdata)
+        try easy.set(CURLOPT_OPENSOCKETDATA, pointer: callbackData)
         try check(ccurl_easy_setopt_prereq_function(easy.raw, curlPrerequestCallback))
-        try easy.set(CURLOPT_PREREQDATA, pointer: userdata)
+        try easy.set(CURLOPT_PREREQDATA, pointer: callbackData)
         if let network {
             // The connection keeps these past this transfer: the data is the thread, not the transfer.
             try check(ccurl_easy_setopt_closesocket_function(easy.raw, curlCloseSocketCallback))
             try easy.set(CURLOPT_CLOSESOCKETDATA, pointer: Unmanaged.passUnretained(network).toOpaque())
         }
 
-        try configureMethodAndBody(easy, method: method, request: request, userdata: userdata)
+        try configureMethodAndBody(easy, method: method, request: request)
         try easy.setHeaders(headerLines(for: request, fields: fields, url: url))
         if asksForEncodings {
             // The header itself is one of `headerLines`; this only keeps libcurl from decoding.
             try easy.set(CURLOPT_HTTP_CONTENT_DECODING, false)
         }
         easy.plainConfiguration = plain
-        beginHop()
+        beginHop(easy, userdata: userdata)
     }
 
     /// Whether `url` is https; throws unless it is an http or https URL with a host. The network
@@ -143,8 +142,10 @@ extension Transfer {
                                   connectTimeoutMilliseconds: timeoutMilliseconds, method: method)
     }
 
-    /// Per-hop state back to its start.
-    private func beginHop() {
+    /// Per-hop state back to its start; `easy`'s header block empty and this transfer's.
+    private func beginHop(_ easy: CurlEasyHandle, userdata: UnsafeMutableRawPointer) {
+        ccurl_header_block_reset(easy.headerBlock)
+        easy.headerBlock.pointee.owner = userdata
         headerParser = ResponseHeaderParser()
         requiredBodyEnd = nil
         tunnelAnswer = nil
@@ -156,8 +157,7 @@ extension Transfer {
     }
 
     /// Method and request body: HEAD has none, bodies are streamed by the read callback.
-    private func configureMethodAndBody(_ easy: CurlEasyHandle, method: String, request: URLRequest,
-                                        userdata: UnsafeMutableRawPointer) throws {
+    private func configureMethodAndBody(_ easy: CurlEasyHandle, method: String, request: URLRequest) throws {
         upload?.close()
         upload = nil
         if let data = request.httpBody {
@@ -185,18 +185,18 @@ extension Transfer {
         try easy.set(CURLOPT_CUSTOMREQUEST, method)
         try check(ccurl_easy_setopt_read_function(easy.raw, curlReadCallback))
         try check(ccurl_easy_setopt_seek_function(easy.raw, curlSeekCallback))
-        try attach(upload, to: easy, userdata: userdata)
+        try easy.set(CURLOPT_READDATA, pointer: UnsafeMutableRawPointer(easy.headerBlock))
+        try easy.set(CURLOPT_SEEKDATA, pointer: UnsafeMutableRawPointer(easy.headerBlock))
+        try attach(upload, to: easy)
     }
 
     /// The part of a body set for every request, also on a handle kept configured for the method: its
-    /// length, and this transfer as what the read and seek callbacks reach.
-    private func attach(_ source: UploadSource, to easy: CurlEasyHandle, userdata: UnsafeMutableRawPointer) throws {
+    /// length (the read and seek callbacks reach the transfer through the handle's header block).
+    private func attach(_ source: UploadSource, to easy: CurlEasyHandle) throws {
         upload = source
         if let length = source.length {
             try easy.set(CURLOPT_INFILESIZE_LARGE, offset: length)
         }
-        try easy.set(CURLOPT_READDATA, pointer: userdata)
-        try easy.set(CURLOPT_SEEKDATA, pointer: userdata)
         bytesSent = 0
     }
 

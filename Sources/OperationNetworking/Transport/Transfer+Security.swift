@@ -8,8 +8,8 @@ import Foundation
 /// sent. Installed on every transfer: a transfer cancelled meanwhile sends nothing, and a pinning
 /// policy, or a subclass's `evaluateServerTrust`, decides here from the presented chain.
 let curlPrerequestCallback: curl_prereq_callback = { userdata, primaryIP, localIP, primaryPort, localPort in
-    guard let userdata else { return Int32(CURL_PREREQFUNC_ABORT) }
-    let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+    guard let owner = callbackOwner(userdata) else { return Int32(CURL_PREREQFUNC_ABORT) }
+    let transfer = Unmanaged<Transfer>.fromOpaque(owner).takeUnretainedValue()
     if transfer.isCancelRequested { return Int32(CURL_PREREQFUNC_ABORT) }
     guard transfer.pinsCertificates else { return Int32(CURL_PREREQFUNC_OK) }
     let connection = "\(primaryIP.map { String(cString: $0) } ?? "?"):\(primaryPort)<-"

@@ -5,18 +5,24 @@ import Glibc
 
 /// A misbehaving HTTP peer on 127.0.0.1 built on plain sockets, for responses no well-formed server
 /// (SwiftNIO's encoder included) would send: each connection gets its request read up to the blank
-/// line, then exactly `response`'s bytes, then a close.
-/// - Threading: `response` is fixed at init; the accept loop runs on its own thread until `stop()`
+/// line, then exactly the response's bytes, then a close. A slow server sends them in pieces, a pause
+/// between each two; a stalling one keeps the connection open after the last until the client closes.
+/// - Threading: the response is fixed at init; the accept loop runs on its own thread until `stop()`
 ///   shuts the listening socket down (`listener`, guarded by `lock`); the loop's thread closes it.
 final class RawServer: @unchecked Sendable {
     let port: Int
-    private let response: [UInt8]
+    private let pieces: [[UInt8]]
+    private let pauseMicroseconds: UInt32
+    private let holdsOpen: Bool
     private let lock = NSLock()
     private var listener: Int32   // guarded by lock
 
-    /// Listens on an ephemeral port; `nil` if the socket cannot be made.
-    init?(response: [UInt8]) {
-        self.response = response
+    /// Listens on an ephemeral port; `nil` if the socket cannot be made. The response is `pieces`,
+    /// `pauseMilliseconds` apart; with `holdsOpen` the connection then stays open until the client closes it.
+    init?(pieces: [[UInt8]], pauseMilliseconds: Int = 0, holdsOpen: Bool = false) {
+        self.pieces = pieces
+        pauseMicroseconds = UInt32(clamping: pauseMilliseconds * 1_000)
+        self.holdsOpen = holdsOpen
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         var address = sockaddr_in()
@@ -39,6 +45,10 @@ final class RawServer: @unchecked Sendable {
         let thread = Thread { [self] in acceptLoop(fd) }
         thread.name = "RawServer"
         thread.start()
+    }
+
+    convenience init?(response: [UInt8]) {
+        self.init(pieces: [response])
     }
 
     convenience init?(_ text: String) {
@@ -84,11 +94,19 @@ final class RawServer: @unchecked Sendable {
                 needed = end + RawServer.contentLength(String(decoding: request[0..<end], as: UTF8.self))
             }
         }
-        var sent = 0
-        while sent < response.count {
-            let count = response[sent...].withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
-            guard count > 0 else { break }
-            sent += count
+        for (index, piece) in pieces.enumerated() {
+            // The server's own pace, not a wait for anything: a slow peer is what is being served.
+            if index > 0 && pauseMicroseconds > 0 { usleep(pauseMicroseconds) }
+            var sent = 0
+            while sent < piece.count {
+                // MSG_NOSIGNAL: a client that gave up and closed must not raise SIGPIPE in the test process.
+                let count = piece[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard count > 0 else { break }
+                sent += count
+            }
+        }
+        if holdsOpen {
+            while read(connection, &buffer, buffer.count) > 0 {}   // until the client gives up and closes
         }
         shutdown(connection, Int32(SHUT_WR))
         close(connection)

@@ -5,21 +5,34 @@ import XCTest
 
 /// The pure parts of the transport: header parsing and the curl → URLError table.
 final class TransportUnitTests: XCTestCase {
-    private func feed(_ parser: inout ResponseHeaderParser, _ line: String) -> ResponseHeaderParser.Event {
-        Array(line.utf8).withUnsafeBytes { parser.consume($0) }
+    /// A parser fed as curl's header callback feeds it, through a C header block of its own.
+    private final class FedParser {
+        let standalone: StandaloneHeaderParser
+
+        init(limit: Int = Transfer.maxHeaderBytes) throws {
+            standalone = try XCTUnwrap(StandaloneHeaderParser(limit: limit))
+        }
+
+        func feed(_ line: String) -> ResponseHeaderParser.Event {
+            Array(line.utf8).withUnsafeBytes { standalone.consume($0) }
+        }
+
+        var statusCode: Int { standalone.parser.statusCode }
+        func head(url: URL) -> ResponseHead { standalone.head(url: url) }
+        func value(for name: String) -> String? { standalone.parser.value(for: name) }
     }
 
     func testHeaderBlockIsParsedAndInformationalBlocksDropped() throws {
-        var parser = ResponseHeaderParser()
-        XCTAssertEqual(feed(&parser, "HTTP/1.1 100 Continue\r\n"), ResponseHeaderParser.Event.none)
-        XCTAssertEqual(feed(&parser, "\r\n"), .informational)
-        XCTAssertEqual(feed(&parser, "HTTP/1.1 404 Not Found\r\n"), ResponseHeaderParser.Event.none)
-        _ = feed(&parser, "Content-Type: text/plain\r\n")
-        _ = feed(&parser, "Set-Cookie: a=1\r\n")
-        _ = feed(&parser, "set-cookie: b=2\r\n")
-        _ = feed(&parser, "X-Folded: one\r\n")
-        _ = feed(&parser, "  two\r\n")
-        XCTAssertEqual(feed(&parser, "\r\n"), .headComplete)
+        let parser = try FedParser()
+        XCTAssertEqual(parser.feed("HTTP/1.1 100 Continue\r\n"), ResponseHeaderParser.Event.none)
+        XCTAssertEqual(parser.feed("\r\n"), .informational)
+        XCTAssertEqual(parser.feed("HTTP/1.1 404 Not Found\r\n"), ResponseHeaderParser.Event.none)
+        _ = parser.feed("Content-Type: text/plain\r\n")
+        _ = parser.feed("Set-Cookie: a=1\r\n")
+        _ = parser.feed("set-cookie: b=2\r\n")
+        _ = parser.feed("X-Folded: one\r\n")
+        _ = parser.feed("  two\r\n")
+        XCTAssertEqual(parser.feed("\r\n"), .headComplete)
         XCTAssertEqual(parser.statusCode, 404)
         XCTAssertEqual(parser.head(url: try XCTUnwrap(URL(string: "http://h/"))).values(for: "Set-Cookie"), ["a=1", "b=2"])
         XCTAssertEqual(parser.value(for: "x-folded"), "one two")
@@ -60,26 +73,26 @@ final class TransportUnitTests: XCTestCase {
                 let value = line[line.index(after: colon)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
                 if !name.isEmpty { expected.append((name, value)) }
             }
-            var parser = ResponseHeaderParser()
-            _ = feed(&parser, "HTTP/1.1 200 OK\r\n")
-            for line in lines { XCTAssertEqual(feed(&parser, line + (round % 2 == 0 ? "\r\n" : "\n")), .none) }
-            XCTAssertEqual(feed(&parser, "\r\n"), .headComplete)
+            let parser = try FedParser()
+            _ = parser.feed("HTTP/1.1 200 OK\r\n")
+            for line in lines { XCTAssertEqual(parser.feed(line + (round % 2 == 0 ? "\r\n" : "\n")), .none) }
+            XCTAssertEqual(parser.feed("\r\n"), .headComplete)
             let fields = parser.head(url: try XCTUnwrap(URL(string: "http://h/"))).fields
             XCTAssertEqual(fields.map { "\($0.name)=\($0.value)" }, expected.map { "\($0.0)=\($0.1)" }, "\(lines)")
             // A trailer after the block: the block is split again with it.
-            XCTAssertEqual(feed(&parser, "Trailer-X: t\r\n"), .none)
-            XCTAssertEqual(feed(&parser, "\r\n"), .headComplete)
+            XCTAssertEqual(parser.feed("Trailer-X: t\r\n"), .none)
+            XCTAssertEqual(parser.feed("\r\n"), .headComplete)
             XCTAssertEqual(parser.value(for: "trailer-x"), "t")
         }
     }
 
     func testContentTypeAndLengthAreParsedFromBytes() throws {
-        var parser = ResponseHeaderParser()
-        _ = feed(&parser, "HTTP/1.1 200 OK\r\n")
-        _ = feed(&parser, "content-TYPE:  Text/HTML ; foo=bar; Charset=\"ISO-8859-1\" \r\n")
-        _ = feed(&parser, "Content-Length: 12\r\n")
-        _ = feed(&parser, "Content-Type: application/json\r\n")
-        XCTAssertEqual(feed(&parser, "\r\n"), .headComplete)
+        let parser = try FedParser()
+        _ = parser.feed("HTTP/1.1 200 OK\r\n")
+        _ = parser.feed("content-TYPE:  Text/HTML ; foo=bar; Charset=\"ISO-8859-1\" \r\n")
+        _ = parser.feed("Content-Length: 12\r\n")
+        _ = parser.feed("Content-Type: application/json\r\n")
+        XCTAssertEqual(parser.feed("\r\n"), .headComplete)
         let head = parser.head(url: try XCTUnwrap(URL(string: "http://h/")))
         XCTAssertEqual(head.mimeType, "text/html", "the first Content-Type counts, lowercased, without parameters")
         XCTAssertEqual(head.textEncodingName, "ISO-8859-1")
@@ -87,11 +100,11 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(head.httpVersion, "HTTP/1.1")
 
         for (value, expected) in [("99999999999999999999999", Int64(-1)), ("-5", -1), ("1 2", -1), ("", -1), ("0", 0)] {
-            var other = ResponseHeaderParser()
-            _ = feed(&other, "HTTP/2 200\r\n")
-            _ = feed(&other, "Content-Length: \(value)\r\n")
-            _ = feed(&other, "Content-Type: ;charset=utf-8\r\n")
-            _ = feed(&other, "\r\n")
+            let other = try FedParser()
+            _ = other.feed("HTTP/2 200\r\n")
+            _ = other.feed("Content-Length: \(value)\r\n")
+            _ = other.feed("Content-Type: ;charset=utf-8\r\n")
+            _ = other.feed("\r\n")
             let parsed = other.head(url: try XCTUnwrap(URL(string: "http://h/")))
             XCTAssertEqual(parsed.expectedContentLength, expected, value)
             XCTAssertNil(parsed.mimeType)
@@ -122,10 +135,47 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertNil(ContentRange("bytes */1000"), "an unsatisfied range")
     }
 
-    func testOversizedHeaderBlockIsReported() {
-        var parser = ResponseHeaderParser(limit: 100)
-        _ = feed(&parser, "HTTP/1.1 200 OK\r\n")
-        XCTAssertEqual(feed(&parser, "X-Filler: \(String(repeating: "a", count: 120))\r\n"), .tooLarge)
+    func testOversizedHeaderBlockIsReported() throws {
+        let parser = try FedParser(limit: 100)
+        _ = parser.feed("HTTP/1.1 200 OK\r\n")
+        XCTAssertEqual(parser.feed("X-Filler: \(String(repeating: "a", count: 120))\r\n"), .tooLarge)
+    }
+
+    /// The limit counts the whole block, status line included (17 bytes here), and only it: a new
+    /// block counts afresh.
+    func testTheHeaderLimitCountsTheStatusLineAndRestartsWithEachBlock() throws {
+        let parser = try FedParser(limit: 100)
+        _ = parser.feed("HTTP/1.1 100 Continue\r\n")
+        XCTAssertEqual(parser.feed("\r\n"), .informational)
+        XCTAssertEqual(parser.feed("HTTP/1.1 200 OK\r\n"), .none)
+        let fits = "X-Filler: \(String(repeating: "a", count: 71))\r\n"   // 83 bytes: 100 in all
+        XCTAssertEqual(parser.feed(fits), .none)
+        XCTAssertEqual(parser.feed("\r\n"), .tooLarge, "the block's end is one byte past the limit")
+
+        let other = try FedParser(limit: 100)
+        _ = other.feed("HTTP/1.1 200 OK\r\n")
+        XCTAssertEqual(other.feed("X-Filler: \(String(repeating: "a", count: 69))\r\n"), .none)   // 81: 98 in all
+        XCTAssertEqual(other.feed("\r\n"), .headComplete)
+        _ = other.feed("HTTP/1.1 200 OK\r\n")
+        XCTAssertEqual(other.feed("X-Filler: \(String(repeating: "b", count: 69))\r\n"), .none, "a new block counts afresh")
+        XCTAssertEqual(other.feed("\r\n"), .headComplete)
+        XCTAssertEqual(other.value(for: "x-filler"), String(repeating: "b", count: 69))
+    }
+
+    /// A block far larger than the C block's first allocation (1 KiB) is kept whole and in order.
+    func testALargeHeaderBlockIsKeptWhole() throws {
+        let parser = try FedParser()
+        _ = parser.feed("HTTP/1.1 200 OK\r\n")
+        for index in 0..<400 {
+            XCTAssertEqual(parser.feed("X-Field-\(index): \(String(repeating: "v", count: index % 90))\(index)\r\n"), .none)
+        }
+        XCTAssertEqual(parser.feed("\r\n"), .headComplete)
+        let fields = parser.head(url: try XCTUnwrap(URL(string: "http://h/"))).fields
+        XCTAssertEqual(fields.count, 400)
+        for (index, field) in fields.enumerated() {
+            XCTAssertEqual(field.name, "X-Field-\(index)")
+            XCTAssertEqual(field.value, String(repeating: "v", count: index % 90) + "\(index)")
+        }
     }
 
     func testCurlCodesMapToFoundationCodes() {
