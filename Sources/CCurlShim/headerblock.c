@@ -7,13 +7,14 @@
 #include <string.h>
 #include <time.h>
 
-/// Room for a typical block's field lines before the first growth.
+/// Room for a typical block's field lines, and fields, before the first growth.
 static const size_t initial_capacity = 1024;
+static const size_t initial_span_capacity = 24;
 
 ccurl_header_block *ccurl_header_block_create(size_t limit, const uint64_t *clock, ccurl_header_event_callback on_event) {
     ccurl_header_block *block = calloc(1, sizeof(ccurl_header_block));
     if (block == NULL) return NULL;
-    block->limit = limit;
+    block->limit = limit > INT32_MAX ? INT32_MAX : limit;
     block->clock = clock;
     block->on_event = on_event;
     return block;
@@ -22,11 +23,13 @@ ccurl_header_block *ccurl_header_block_create(size_t limit, const uint64_t *cloc
 void ccurl_header_block_destroy(ccurl_header_block *block) {
     if (block == NULL) return;
     free(block->bytes);
+    free(block->spans);
     free(block);
 }
 
 void ccurl_header_block_reset(ccurl_header_block *block) {
     block->count = 0;
+    block->span_count = 0;
     block->block_bytes = 0;
     block->folded = 0;
     block->activity = 0;
@@ -34,6 +37,7 @@ void ccurl_header_block_reset(ccurl_header_block *block) {
 
 void ccurl_header_block_clear_lines(ccurl_header_block *block) {
     block->count = 0;
+    block->span_count = 0;
     block->folded = 0;
 }
 
@@ -59,6 +63,34 @@ static int reserve(ccurl_header_block *block, size_t more) {
     return 1;
 }
 
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+
+/// Records the field of the line just kept at `at` (`end`: its length without the line end). The
+/// line does not begin with a blank. 0 without memory.
+static int add_span(ccurl_header_block *block, const char *line, size_t end, size_t at) {
+    const char *colon = memchr(line, ':', end);
+    if (colon == NULL) return 1;
+    size_t name_end = (size_t)(colon - line);
+    while (name_end > 0 && is_blank(line[name_end - 1])) name_end -= 1;
+    if (name_end == 0) return 1;
+    size_t value_start = (size_t)(colon - line) + 1, value_end = end;
+    while (value_start < value_end && is_blank(line[value_start])) value_start += 1;
+    while (value_end > value_start && is_blank(line[value_end - 1])) value_end -= 1;
+    if (block->span_count == block->span_capacity) {
+        size_t capacity = block->span_capacity == 0 ? initial_span_capacity : block->span_capacity * 2;
+        ccurl_field_span *spans = realloc(block->spans, capacity * sizeof(ccurl_field_span));
+        if (spans == NULL) return 0;
+        block->spans = spans;
+        block->span_capacity = capacity;
+    }
+    ccurl_field_span *span = &block->spans[block->span_count++];
+    span->name_start = (int32_t)at;
+    span->name_end = (int32_t)(at + name_end);
+    span->value_start = (int32_t)(at + value_start);
+    span->value_end = (int32_t)(at + value_end);
+    return 1;
+}
+
 int ccurl_header_block_consume(ccurl_header_block *block, const char *line, size_t length) {
     block->activity = now_nanoseconds(block);
     // Counted before anything else, so that no line, a status line included, passes the limit.
@@ -79,9 +111,15 @@ int ccurl_header_block_consume(ccurl_header_block *block, const char *line, size
         return CCURL_HEADER_STATUS;
     }
     if (!reserve(block, length)) return CCURL_HEADER_NO_MEMORY;
-    memcpy(block->bytes + block->count, line, length);
+    size_t at = block->count;
+    memcpy(block->bytes + at, line, length);
     block->count += length;
-    if (line[0] == ' ' || line[0] == '\t') block->folded = 1;
+    if (is_blank(line[0])) {
+        block->folded = 1;
+    } else if (!add_span(block, line, end, at)) {
+        block->count = at;
+        return CCURL_HEADER_NO_MEMORY;
+    }
     return CCURL_HEADER_FIELD;
 }
 

@@ -80,6 +80,10 @@ int ccurl_is_network_thread(void);
 #define CCURL_HEADER_NO_MEMORY 4
 
 struct ccurl_header_block;
+/// Where one field of a block lies in `bytes`: its name and its value, each trimmed of spaces and tabs.
+typedef struct ccurl_field_span {
+    int32_t name_start, name_end, value_start, value_end;
+} ccurl_field_span;
 /// Called for every event but CCURL_HEADER_FIELD, with the line as curl gave it; non-zero to go on.
 typedef int (*ccurl_header_event_callback)(struct ccurl_header_block *block, const char *line, size_t length,
                                            int event);
@@ -94,8 +98,14 @@ typedef struct ccurl_header_block {
     /// Bytes of the block so far, status line included; more than `limit` is refused.
     size_t block_bytes;
     size_t limit;
-    /// Whether a kept line begins with a space or tab (obsolete folding of the line before).
+    /// Whether a kept line begins with a space or tab (obsolete folding of the line before): the
+    /// spans then leave the folded values out, and the block is split again in Swift.
     int folded;
+    /// The fields of the kept lines, in order: `span_count` of `span_capacity`, malloc'd, kept like
+    /// `bytes`. A line without a colon or without a name has none.
+    ccurl_field_span *spans;
+    size_t span_count;
+    size_t span_capacity;
     /// The time stamped on each line (the network thread's clock of the loop turn), or NULL for
     /// CLOCK_MONOTONIC read at each line; and the stamp of the last line, in nanoseconds.
     const uint64_t *clock;
@@ -106,6 +116,7 @@ typedef struct ccurl_header_block {
 } ccurl_header_block;
 
 /// A block with no lines; NULL without memory. `on_event` may be NULL (then `consume` is the only use).
+/// `limit` is held to INT32_MAX, so that every offset fits a span.
 ccurl_header_block *ccurl_header_block_create(size_t limit, const uint64_t *clock, ccurl_header_event_callback on_event);
 void ccurl_header_block_destroy(ccurl_header_block *block);
 /// Back to no lines, no bytes counted, no activity: for a new hop.

@@ -8,12 +8,13 @@ import FoundationNetworking
 /// Turns the header blocks curl hands over, line by line, into `ResponseHead`s.
 ///
 /// curl calls back once per line, status line included, and once with the empty line that ends a
-/// block. The lines are taken in C (`ccurl_header_block`, one per easy handle): a field line is only
-/// kept there, as received, and Swift hears of a block's status line and of its end. Informational
-/// blocks (`100 Continue`, `103 Early Hints`) are recognised and dropped. When a final block ends, its
-/// kept lines are copied into one array and split into fields in one pass (the fields then point into
-/// it, so nothing more is copied). This runs for every response: per field line, the Swift callback
-/// that appended it here cost about 180 instructions; in C it is a few dozen.
+/// block. The lines are taken in C (`ccurl_header_block`, one per easy handle): a field line is kept
+/// there, as received, with where its name and value lie, and Swift hears of a block's status line and
+/// of its end. Informational blocks (`100 Continue`, `103 Early Hints`) are recognised and dropped.
+/// When a final block ends, its kept lines are copied into one array and the fields point into it; a
+/// block with folded lines is split again here instead (`splitFolded`), rare enough not to matter. This runs
+/// for every response: per field line, the Swift callback that appended it here cost about 180
+/// instructions, and splitting it at the block's end about 100 more; in C the two are a few dozen.
 /// - Threading: a plain value, owned by one `Transfer` on the network thread.
 struct ResponseHeaderParser {
     /// What a consumed line completed.
@@ -123,19 +124,29 @@ struct ResponseHeaderParser {
             return .informational
         }
         let raw = block.pointee.bytes.map { [UInt8](UnsafeBufferPointer(start: $0, count: block.pointee.count)) } ?? []
-        (storage, spans) = ResponseHeaderParser.split(raw, folded: block.pointee.folded != 0)
+        if block.pointee.folded != 0 {
+            (storage, spans) = ResponseHeaderParser.splitFolded(raw)
+            return .headComplete
+        }
+        // The fields as the block found them, line by line (about 100 instructions a field fewer
+        // than `split`'s pass in Swift).
+        let found = UnsafeBufferPointer(start: block.pointee.spans, count: block.pointee.span_count)
+        spans = found.isEmpty ? [] : found.map {
+            FieldSpan(nameStart: $0.name_start, nameEnd: $0.name_end, valueStart: $0.value_start, valueEnd: $0.value_end)
+        }
+        storage = raw
         return .headComplete
     }
 
-    /// Splits `raw` into fields: each from its name's first byte to its value's last, whitespace
-    /// around both trimmed. A line without a colon or without a name is skipped. Unless the block has
-    /// folded lines, the spans point into `raw` itself; with them, the fields are copied so that a
-    /// continuation (trimmed, after one space) extends the value of the field stored last.
-    static func split(_ raw: [UInt8], folded: Bool) -> (bytes: [UInt8], spans: [FieldSpan]) {
+    /// Splits a block with folded lines into fields, as the C block does line by line (each field from
+    /// its name's first byte to its value's last, whitespace around both trimmed; a line without a
+    /// colon or without a name skipped), into a copy where a continuation (trimmed, after one space)
+    /// extends the value of the field stored last.
+    static func splitFolded(_ raw: [UInt8]) -> (bytes: [UInt8], spans: [FieldSpan]) {
         var spans: [FieldSpan] = []
         spans.reserveCapacity(16)
         var copy: [UInt8] = []
-        if folded { copy.reserveCapacity(raw.count) }
+        copy.reserveCapacity(raw.count)
         raw.withUnsafeBytes { block in
             guard let base = block.baseAddress else { return }
             var start = 0
@@ -146,7 +157,7 @@ struct ResponseHeaderParser {
                 defer { start = lineEnd + 1 }
                 guard end > start else { continue }
                 if block[start] == 0x20 || block[start] == 0x09 {
-                    guard folded, !spans.isEmpty else { continue }
+                    guard !spans.isEmpty else { continue }
                     let (from, to) = trimmed(block, start, end)
                     copy.append(0x20)
                     copy.append(contentsOf: UnsafeRawBufferPointer(rebasing: block[from..<to]))
@@ -158,18 +169,13 @@ struct ResponseHeaderParser {
                 let (nameStart, nameEnd) = trimmed(block, start, colon)
                 let (valueStart, valueEnd) = trimmed(block, colon + 1, end)
                 guard nameEnd > nameStart else { continue }
-                if !folded {
-                    spans.append(FieldSpan(nameStart: Int32(nameStart), nameEnd: Int32(nameEnd),
-                                           valueStart: Int32(valueStart), valueEnd: Int32(valueEnd)))
-                    continue
-                }
                 let at = copy.count
                 copy.append(contentsOf: UnsafeRawBufferPointer(rebasing: block[nameStart..<valueEnd]))
                 spans.append(FieldSpan(nameStart: Int32(at), nameEnd: Int32(at + nameEnd - nameStart),
                                        valueStart: Int32(at + valueStart - nameStart), valueEnd: Int32(copy.count)))
             }
         }
-        return (folded ? copy : raw, spans)
+        return (copy, spans)
     }
 
     private static func trimmed(_ line: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> (Int, Int) {
