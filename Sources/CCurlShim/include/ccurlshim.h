@@ -63,9 +63,9 @@ void ccurl_mark_network_thread(void);
 int ccurl_is_network_thread(void);
 
 // MARK: - Response header collection (headerblock.c)
-// curl calls its header function once per line. Field lines are only kept, as received, until the
-// block ends, so they stay in C: Swift is called for a block's status line, its end (the empty line)
-// and a refusal, and splits the kept lines into fields once, at the end.
+// curl calls its header function once per line. Field lines are only kept, as received, with where
+// each field's name and value lie, until the block ends, so they stay in C: Swift is called for a
+// block's status line, its end (the empty line) and a refusal, and takes the lines and fields then.
 
 /// Events handed to `ccurl_header_block.on_event`, and returned by `ccurl_header_block_consume`.
 /// A field line (or any line that is neither a status line nor the empty line) was kept.

@@ -113,8 +113,8 @@ struct ResponseHeaderParser {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// A block ended: an informational one is dropped; a final one is split. Lines kept after a final
-    /// block (trailers) extend it, and their end splits it again with them.
+    /// A block ended: an informational one is dropped; a final one's lines and fields are taken from
+    /// `block`. Lines kept after a final block (trailers) extend it, and their end takes it again.
     private mutating func finishBlock(_ block: UnsafeMutablePointer<ccurl_header_block>) -> Event {
         if (100..<200).contains(statusCode) && statusCode != 101 {
             statusCode = 0
@@ -129,7 +129,7 @@ struct ResponseHeaderParser {
             return .headComplete
         }
         // The fields as the block found them, line by line (about 100 instructions a field fewer
-        // than `split`'s pass in Swift).
+        // than a second pass over the lines in Swift).
         let found = UnsafeBufferPointer(start: block.pointee.spans, count: block.pointee.span_count)
         spans = found.isEmpty ? [] : found.map {
             FieldSpan(nameStart: $0.name_start, nameEnd: $0.name_end, valueStart: $0.value_start, valueEnd: $0.value_end)
