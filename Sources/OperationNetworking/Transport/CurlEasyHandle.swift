@@ -19,6 +19,8 @@ final class CurlEasyHandle {
     /// Where the response header lines of the handle's transfers are kept (`CURLOPT_HEADERDATA`); its
     /// `owner` is the transfer on the handle. Freed in `deinit`.
     let headerBlock: UnsafeMutablePointer<ccurl_header_block>
+    /// What every per-transfer callback is given as its data: the header block (see CurlCallbacks.swift).
+    var callbackData: UnsafeMutableRawPointer { UnsafeMutableRawPointer(headerBlock) }
     /// Whether options were set since the last `reset()` (the configuring code says so).
     var isConfigured = false
     /// The kind of plain request the handle is configured for, when it is one: a transfer of the same

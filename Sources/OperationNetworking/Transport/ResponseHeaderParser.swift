@@ -42,13 +42,6 @@ struct ResponseHeaderParser {
 
     init() {}
 
-    /// Feeds one raw line (with its CRLF) through `block`, as curl's header callback does.
-    mutating func consume(_ line: UnsafeRawBufferPointer, in block: UnsafeMutablePointer<ccurl_header_block>) -> Event {
-        guard let base = line.baseAddress else { return .none }
-        let event = ccurl_header_block_consume(block, base.assumingMemoryBound(to: CChar.self), line.count)
-        return handle(event, line: line, block: block)
-    }
-
     /// What `block` said of `line` (a `CCURL_HEADER_` event), applied.
     mutating func handle(_ event: Int32, line: UnsafeRawBufferPointer,
                          block: UnsafeMutablePointer<ccurl_header_block>) -> Event {
@@ -202,9 +195,11 @@ final class StandaloneHeaderParser {
 
     deinit { ccurl_header_block_destroy(block) }
 
-    /// Feeds one raw line (with its line end).
+    /// Feeds one raw line (with its line end) through the block, as curl's header callback does.
     func consume(_ line: UnsafeRawBufferPointer) -> ResponseHeaderParser.Event {
-        parser.consume(line, in: block)
+        guard let base = line.baseAddress else { return .none }
+        let event = ccurl_header_block_consume(block, base.assumingMemoryBound(to: CChar.self), line.count)
+        return parser.handle(event, line: line, block: block)
     }
 
     /// The completed head for `url`.

@@ -84,7 +84,7 @@ extension Transfer {
 
         // Every callback's data is the handle's header block, whose `owner` says which transfer it serves
         // (see CurlCallbacks.swift); `beginHop` sets it.
-        let callbackData = UnsafeMutableRawPointer(easy.headerBlock)
+        let callbackData = easy.callbackData
         try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_HEADERFUNCTION, ccurl_header_callback))
         try easy.set(CURLOPT_HEADERDATA, pointer: callbackData)
         try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_WRITEFUNCTION, curlWriteCallback))
@@ -185,8 +185,8 @@ extension Transfer {
         try easy.set(CURLOPT_CUSTOMREQUEST, method)
         try check(ccurl_easy_setopt_read_function(easy.raw, curlReadCallback))
         try check(ccurl_easy_setopt_seek_function(easy.raw, curlSeekCallback))
-        try easy.set(CURLOPT_READDATA, pointer: UnsafeMutableRawPointer(easy.headerBlock))
-        try easy.set(CURLOPT_SEEKDATA, pointer: UnsafeMutableRawPointer(easy.headerBlock))
+        try easy.set(CURLOPT_READDATA, pointer: easy.callbackData)
+        try easy.set(CURLOPT_SEEKDATA, pointer: easy.callbackData)
         try attach(upload, to: easy)
     }
 

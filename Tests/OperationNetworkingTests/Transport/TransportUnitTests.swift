@@ -5,25 +5,12 @@ import XCTest
 
 /// The pure parts of the transport: header parsing and the curl → URLError table.
 final class TransportUnitTests: XCTestCase {
-    /// A parser fed as curl's header callback feeds it, through a C header block of its own.
-    private final class FedParser {
-        let standalone: StandaloneHeaderParser
-
-        init(limit: Int = Transfer.maxHeaderBytes) throws {
-            standalone = try XCTUnwrap(StandaloneHeaderParser(limit: limit))
-        }
-
-        func feed(_ line: String) -> ResponseHeaderParser.Event {
-            Array(line.utf8).withUnsafeBytes { standalone.consume($0) }
-        }
-
-        var statusCode: Int { standalone.parser.statusCode }
-        func head(url: URL) -> ResponseHead { standalone.head(url: url) }
-        func value(for name: String) -> String? { standalone.parser.value(for: name) }
+    private func makeParser(limit: Int = Transfer.maxHeaderBytes) throws -> StandaloneHeaderParser {
+        try XCTUnwrap(StandaloneHeaderParser(limit: limit))
     }
 
     func testHeaderBlockIsParsedAndInformationalBlocksDropped() throws {
-        let parser = try FedParser()
+        let parser = try makeParser()
         XCTAssertEqual(parser.feed("HTTP/1.1 100 Continue\r\n"), ResponseHeaderParser.Event.none)
         XCTAssertEqual(parser.feed("\r\n"), .informational)
         XCTAssertEqual(parser.feed("HTTP/1.1 404 Not Found\r\n"), ResponseHeaderParser.Event.none)
@@ -33,9 +20,9 @@ final class TransportUnitTests: XCTestCase {
         _ = parser.feed("X-Folded: one\r\n")
         _ = parser.feed("  two\r\n")
         XCTAssertEqual(parser.feed("\r\n"), .headComplete)
-        XCTAssertEqual(parser.statusCode, 404)
+        XCTAssertEqual(parser.parser.statusCode, 404)
         XCTAssertEqual(parser.head(url: try XCTUnwrap(URL(string: "http://h/"))).values(for: "Set-Cookie"), ["a=1", "b=2"])
-        XCTAssertEqual(parser.value(for: "x-folded"), "one two")
+        XCTAssertEqual(parser.parser.value(for: "x-folded"), "one two")
         let response = try XCTUnwrap(parser.head(url: try XCTUnwrap(URL(string: "http://h/"))).makeResponse())
         XCTAssertEqual(response.statusCode, 404)
         XCTAssertEqual(response.value(forHTTPHeaderField: "Set-Cookie"), "a=1, b=2")
@@ -73,7 +60,7 @@ final class TransportUnitTests: XCTestCase {
                 let value = line[line.index(after: colon)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
                 if !name.isEmpty { expected.append((name, value)) }
             }
-            let parser = try FedParser()
+            let parser = try makeParser()
             _ = parser.feed("HTTP/1.1 200 OK\r\n")
             for line in lines { XCTAssertEqual(parser.feed(line + (round % 2 == 0 ? "\r\n" : "\n")), .none) }
             XCTAssertEqual(parser.feed("\r\n"), .headComplete)
@@ -82,12 +69,12 @@ final class TransportUnitTests: XCTestCase {
             // A trailer after the block: the block is split again with it.
             XCTAssertEqual(parser.feed("Trailer-X: t\r\n"), .none)
             XCTAssertEqual(parser.feed("\r\n"), .headComplete)
-            XCTAssertEqual(parser.value(for: "trailer-x"), "t")
+            XCTAssertEqual(parser.parser.value(for: "trailer-x"), "t")
         }
     }
 
     func testContentTypeAndLengthAreParsedFromBytes() throws {
-        let parser = try FedParser()
+        let parser = try makeParser()
         _ = parser.feed("HTTP/1.1 200 OK\r\n")
         _ = parser.feed("content-TYPE:  Text/HTML ; foo=bar; Charset=\"ISO-8859-1\" \r\n")
         _ = parser.feed("Content-Length: 12\r\n")
@@ -100,7 +87,7 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(head.httpVersion, "HTTP/1.1")
 
         for (value, expected) in [("99999999999999999999999", Int64(-1)), ("-5", -1), ("1 2", -1), ("", -1), ("0", 0)] {
-            let other = try FedParser()
+            let other = try makeParser()
             _ = other.feed("HTTP/2 200\r\n")
             _ = other.feed("Content-Length: \(value)\r\n")
             _ = other.feed("Content-Type: ;charset=utf-8\r\n")
@@ -136,7 +123,7 @@ final class TransportUnitTests: XCTestCase {
     }
 
     func testOversizedHeaderBlockIsReported() throws {
-        let parser = try FedParser(limit: 100)
+        let parser = try makeParser(limit: 100)
         _ = parser.feed("HTTP/1.1 200 OK\r\n")
         XCTAssertEqual(parser.feed("X-Filler: \(String(repeating: "a", count: 120))\r\n"), .tooLarge)
     }
@@ -144,7 +131,7 @@ final class TransportUnitTests: XCTestCase {
     /// The limit counts the whole block, status line included (17 bytes here), and only it: a new
     /// block counts afresh.
     func testTheHeaderLimitCountsTheStatusLineAndRestartsWithEachBlock() throws {
-        let parser = try FedParser(limit: 100)
+        let parser = try makeParser(limit: 100)
         _ = parser.feed("HTTP/1.1 100 Continue\r\n")
         XCTAssertEqual(parser.feed("\r\n"), .informational)
         XCTAssertEqual(parser.feed("HTTP/1.1 200 OK\r\n"), .none)
@@ -152,19 +139,19 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(parser.feed(fits), .none)
         XCTAssertEqual(parser.feed("\r\n"), .tooLarge, "the block's end is one byte past the limit")
 
-        let other = try FedParser(limit: 100)
+        let other = try makeParser(limit: 100)
         _ = other.feed("HTTP/1.1 200 OK\r\n")
         XCTAssertEqual(other.feed("X-Filler: \(String(repeating: "a", count: 69))\r\n"), .none)   // 81: 98 in all
         XCTAssertEqual(other.feed("\r\n"), .headComplete)
         _ = other.feed("HTTP/1.1 200 OK\r\n")
         XCTAssertEqual(other.feed("X-Filler: \(String(repeating: "b", count: 69))\r\n"), .none, "a new block counts afresh")
         XCTAssertEqual(other.feed("\r\n"), .headComplete)
-        XCTAssertEqual(other.value(for: "x-filler"), String(repeating: "b", count: 69))
+        XCTAssertEqual(other.parser.value(for: "x-filler"), String(repeating: "b", count: 69))
     }
 
     /// A block far larger than the C block's first allocation (1 KiB) is kept whole and in order.
     func testALargeHeaderBlockIsKeptWhole() throws {
-        let parser = try FedParser()
+        let parser = try makeParser()
         _ = parser.feed("HTTP/1.1 200 OK\r\n")
         for index in 0..<400 {
             XCTAssertEqual(parser.feed("X-Field-\(index): \(String(repeating: "v", count: index % 90))\(index)\r\n"), .none)
@@ -194,5 +181,12 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(error.userInfo[CurlErrorCodeKey] as? Int, 7)
         XCTAssertEqual(error.userInfo[CurlErrorMessageKey] as? String, "Connection refused")
         XCTAssertEqual(error.userInfo[NSURLErrorFailingURLErrorKey] as? URL, URL(string: "http://h/"))
+    }
+}
+
+private extension StandaloneHeaderParser {
+    /// Feeds `line` as curl would hand it over.
+    func feed(_ line: String) -> ResponseHeaderParser.Event {
+        Array(line.utf8).withUnsafeBytes { consume($0) }
     }
 }
