@@ -1,4 +1,6 @@
 #include "cfloorcurl.h"
+#include <stdlib.h>
+#include <string.h>
 
 static size_t floor_on_data(char *data, size_t size, size_t count, void *userdata) {
     (void)data;
@@ -52,7 +54,7 @@ void *floor_easy_private(CURL *easy) {
     return pointer;
 }
 
-CURL *floor_multi_next_done(CURLM *multi, int *failed) {
+CURL *floor_multi_next_done(CURLM *multi, int *failed, long *status_out) {
     int left = 0;
     CURLMsg *message;
     while ((message = curl_multi_info_read(multi, &left))) {
@@ -60,7 +62,34 @@ CURL *floor_multi_next_done(CURLM *multi, int *failed) {
         long status = 0;
         curl_easy_getinfo(message->easy_handle, CURLINFO_RESPONSE_CODE, &status);
         *failed = message->data.result != CURLE_OK || status < 200 || status > 399;
+        *status_out = status;
         return message->easy_handle;
     }
     return NULL;
+}
+
+static size_t floor_on_head(char *data, size_t size, size_t count, void *userdata) {
+    floor_head *head = userdata;
+    size_t length = size * count;
+    if (length >= 5 && memcmp(data, "HTTP/", 5) == 0) head->length = 0;
+    if (head->length + length > head->capacity) {
+        size_t capacity = head->capacity ? head->capacity : 1024;
+        while (capacity < head->length + length) capacity *= 2;
+        char *grown = realloc(head->bytes, capacity);
+        if (!grown) return 0;
+        head->bytes = grown;
+        head->capacity = capacity;
+    }
+    memcpy(head->bytes + head->length, data, length);
+    head->length += length;
+    return length;
+}
+
+void floor_easy_keep_head(CURL *easy, floor_head *head) {
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, floor_on_head);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, head);
+}
+
+void floor_easy_set_url(CURL *easy, const char *url) {
+    curl_easy_setopt(easy, CURLOPT_URL, url);
 }

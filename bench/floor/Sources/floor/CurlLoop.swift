@@ -24,18 +24,23 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
     private let header: String?
     /// Whether libcurl hands the response's header lines to a callback (one that only counts them).
     private let readsHead: Bool
-    private var pool: [UnsafeMutableRawPointer] = []                             // loop thread only
+    /// Idle easy handles, each with its kept head under `--contract` (nil otherwise).
+    private var pool: [(UnsafeMutableRawPointer, UnsafeMutablePointer<floor_head>?)] = []   // loop thread only
     private let received = UnsafeMutablePointer<Int64>.allocate(capacity: 1)   // loop thread only
     private var failures = 0                                                     // loop thread only
     private let hops = Delivery()
 
-    init?(url: String, header: String?, readsHead: Bool, concurrency: Int) {
+    /// `--contract`: the work API.md leaves any implementation on corelibs (see `ContractWork`).
+    private let contract: Bool
+
+    init?(url: String, header: String?, readsHead: Bool, contract: Bool, concurrency: Int) {
         guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK,
               let multi = floor_multi_new(concurrency) else { return nil }
         self.multi = multi
         self.url = url
         self.header = header
         self.readsHead = readsHead
+        self.contract = contract
         received.initialize(to: 0)
     }
 
@@ -48,6 +53,16 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
         if inbox.put(operation) { curl_multi_wakeup(multi) }
     }
 
+    /// A new easy handle set up as curl-multi sets up its own; under `--contract` with a head kept in C.
+    private func newHandle() -> (UnsafeMutableRawPointer, UnsafeMutablePointer<floor_head>?)? {
+        guard let easy = floor_easy_new(url, received, header, readsHead ? 1 : 0) else { return nil }
+        guard contract else { return (easy, nil) }
+        let head = UnsafeMutablePointer<floor_head>.allocate(capacity: 1)
+        head.initialize(to: floor_head(bytes: nil, length: 0, capacity: 0))
+        floor_easy_keep_head(easy, head)
+        return (easy, head)
+    }
+
     /// The loop: take new operations onto easy handles, let libcurl work, deliver what ended; sleep in
     /// `curl_multi_poll` (sockets and wake-ups) only when a turn brought nothing and nothing waits.
     func run() {
@@ -55,11 +70,21 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
         var ended: [FloorOperation] = []
         while true {
             inbox.take(into: &taken, parkingIfNone: false)
+            if contract && !taken.isEmpty { ContractWork.checkCookieStorage(for: taken) }
             for operation in taken {
-                guard let easy = pool.popLast() ?? floor_easy_new(url, received, header, readsHead ? 1 : 0) else {
+                guard let (easy, head) = pool.popLast() ?? newHandle() else {
                     failures += 1
                     ended.append(operation)
                     continue
+                }
+                if contract {
+                    guard ContractWork.configure(easy, from: operation) else {
+                        failures += 1
+                        pool.append((easy, head))
+                        ended.append(operation)
+                        continue
+                    }
+                    operation.keptHead = head
                 }
                 floor_easy_set_private(easy, Unmanaged.passRetained(operation).toOpaque())
                 curl_multi_add_handle(multi, easy)
@@ -69,13 +94,18 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             var failed: Int32 = 0
-            while let easy = floor_multi_next_done(multi, &failed) {
+            var status = 0
+            while let easy = floor_multi_next_done(multi, &failed, &status) {
                 if failed != 0 { failures += 1 }
+                var head: UnsafeMutablePointer<floor_head>?
                 if let pointer = floor_easy_private(easy) {
-                    ended.append(Unmanaged<FloorOperation>.fromOpaque(pointer).takeRetainedValue())
+                    let operation = Unmanaged<FloorOperation>.fromOpaque(pointer).takeRetainedValue()
+                    head = operation.keptHead
+                    if contract { ContractWork.keepResponse(of: operation, status: status) }
+                    ended.append(operation)
                 }
                 curl_multi_remove_handle(multi, easy)
-                pool.append(easy)
+                pool.append((easy, head))
             }
             if !ended.isEmpty {
                 hops.deliver(ended)

@@ -1,5 +1,9 @@
+import CFloorCurl
 import Dispatch
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,6 +31,10 @@ import Glibc
 // In the harness's client form (`floor --url URL --requests N --concurrency C --method GET
 // --body-size 0`, notifications on) it prints the harness's RESULT line, so that a run records the
 // composite beside every client (GET over plain HTTP/1.1 only; UNSUPPORTED otherwise).
+//
+// With `--contract` as well, each operation also does the per-request work API.md leaves any
+// implementation on corelibs (ContractWork.swift): the composite with everything that cannot be left
+// out, and nothing a library could choose to do otherwise.
 
 /// What an operation's `start()` hands itself to: a loop on the one network thread.
 protocol RequestLoop: AnyObject, Sendable {
@@ -45,7 +53,8 @@ struct Delivery: Sendable {
 
     func deliver(_ batch: [FloorOperation]) {
         delivery.async { [callback] in
-            // Where the library validates and serializes; here nothing is left to do.
+            // Where the library validates and serializes; here only `--contract`'s status check.
+            if checksContract { for operation in batch { ContractWork.validate(operation) } }
             callback.async {
                 for operation in batch {
                     if postsNotifications {
@@ -150,15 +159,27 @@ final class NetworkLoop: RequestLoop, @unchecked Sendable {
     }
 }
 
-/// An asynchronous operation that hands itself to the loop; `done` is guarded by `lock`.
+/// An asynchronous operation that hands itself to the loop; `done` is guarded by `lock`. The
+/// `--contract` fields are written on the loop thread before it hands the operation to the delivery
+/// queue, and read there and after (the dispatch orders them).
 final class FloorOperation: Operation, @unchecked Sendable {
     let handler: @Sendable () -> Void
     private let loop: any RequestLoop
     private let lock = NSLock()
     private var done = false   // guarded by lock
+    /// `--contract`: the request the operation was made with.
+    let request: URLRequest?
+    /// `--contract`: the request's timeout, its easy handle's kept head, the head copied at the
+    /// transfer's end, the status and whether the serializer accepted it.
+    var timeout: TimeInterval = 0
+    var keptHead: UnsafeMutablePointer<floor_head>?
+    var head: [UInt8] = []
+    var status = 0
+    var accepted = false
 
-    init(loop: any RequestLoop, handler: @escaping @Sendable () -> Void) {
+    init(loop: any RequestLoop, request: URLRequest?, handler: @escaping @Sendable () -> Void) {
         self.loop = loop
+        self.request = request
         self.handler = handler
     }
 
@@ -189,8 +210,11 @@ final class Feeder: @unchecked Sendable {
     let queue: OperationQueue
     let loop: any RequestLoop
     let done = DispatchSemaphore(value: 0)
+    /// `--contract`: the request every operation is made with, copied as `onet bench` copies its own.
+    let template: URLRequest?
 
-    init(total: Int, queue: OperationQueue, loop: any RequestLoop) {
+    init(total: Int, queue: OperationQueue, loop: any RequestLoop, template: URLRequest?) {
+        self.template = template
         self.total = total
         self.queue = queue
         self.loop = loop
@@ -204,7 +228,7 @@ final class Feeder: @unchecked Sendable {
             return taken
         }
         return (0..<taken).map { _ in
-            FloorOperation(loop: loop) { [self] in
+            FloorOperation(loop: loop, request: template) { [self] in
                 let last = lock.withLock {
                     finished += 1
                     return finished == total
@@ -237,6 +261,9 @@ let header = option("--header")
 /// `--read-head`: with `--url`, the response's header lines go to a callback that only counts them.
 let readsHead = arguments.contains("--read-head")
 arguments.removeAll { $0 == "--read-head" }
+/// `--contract`: with `--url`, also the work API.md leaves any implementation (ContractWork.swift).
+let checksContract = arguments.contains("--contract")
+arguments.removeAll { $0 == "--contract" }
 /// The harness's client form (`--requests N --concurrency C --method M --body-size B`, bench/README.md):
 /// the composite with both notifications, reporting a `RESULT` line. GET over plain HTTP only.
 let harnessRequests = option("--requests"), harnessConcurrency = option("--concurrency")
@@ -255,17 +282,22 @@ if harnessForm {
 let postsNotifications = arguments.count == 3 && arguments[2] == "notify"
 guard arguments.count == 2 || postsNotifications, let requests = Int(arguments[0]), let concurrency = Int(arguments[1]),
       requests > 0, concurrency > 0 else {
-    fail("usage: floor REQUESTS CONCURRENCY [notify] [--url URL [--header LINE] [--read-head]]\n"
+    fail("usage: floor REQUESTS CONCURRENCY [notify] [--url URL [--header LINE] [--read-head] [--contract]]\n"
          + "       floor --url URL --requests N --concurrency C --method GET --body-size 0", status: 64)
 }
-let curlLoop = url.flatMap { CurlLoop(url: $0, header: header, readsHead: readsHead, concurrency: concurrency) }
+if checksContract && url == nil { fail("floor: --contract needs --url", status: 64) }
+let curlLoop = url.flatMap {
+    CurlLoop(url: $0, header: header, readsHead: readsHead, contract: checksContract, concurrency: concurrency)
+}
 if url != nil && curlLoop == nil { fail("floor: libcurl could not be set up", status: 1) }
 let loop: any RequestLoop = curlLoop ?? NetworkLoop()
 let thread = Thread { loop.run() }
 thread.start()
 let queue = OperationQueue()
 queue.maxConcurrentOperationCount = concurrency
-let feeder = Feeder(total: requests, queue: queue, loop: loop)
+let template = checksContract ? url.flatMap(URL.init(string:)).map { URLRequest(url: $0) } : nil
+if checksContract && template == nil { fail("floor: --contract needs a valid URL", status: 64) }
+let feeder = Feeder(total: requests, queue: queue, loop: loop, template: template)
 let start = DispatchTime.now()
 queue.addOperations(feeder.make(max(2 * concurrency, 64)), waitUntilFinished: false)
 feeder.done.wait()

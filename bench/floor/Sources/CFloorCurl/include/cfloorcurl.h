@@ -15,7 +15,19 @@ CURL *floor_easy_new(const char *url, long long *received, const char *header, i
 /// Attaches / reads back the caller's pointer (CURLOPT_PRIVATE / CURLINFO_PRIVATE).
 void floor_easy_set_private(CURL *easy, void *pointer);
 void *floor_easy_private(CURL *easy);
-/// The next finished transfer from curl_multi_info_read, or NULL; `*failed` is 1 unless it ended
-/// with CURLE_OK and a status in 200-399 (the harness's rule).
-CURL *floor_multi_next_done(CURLM *multi, int *failed);
+/// The next finished transfer from curl_multi_info_read, or NULL; `*status` is its HTTP status, and
+/// `*failed` is 1 unless it ended with CURLE_OK and a status in 200-399 (the harness's rule).
+CURL *floor_multi_next_done(CURLM *multi, int *failed, long *status);
+
+/// A response head kept in C as it arrives, one per easy handle (`--contract`): its lines appended to
+/// a buffer reused across transfers, started afresh at each status line, as a library must keep a head
+/// whole to give the operation its `response`.
+typedef struct floor_head {
+    char *bytes;
+    size_t length, capacity;
+} floor_head;
+/// Hands the response's header lines of `easy` to `head` instead of a callback that only counts them.
+void floor_easy_keep_head(CURL *easy, floor_head *head);
+/// Sets the URL of the next transfer on a reused handle (a library's handles serve any request).
+void floor_easy_set_url(CURL *easy, const char *url);
 #endif
