@@ -57,13 +57,17 @@ struct Delivery: Sendable {
             if checksContract { for operation in batch { ContractWork.validate(operation) } }
             callback.async {
                 for operation in batch {
+                    // Posted as `Operation`, as a library posts `self` from its own open operation
+                    // class: with the object's static type a final class, corelibs' bridging of `object`
+                    // goes through a dynamic cast, about 2,300 instructions more per post (measured
+                    // 2026-11-27: 4.6k against 2.3k).
                     if postsNotifications {
-                        NotificationCenter.default.post(name: didStart, object: operation)
+                        NotificationCenter.default.post(name: didStart, object: operation as Operation)
                     }
                     operation.handler()
                     operation.finish()
                     if postsNotifications {
-                        NotificationCenter.default.post(name: didFinish, object: operation)
+                        NotificationCenter.default.post(name: didFinish, object: operation as Operation)
                     }
                 }
             }
