@@ -224,14 +224,16 @@ final class Feeder: @unchecked Sendable {
         self.loop = loop
     }
 
-    /// Up to `count` new operations, fewer when the run has no more.
-    func make(_ count: Int) -> [FloorOperation] {
+    /// Up to `count` new operations, fewer when the run has no more, made as `[Operation]`, the type
+    /// `addOperations` takes, as a client queuing its operations does: an array of the subclass would
+    /// be cast element by element (about 500 instructions a request).
+    func make(_ count: Int) -> [Operation] {
         let taken: Int = lock.withLock {
             let taken = min(count, total - made)
             made += taken
             return taken
         }
-        return (0..<taken).map { _ in
+        return (0..<taken).map { _ -> Operation in
             FloorOperation(loop: loop, request: template) { [self] in
                 let last = lock.withLock {
                     finished += 1
