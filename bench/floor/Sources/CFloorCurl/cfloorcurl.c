@@ -93,3 +93,25 @@ void floor_easy_keep_head(CURL *easy, floor_head *head) {
 void floor_easy_set_url(CURL *easy, const char *url) {
     curl_easy_setopt(easy, CURLOPT_URL, url);
 }
+
+extern char **environ;
+
+int floor_environment_names_proxy(void) {
+    static const char *const names[] = {"http_proxy=", "https_proxy=", "HTTPS_PROXY=", "all_proxy=", "ALL_PROXY="};
+    if (!environ) return 0;
+    for (char **entry = environ; *entry; entry++) {
+        char first = (*entry)[0];
+        if (first != 'h' && first != 'H' && first != 'a' && first != 'A') continue;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            if (strncmp(*entry, names[i], strlen(names[i])) == 0) return 1;
+        }
+    }
+    return 0;
+}
+
+void floor_easy_go_direct(CURL *easy, floor_head *head, int direct) {
+    if (head->direct == direct) return;
+    curl_easy_setopt(easy, CURLOPT_PROXY, direct ? "" : NULL);
+    curl_easy_setopt(easy, CURLOPT_NOPROXY, direct ? "" : NULL);
+    head->direct = direct;
+}

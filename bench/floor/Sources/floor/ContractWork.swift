@@ -14,6 +14,8 @@ import FoundationNetworking
 /// - Cookies are handled by default (`httpShouldHandleCookies`), and corelibs posts no change
 ///   notification, so the shared storage is consulted once per loop pass that takes requests: the
 ///   cheapest read, whether it is empty (bench/README.md, round 5).
+/// - The default proxy setting honours the environment's proxy variables, read afresh: once per pass,
+///   as the library does, cheaper than libcurl's five `getenv` calls per transfer.
 /// - `response` must be available after the operation finishes, so the head is kept whole: in C as
 ///   it arrives, then copied to the operation (one allocation).
 /// - The default response serializer accepts 200-299 (`acceptableStatusCodes`), checked on the
@@ -25,24 +27,32 @@ enum ContractWork {
     /// The default serializer's `acceptableStatusCodes`.
     static let acceptableStatusCodes = IndexSet(integersIn: 200..<300)
 
-    /// Per loop pass: whether the cookie storage must be read, and the read.
-    static func checkCookieStorage(for operations: [FloorOperation]) {
+    /// Per loop pass that takes requests: whether the cookie storage must be read, and the read; and
+    /// whether the environment names a proxy (the default proxy setting honours it). Read once per
+    /// pass, it lets every handle go direct without libcurl's five `getenv` calls per transfer.
+    static func readPerPass(for operations: [FloorOperation]) {
+        environmentNamesProxy = floor_environment_names_proxy() != 0
         guard operations.contains(where: { $0.request?.httpShouldHandleCookies ?? false }) else { return }
         cookieStorageIsEmpty = HTTPCookieStorage.shared.cookies?.isEmpty ?? true
     }
+
+    /// What the last pass read of the environment.
+    nonisolated(unsafe) static var environmentNamesProxy = false   // loop thread only
 
     /// What the last pass read, kept so that the read is not optimised away.
     nonisolated(unsafe) static var cookieStorageIsEmpty = true   // loop thread only
 
     /// Per request: the request's fields read, the URL set on `easy`. False for a request outside what
     /// the composite performs (a GET with no header fields of its own).
-    static func configure(_ easy: UnsafeMutableRawPointer, from operation: FloorOperation) -> Bool {
+    static func configure(_ easy: UnsafeMutableRawPointer, head: UnsafeMutablePointer<floor_head>,
+                          from operation: FloorOperation) -> Bool {
         guard let request = operation.request, let url = request.url else { return false }
         let method = request.httpMethod ?? "GET"
         let fields = request.allHTTPHeaderFields ?? [:]
         operation.timeout = request.timeoutInterval
         guard method == "GET", fields.isEmpty else { return false }
         url.absoluteString.withCString { floor_easy_set_url(easy, $0) }
+        floor_easy_go_direct(easy, head, environmentNamesProxy ? 0 : 1)
         return true
     }
 

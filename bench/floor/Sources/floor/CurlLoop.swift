@@ -58,7 +58,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
         guard let easy = floor_easy_new(url, received, header, readsHead ? 1 : 0) else { return nil }
         guard contract else { return (easy, nil) }
         let head = UnsafeMutablePointer<floor_head>.allocate(capacity: 1)
-        head.initialize(to: floor_head(bytes: nil, length: 0, capacity: 0))
+        head.initialize(to: floor_head(bytes: nil, length: 0, capacity: 0, direct: 0))
         floor_easy_keep_head(easy, head)
         return (easy, head)
     }
@@ -70,15 +70,15 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
         var ended: [FloorOperation] = []
         while true {
             inbox.take(into: &taken, parkingIfNone: false)
-            if contract && !taken.isEmpty { ContractWork.checkCookieStorage(for: taken) }
+            if contract && !taken.isEmpty { ContractWork.readPerPass(for: taken) }
             for operation in taken {
                 guard let (easy, head) = pool.popLast() ?? newHandle() else {
                     failures += 1
                     ended.append(operation)
                     continue
                 }
-                if contract {
-                    guard ContractWork.configure(easy, from: operation) else {
+                if contract, let head {
+                    guard ContractWork.configure(easy, head: head, from: operation) else {
                         failures += 1
                         pool.append((easy, head))
                         ended.append(operation)

@@ -25,9 +25,18 @@ CURL *floor_multi_next_done(CURLM *multi, int *failed, long *status);
 typedef struct floor_head {
     char *bytes;
     size_t length, capacity;
+    /// Whether the handle is set to go direct (see `floor_easy_go_direct`).
+    int direct;
 } floor_head;
 /// Hands the response's header lines of `easy` to `head` instead of a callback that only counts them.
 void floor_easy_keep_head(CURL *easy, floor_head *head);
 /// Sets the URL of the next transfer on a reused handle (a library's handles serve any request).
 void floor_easy_set_url(CURL *easy, const char *url);
+/// Whether the environment names a proxy libcurl would use (`http_proxy`, `https_proxy`,
+/// `HTTPS_PROXY`, `all_proxy`, `ALL_PROXY`): one pass over `environ`.
+int floor_environment_names_proxy(void);
+/// With `direct`, the handle goes direct and libcurl skips its five proxy `getenv` calls per
+/// transfer; without, libcurl reads the environment again. Changes the handle only when `head->direct`
+/// differs.
+void floor_easy_go_direct(CURL *easy, floor_head *head, int direct);
 #endif
