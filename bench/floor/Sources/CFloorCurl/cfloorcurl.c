@@ -8,7 +8,7 @@ static size_t floor_on_data(char *data, size_t size, size_t count, void *userdat
     return size * count;
 }
 
-static struct curl_slist *floor_headers(const char *header) {
+static struct curl_slist *floor_handle_stateers(const char *header) {
     static struct curl_slist *headers;   // made once, on the loop thread, before any transfer
     if (!headers) {
         headers = curl_slist_append(NULL, "Expect:");
@@ -37,7 +37,7 @@ CURL *floor_easy_new(const char *url, long long *received, const char *header, i
         curl_easy_setopt(easy, CURLOPT_HEADERDATA, received);
     }
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, floor_headers(header));
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, floor_handle_stateers(header));
     curl_easy_setopt(easy, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, 30L);
     curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
@@ -69,7 +69,7 @@ CURL *floor_multi_next_done(CURLM *multi, int *failed, long *status_out) {
 }
 
 static size_t floor_on_head(char *data, size_t size, size_t count, void *userdata) {
-    floor_head *head = userdata;
+    floor_handle_state *head = userdata;
     size_t length = size * count;
     if (length >= 5 && memcmp(data, "HTTP/", 5) == 0) head->length = 0;
     if (head->length + length > head->capacity) {
@@ -85,7 +85,7 @@ static size_t floor_on_head(char *data, size_t size, size_t count, void *userdat
     return length;
 }
 
-void floor_easy_keep_head(CURL *easy, floor_head *head) {
+void floor_easy_keep_head(CURL *easy, floor_handle_state *head) {
     curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, floor_on_head);
     curl_easy_setopt(easy, CURLOPT_HEADERDATA, head);
 }
@@ -97,7 +97,9 @@ void floor_easy_set_url(CURL *easy, const char *url) {
 extern char **environ;
 
 int floor_environment_names_proxy(void) {
-    static const char *const names[] = {"http_proxy=", "https_proxy=", "HTTPS_PROXY=", "all_proxy=", "ALL_PROXY="};
+    static const char *const names[] = {
+        "http_proxy=", "https_proxy=", "HTTPS_PROXY=", "all_proxy=", "ALL_PROXY=",
+    };
     if (!environ) return 0;
     for (char **entry = environ; *entry; entry++) {
         char first = (*entry)[0];
@@ -109,7 +111,7 @@ int floor_environment_names_proxy(void) {
     return 0;
 }
 
-void floor_easy_go_direct(CURL *easy, floor_head *head, int direct) {
+void floor_easy_go_direct(CURL *easy, floor_handle_state *head, int direct) {
     if (head->direct == direct) return;
     curl_easy_setopt(easy, CURLOPT_PROXY, direct ? "" : NULL);
     curl_easy_setopt(easy, CURLOPT_NOPROXY, direct ? "" : NULL);

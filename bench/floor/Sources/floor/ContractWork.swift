@@ -44,7 +44,7 @@ enum ContractWork {
 
     /// Per request: the request's fields read, the URL set on `easy`. False for a request outside what
     /// the composite performs (a GET with no header fields of its own).
-    static func configure(_ easy: UnsafeMutableRawPointer, head: UnsafeMutablePointer<floor_head>,
+    static func configure(_ easy: UnsafeMutableRawPointer, state: UnsafeMutablePointer<floor_handle_state>,
                           from operation: FloorOperation) -> Bool {
         guard let request = operation.request, let url = request.url else { return false }
         let method = request.httpMethod ?? "GET"
@@ -52,15 +52,15 @@ enum ContractWork {
         operation.timeout = request.timeoutInterval
         guard method == "GET", fields.isEmpty else { return false }
         url.absoluteString.withCString { floor_easy_set_url(easy, $0) }
-        floor_easy_go_direct(easy, head, environmentNamesProxy ? 0 : 1)
+        floor_easy_go_direct(easy, state, environmentNamesProxy ? 0 : 1)
         return true
     }
 
     /// At the transfer's end, on the loop thread: the kept head copied to the operation, the status noted.
     static func keepResponse(of operation: FloorOperation, status: Int) {
         operation.status = status
-        guard let head = operation.keptHead?.pointee, let bytes = head.bytes else { return }
-        operation.head = Array(UnsafeRawBufferPointer(start: bytes, count: head.length))
+        guard let kept = operation.handleState?.pointee, let bytes = kept.bytes else { return }
+        operation.head = Array(UnsafeRawBufferPointer(start: bytes, count: kept.length))
     }
 
     /// On the delivery queue: the default serializer's status check.

@@ -14,7 +14,8 @@ enum BenchEnvironment {
 /// two composed on one core: what the ceiling formula adds up, paid together, cache and scheduler
 /// effects included.
 ///
-/// The inbox guards itself; `pool`, `received` and `failures` are touched only by the loop thread; `multi` is used only by the loop thread except for `curl_multi_wakeup`, which libcurl
+/// The inbox guards itself; `pool`, `received` and `failures` are touched only by the loop thread;
+/// `multi` is used only by the loop thread except for `curl_multi_wakeup`, which libcurl
 /// allows from any thread. Hence `@unchecked Sendable`.
 final class CurlLoop: RequestLoop, @unchecked Sendable {
     private let inbox = Inbox()
@@ -24,8 +25,8 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
     private let header: String?
     /// Whether libcurl hands the response's header lines to a callback (one that only counts them).
     private let readsHead: Bool
-    /// Idle easy handles, each with its kept head under `--contract` (nil otherwise).
-    private var pool: [(UnsafeMutableRawPointer, UnsafeMutablePointer<floor_head>?)] = []   // loop thread only
+    /// Idle easy handles, each with its `--contract` state (nil otherwise). Loop thread only.
+    private var pool: [(UnsafeMutableRawPointer, UnsafeMutablePointer<floor_handle_state>?)] = []
     private let received = UnsafeMutablePointer<Int64>.allocate(capacity: 1)   // loop thread only
     private var failures = 0                                                     // loop thread only
     private let hops = Delivery()
@@ -53,14 +54,14 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
         if inbox.put(operation) { curl_multi_wakeup(multi) }
     }
 
-    /// A new easy handle set up as curl-multi sets up its own; under `--contract` with a head kept in C.
-    private func newHandle() -> (UnsafeMutableRawPointer, UnsafeMutablePointer<floor_head>?)? {
+    /// A new easy handle set up as curl-multi sets up its own; under `--contract` with its state in C.
+    private func newHandle() -> (UnsafeMutableRawPointer, UnsafeMutablePointer<floor_handle_state>?)? {
         guard let easy = floor_easy_new(url, received, header, readsHead ? 1 : 0) else { return nil }
         guard contract else { return (easy, nil) }
-        let head = UnsafeMutablePointer<floor_head>.allocate(capacity: 1)
-        head.initialize(to: floor_head(bytes: nil, length: 0, capacity: 0, direct: 0))
-        floor_easy_keep_head(easy, head)
-        return (easy, head)
+        let state = UnsafeMutablePointer<floor_handle_state>.allocate(capacity: 1)
+        state.initialize(to: floor_handle_state(bytes: nil, length: 0, capacity: 0, direct: 0))
+        floor_easy_keep_head(easy, state)
+        return (easy, state)
     }
 
     /// The loop: take new operations onto easy handles, let libcurl work, deliver what ended; sleep in
@@ -72,19 +73,19 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
             inbox.take(into: &taken, parkingIfNone: false)
             if contract && !taken.isEmpty { ContractWork.readPerPass(for: taken) }
             for operation in taken {
-                guard let (easy, head) = pool.popLast() ?? newHandle() else {
+                guard let (easy, state) = pool.popLast() ?? newHandle() else {
                     failures += 1
                     ended.append(operation)
                     continue
                 }
-                if contract, let head {
-                    guard ContractWork.configure(easy, head: head, from: operation) else {
+                if contract, let state {
+                    guard ContractWork.configure(easy, state: state, from: operation) else {
                         failures += 1
-                        pool.append((easy, head))
+                        pool.append((easy, state))
                         ended.append(operation)
                         continue
                     }
-                    operation.keptHead = head
+                    operation.handleState = state
                 }
                 floor_easy_set_private(easy, Unmanaged.passRetained(operation).toOpaque())
                 curl_multi_add_handle(multi, easy)
@@ -97,15 +98,15 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
             var status = 0
             while let easy = floor_multi_next_done(multi, &failed, &status) {
                 if failed != 0 { failures += 1 }
-                var head: UnsafeMutablePointer<floor_head>?
+                var state: UnsafeMutablePointer<floor_handle_state>?
                 if let pointer = floor_easy_private(easy) {
                     let operation = Unmanaged<FloorOperation>.fromOpaque(pointer).takeRetainedValue()
-                    head = operation.keptHead
+                    state = operation.handleState
                     if contract { ContractWork.keepResponse(of: operation, status: status) }
                     ended.append(operation)
                 }
                 curl_multi_remove_handle(multi, easy)
-                pool.append((easy, head))
+                pool.append((easy, state))
             }
             if !ended.isEmpty {
                 hops.deliver(ended)

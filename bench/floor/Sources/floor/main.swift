@@ -173,10 +173,10 @@ final class FloorOperation: Operation, @unchecked Sendable {
     private var done = false   // guarded by lock
     /// `--contract`: the request the operation was made with.
     let request: URLRequest?
-    /// `--contract`: the request's timeout, its easy handle's kept head, the head copied at the
-    /// transfer's end, the status and whether the serializer accepted it.
+    /// `--contract`: the request's timeout, its easy handle's state (kept head, proxy), the head
+    /// copied at the transfer's end, the status and whether the serializer accepted it.
     var timeout: TimeInterval = 0
-    var keptHead: UnsafeMutablePointer<floor_head>?
+    var handleState: UnsafeMutablePointer<floor_handle_state>?
     var head: [UInt8] = []
     var status = 0
     var accepted = false

@@ -19,17 +19,17 @@ void *floor_easy_private(CURL *easy);
 /// `*failed` is 1 unless it ended with CURLE_OK and a status in 200-399 (the harness's rule).
 CURL *floor_multi_next_done(CURLM *multi, int *failed, long *status);
 
-/// A response head kept in C as it arrives, one per easy handle (`--contract`): its lines appended to
-/// a buffer reused across transfers, started afresh at each status line, as a library must keep a head
-/// whole to give the operation its `response`.
-typedef struct floor_head {
+/// What `--contract` keeps per easy handle: the response head, kept in C as it arrives (its lines
+/// appended to a buffer reused across transfers, started afresh at each status line, as a library must
+/// keep a head whole to give the operation its `response`), and whether the handle goes direct.
+typedef struct floor_handle_state {
     char *bytes;
     size_t length, capacity;
     /// Whether the handle is set to go direct (see `floor_easy_go_direct`).
     int direct;
-} floor_head;
+} floor_handle_state;
 /// Hands the response's header lines of `easy` to `head` instead of a callback that only counts them.
-void floor_easy_keep_head(CURL *easy, floor_head *head);
+void floor_easy_keep_head(CURL *easy, floor_handle_state *head);
 /// Sets the URL of the next transfer on a reused handle (a library's handles serve any request).
 void floor_easy_set_url(CURL *easy, const char *url);
 /// Whether the environment names a proxy libcurl would use (`http_proxy`, `https_proxy`,
@@ -38,5 +38,5 @@ int floor_environment_names_proxy(void);
 /// With `direct`, the handle goes direct and libcurl skips its five proxy `getenv` calls per
 /// transfer; without, libcurl reads the environment again. Changes the handle only when `head->direct`
 /// differs.
-void floor_easy_go_direct(CURL *easy, floor_head *head, int direct);
+void floor_easy_go_direct(CURL *easy, floor_handle_state *head, int direct);
 #endif
