@@ -29,8 +29,8 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(response.mimeType, "text/plain")
     }
 
-    /// The block is split into fields only when it ends, straight from the lines as received (or
-    /// from a copy when a line is folded): checked against a line-at-a-time reading of the same lines,
+    /// The fields the C block finds as it keeps each line, taken when the block ends (or split again
+    /// in Swift when a line is folded): checked against a line-at-a-time reading of the same lines,
     /// with odd spacing, lines without a colon or a name, folds and trailers.
     func testFieldsSplitAtTheBlocksEndMatchALineByLineReading() throws {
         var generator = SeededGenerator(seed: 23)
@@ -66,7 +66,7 @@ final class TransportUnitTests: XCTestCase {
             XCTAssertEqual(parser.feed("\r\n"), .headComplete)
             let fields = parser.head(url: try XCTUnwrap(URL(string: "http://h/"))).fields
             XCTAssertEqual(fields.map { "\($0.name)=\($0.value)" }, expected.map { "\($0.0)=\($0.1)" }, "\(lines)")
-            // A trailer after the block: the block is split again with it.
+            // A trailer after the block: the block's fields are taken again, with it.
             XCTAssertEqual(parser.feed("Trailer-X: t\r\n"), .none)
             XCTAssertEqual(parser.feed("\r\n"), .headComplete)
             XCTAssertEqual(parser.parser.value(for: "trailer-x"), "t")
