@@ -8,7 +8,7 @@ static size_t floor_on_data(char *data, size_t size, size_t count, void *userdat
     return size * count;
 }
 
-static struct curl_slist *floor_handle_stateers(const char *header) {
+static struct curl_slist *floor_headers(const char *header) {
     static struct curl_slist *headers;   // made once, on the loop thread, before any transfer
     if (!headers) {
         headers = curl_slist_append(NULL, "Expect:");
@@ -37,7 +37,7 @@ CURL *floor_easy_new(const char *url, long long *received, const char *header, i
         curl_easy_setopt(easy, CURLOPT_HEADERDATA, received);
     }
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, floor_handle_stateers(header));
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, floor_headers(header));
     curl_easy_setopt(easy, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, 30L);
     curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
@@ -111,9 +111,9 @@ int floor_environment_names_proxy(void) {
     return 0;
 }
 
-void floor_easy_go_direct(CURL *easy, floor_handle_state *head, int direct) {
-    if (head->direct == direct) return;
+void floor_easy_go_direct(CURL *easy, floor_handle_state *state, int direct) {
+    if (state->direct == direct) return;
     curl_easy_setopt(easy, CURLOPT_PROXY, direct ? "" : NULL);
     curl_easy_setopt(easy, CURLOPT_NOPROXY, direct ? "" : NULL);
-    head->direct = direct;
+    state->direct = direct;
 }

@@ -36,7 +36,7 @@ void floor_easy_set_url(CURL *easy, const char *url);
 /// `HTTPS_PROXY`, `all_proxy`, `ALL_PROXY`): one pass over `environ`.
 int floor_environment_names_proxy(void);
 /// With `direct`, the handle goes direct and libcurl skips its five proxy `getenv` calls per
-/// transfer; without, libcurl reads the environment again. Changes the handle only when `head->direct`
+/// transfer; without, libcurl reads the environment again. Changes the handle only when `state->direct`
 /// differs.
-void floor_easy_go_direct(CURL *easy, floor_handle_state *head, int direct);
+void floor_easy_go_direct(CURL *easy, floor_handle_state *state, int direct);
 #endif
