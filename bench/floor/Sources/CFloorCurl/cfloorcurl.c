@@ -8,10 +8,12 @@ static size_t floor_on_data(char *data, size_t size, size_t count, void *userdat
     return size * count;
 }
 
-static struct curl_slist *floor_headers(const char *header) {
+static struct curl_slist *floor_headers(const char *header, int post) {
     static struct curl_slist *headers;   // made once, on the loop thread, before any transfer
     if (!headers) {
         headers = curl_slist_append(NULL, "Expect:");
+        // curl-multi's explicit body type for a POST.
+        if (headers && post) headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
         if (headers && header) headers = curl_slist_append(headers, header);
     }
     return headers;
@@ -26,7 +28,8 @@ CURLM *floor_multi_new(long handles) {
     return multi;
 }
 
-CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head) {
+CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head,
+                     const char *body, long long body_size) {
     CURL *easy = curl_easy_init();
     if (!easy) return NULL;
     curl_easy_setopt(easy, CURLOPT_URL, url);
@@ -37,11 +40,32 @@ CURL *floor_easy_new(const char *url, long long *received, const char *header, i
         curl_easy_setopt(easy, CURLOPT_HEADERDATA, received);
     }
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, floor_headers(header));
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, floor_headers(header, body != NULL));
+    if (body) floor_easy_set_body(easy, body, body_size);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, 30L);
     curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     return easy;
+}
+
+void floor_easy_set_body(CURL *easy, const void *body, long long size) {
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)size);
+}
+
+int floor_easy_set_header_lines(CURL *easy, floor_handle_state *state, const char *const *lines, long count) {
+    curl_slist_free_all(state->headers);
+    state->headers = curl_slist_append(NULL, "Expect:");
+    for (long i = 0; state->headers && i < count; i++) {
+        struct curl_slist *longer = curl_slist_append(state->headers, lines[i]);
+        if (!longer) {
+            curl_slist_free_all(state->headers);
+            state->headers = NULL;
+        }
+        state->headers = longer;
+    }
+    if (!state->headers) return 0;
+    return curl_easy_setopt(easy, CURLOPT_HTTPHEADER, state->headers) == CURLE_OK;
 }
 
 void floor_easy_set_private(CURL *easy, void *pointer) {

@@ -43,17 +43,60 @@ enum ContractWork {
     nonisolated(unsafe) static var cookieStorageIsEmpty = true   // loop thread only
 
     /// Per request: the request's fields read, the URL set on `easy`. False for a request outside what
-    /// the composite performs (a GET with no header fields of its own).
+    /// the composite performs (a GET with no header fields of its own, or a POST from `httpBody`).
     static func configure(_ easy: UnsafeMutableRawPointer, state: UnsafeMutablePointer<floor_handle_state>,
-                          from operation: FloorOperation) -> Bool {
+                          from operation: FloorOperation, extraHeader: String?) -> Bool {
         guard let request = operation.request, let url = request.url else { return false }
         let method = request.httpMethod ?? "GET"
         let fields = request.allHTTPHeaderFields ?? [:]
         operation.timeout = request.timeoutInterval
-        guard method == "GET", fields.isEmpty else { return false }
+        switch method {
+        case "GET":
+            guard fields.isEmpty else { return false }
+        case "POST":
+            guard let body = request.httpBody, sendFields(fields, extraHeader: extraHeader, on: easy, state: state) else {
+                return false
+            }
+            // The bytes are sent from the request's own storage, which the operation holds until it ends.
+            body.withUnsafeBytes { floor_easy_set_body(easy, $0.baseAddress, Int64($0.count)) }
+        default:
+            return false
+        }
         url.absoluteString.withCString { floor_easy_set_url(easy, $0) }
         floor_easy_go_direct(easy, state, environmentNamesProxy ? 0 : 1)
         return true
+    }
+
+    /// The fields a handle's header lines were last made from.
+    final class SentFields {
+        let fields: [String: String]
+        init(_ fields: [String: String]) { self.fields = fields }
+    }
+
+    /// The caller's header fields as the request's header lines (with `extraHeader`, what the library
+    /// adds), made only when they differ from what the handle last sent: the cheapest way to pass on
+    /// fields a `URLRequest` may change between requests.
+    private static func sendFields(_ fields: [String: String], extraHeader: String?, on easy: UnsafeMutableRawPointer,
+                                   state: UnsafeMutablePointer<floor_handle_state>) -> Bool {
+        if let sent = state.pointee.sent_fields,
+           Unmanaged<SentFields>.fromOpaque(sent).takeUnretainedValue().fields == fields {
+            return true
+        }
+        var lines = fields.map { "\($0.key): \($0.value)" }
+        if let extraHeader { lines.append(extraHeader) }
+        let made = withCStrings(lines) { floor_easy_set_header_lines(easy, state, $0, $1) } != 0
+        if let sent = state.pointee.sent_fields { Unmanaged<SentFields>.fromOpaque(sent).release() }
+        state.pointee.sent_fields = made ? Unmanaged.passRetained(SentFields(fields)).toOpaque() : nil
+        return made
+    }
+
+    /// Calls `body` with `strings` as C strings and their count.
+    private static func withCStrings<Result>(_ strings: [String],
+                                             _ body: (UnsafePointer<UnsafePointer<CChar>?>?, Int) -> Result) -> Result {
+        let copies = strings.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        let pointers = copies.map { UnsafePointer($0) }
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress, $0.count) }
     }
 
     /// At the transfer's end, on the loop thread: the kept head copied to the operation, the status noted.

@@ -8,7 +8,8 @@ enum BenchEnvironment {
 }
 
 /// The floor's loop with real transfers (`floor N C notify --url URL`): the same hops as
-/// `NetworkLoop`, but each operation is a GET that raw libcurl performs on the loop thread, with easy
+/// `NetworkLoop`, but each operation is a GET (with `--method POST`, a POST from memory) that raw libcurl
+/// performs on the loop thread, with easy
 /// handles set up once and reused the way the harness's curl-multi reuses its own, and the body's bytes
 /// only counted. Nothing of a library stands between the model and libcurl, so what it measures is the
 /// two composed on one core: what the ceiling formula adds up, paid together, cache and scheduler
@@ -27,6 +28,13 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
     private let readsHead: Bool
     /// Idle easy handles, each with its `--contract` state (nil otherwise). Loop thread only.
     private var pool: [(UnsafeMutableRawPointer, UnsafeMutablePointer<floor_handle_state>?)] = []
+    /// `--method POST`: the body every handle sends without `--contract` (curl-multi's, `bodySize`
+    /// bytes of "x"); nil for GET, and under `--contract`, where each request's `httpBody` is sent.
+    private let body: UnsafeMutablePointer<CChar>?
+    private let bodySize: Int
+    /// Bytes counted per successful request besides the response body: the POST body sent, as
+    /// curl-multi counts it.
+    private let sentPerRequest: Int64
     private let received = UnsafeMutablePointer<Int64>.allocate(capacity: 1)   // loop thread only
     private var failures = 0                                                     // loop thread only
     private let hops = Delivery()
@@ -34,7 +42,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
     /// `--contract`: the work API.md leaves any implementation on corelibs (see `ContractWork`).
     private let contract: Bool
 
-    init?(url: String, header: String?, readsHead: Bool, contract: Bool, concurrency: Int) {
+    init?(url: String, header: String?, readsHead: Bool, contract: Bool, concurrency: Int, postBodySize: Int?) {
         guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK,
               let multi = floor_multi_new(concurrency) else { return nil }
         self.multi = multi
@@ -42,12 +50,21 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
         self.header = header
         self.readsHead = readsHead
         self.contract = contract
+        bodySize = postBodySize ?? 0
+        sentPerRequest = Int64(bodySize)
+        if let postBodySize, !contract {
+            let bytes = UnsafeMutablePointer<CChar>.allocate(capacity: max(postBodySize, 1))
+            bytes.initialize(repeating: 0x78, count: max(postBodySize, 1))
+            body = bytes
+        } else {
+            body = nil
+        }
         received.initialize(to: 0)
     }
 
     /// Failed transfers so far (a curl error or a status outside 200–399). Read after the run.
     var failedTransfers: Int { failures }
-    /// Response body bytes received so far. Read after the run.
+    /// Response body bytes received so far, and POST bodies sent. Read after the run.
     var receivedBytes: Int64 { received.pointee }
 
     func submit(_ operation: FloorOperation) {
@@ -56,10 +73,10 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
 
     /// A new easy handle set up as curl-multi sets up its own; under `--contract` with its state in C.
     private func newHandle() -> (UnsafeMutableRawPointer, UnsafeMutablePointer<floor_handle_state>?)? {
-        guard let easy = floor_easy_new(url, received, header, readsHead ? 1 : 0) else { return nil }
+        guard let easy = floor_easy_new(url, received, header, readsHead ? 1 : 0, body, Int64(bodySize)) else { return nil }
         guard contract else { return (easy, nil) }
         let state = UnsafeMutablePointer<floor_handle_state>.allocate(capacity: 1)
-        state.initialize(to: floor_handle_state(bytes: nil, length: 0, capacity: 0, direct: 0))
+        state.initialize(to: floor_handle_state(bytes: nil, length: 0, capacity: 0, direct: 0, headers: nil, sent_fields: nil))
         floor_easy_keep_head(easy, state)
         return (easy, state)
     }
@@ -79,7 +96,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
                     continue
                 }
                 if contract, let state {
-                    guard ContractWork.configure(easy, state: state, from: operation) else {
+                    guard ContractWork.configure(easy, state: state, from: operation, extraHeader: header) else {
                         failures += 1
                         pool.append((easy, state))
                         ended.append(operation)
@@ -97,7 +114,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
             var failed: Int32 = 0
             var status = 0
             while let easy = floor_multi_next_done(multi, &failed, &status) {
-                if failed != 0 { failures += 1 }
+                if failed != 0 { failures += 1 } else { received.pointee += sentPerRequest }
                 var state: UnsafeMutablePointer<floor_handle_state>?
                 if let pointer = floor_easy_private(easy) {
                     let operation = Unmanaged<FloorOperation>.fromOpaque(pointer).takeRetainedValue()

@@ -29,8 +29,9 @@ import Glibc
 // and the model's hops run around it, with no library in between. That is the composite the ceiling
 // formula only adds up: measured, it includes what running both on one core costs beyond their sum.
 // In the harness's client form (`floor --url URL --requests N --concurrency C --method GET
-// --body-size 0`, notifications on) it prints the harness's RESULT line, so that a run records the
-// composite beside every client (GET over plain HTTP/1.1 only; UNSUPPORTED otherwise).
+// --body-size B`, notifications on) it prints the harness's RESULT line, so that a run records the
+// composite beside every client (GET, or POST from memory as curl-multi sends it, over plain HTTP/1.1
+// only; UNSUPPORTED otherwise).
 //
 // With `--contract` as well, each operation also does the per-request work API.md leaves any
 // implementation on corelibs (ContractWork.swift): the composite with everything that cannot be left
@@ -271,15 +272,19 @@ arguments.removeAll { $0 == "--read-head" }
 let checksContract = arguments.contains("--contract")
 arguments.removeAll { $0 == "--contract" }
 /// The harness's client form (`--requests N --concurrency C --method M --body-size B`, bench/README.md):
-/// the composite with both notifications, reporting a `RESULT` line. GET over plain HTTP only.
+/// the composite with both notifications, reporting a `RESULT` line. GET, or POST from memory, over
+/// plain HTTP/1.1 only.
 let harnessRequests = option("--requests"), harnessConcurrency = option("--concurrency")
 let harnessMethod = option("--method")
-_ = option("--body-size")
+let harnessBodySize = option("--body-size")
 _ = option("--max-host-conns")
 let harnessForm = harnessRequests != nil
+/// `--method POST`: every request is a POST of `--body-size` bytes, as curl-multi sends one.
+let postBodySize: Int? = harnessMethod == "POST" ? Int(harnessBodySize ?? "0") : nil
 if harnessForm {
-    guard let url, url.hasPrefix("http://"), harnessMethod ?? "GET" == "GET", BenchEnvironment.plainHTTP1 else {
-        print("UNSUPPORTED: the composite floor runs GET over plain HTTP/1.1 only")
+    guard let url, url.hasPrefix("http://"), ["GET", "POST"].contains(harnessMethod ?? "GET"), BenchEnvironment.plainHTTP1,
+          harnessMethod != "POST" || (postBodySize ?? -1) >= 0 else {
+        print("UNSUPPORTED: the composite floor runs GET, or POST from memory, over plain HTTP/1.1 only")
         exit(3)
     }
     arguments = [harnessRequests ?? "", harnessConcurrency ?? "1", "notify"]
@@ -289,11 +294,12 @@ let postsNotifications = arguments.count == 3 && arguments[2] == "notify"
 guard arguments.count == 2 || postsNotifications, let requests = Int(arguments[0]), let concurrency = Int(arguments[1]),
       requests > 0, concurrency > 0 else {
     fail("usage: floor REQUESTS CONCURRENCY [notify] [--url URL [--header LINE] [--read-head] [--contract]]\n"
-         + "       floor --url URL --requests N --concurrency C --method GET --body-size 0", status: 64)
+         + "       floor --url URL --requests N --concurrency C --method GET|POST --body-size B", status: 64)
 }
 if checksContract && url == nil { fail("floor: --contract needs --url", status: 64) }
 let curlLoop = url.flatMap {
-    CurlLoop(url: $0, header: header, readsHead: readsHead, contract: checksContract, concurrency: concurrency)
+    CurlLoop(url: $0, header: header, readsHead: readsHead, contract: checksContract, concurrency: concurrency,
+             postBodySize: postBodySize)
 }
 if url != nil && curlLoop == nil { fail("floor: libcurl could not be set up", status: 1) }
 let loop: any RequestLoop = curlLoop ?? NetworkLoop()
@@ -301,7 +307,16 @@ let thread = Thread { loop.run() }
 thread.start()
 let queue = OperationQueue()
 queue.maxConcurrentOperationCount = concurrency
-let template = checksContract ? url.flatMap(URL.init(string:)).map { URLRequest(url: $0) } : nil
+/// Under `--contract`, the request `onet bench` makes: a POST carries its body and type in the request.
+let template = checksContract ? url.flatMap(URL.init(string:)).map { target -> URLRequest in
+    var request = URLRequest(url: target)
+    if let postBodySize {
+        request.httpMethod = "POST"
+        request.httpBody = Data(repeating: 0x61, count: postBodySize)
+        request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+    }
+    return request
+} : nil
 if checksContract && template == nil { fail("floor: --contract needs a valid URL", status: 64) }
 let feeder = Feeder(total: requests, queue: queue, loop: loop, template: template)
 let start = DispatchTime.now()

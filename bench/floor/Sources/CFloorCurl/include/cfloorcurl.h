@@ -10,8 +10,13 @@ CURLM *floor_multi_new(long handles);
 /// An easy handle for GET `url` over HTTP/1.1, counting the body's bytes into `*received`, with
 /// `header` ("Name: value", or NULL) added to the request; if `read_head`, the response's header lines
 /// are handed to a header callback that only counts their bytes (libcurl's side of giving a client
-/// the head).
-CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head);
+/// the head). With `body` (not NULL), a POST of its `body_size` bytes, as curl-multi sends one: from
+/// memory (CURLOPT_POSTFIELDS, not copied), with `Content-Type: application/octet-stream`.
+CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head,
+                     const char *body, long long body_size);
+/// The body of the next POST on `easy`: `size` bytes at `body`, which must stay valid until the
+/// transfer ends (CURLOPT_POSTFIELDS does not copy).
+void floor_easy_set_body(CURL *easy, const void *body, long long size);
 /// Attaches / reads back the caller's pointer (CURLOPT_PRIVATE / CURLINFO_PRIVATE).
 void floor_easy_set_private(CURL *easy, void *pointer);
 void *floor_easy_private(CURL *easy);
@@ -27,7 +32,14 @@ typedef struct floor_handle_state {
     size_t length, capacity;
     /// Whether the handle is set to go direct (see `floor_easy_go_direct`).
     int direct;
+    /// The request header lines set on the handle by `floor_easy_set_header_lines`, or NULL.
+    struct curl_slist *headers;
+    /// The caller's header fields those lines were made from (a retained Swift object), or NULL.
+    void *sent_fields;
 } floor_handle_state;
+/// Sets "Expect:" and `count` header `lines` ("Name: value") as the request headers of `easy`, kept in
+/// `state` (the list set before is freed). 0 when out of memory or refused.
+int floor_easy_set_header_lines(CURL *easy, floor_handle_state *state, const char *const *lines, long count);
 /// Hands the response's header lines of `easy` to `head` instead of a callback that only counts them.
 void floor_easy_keep_head(CURL *easy, floor_handle_state *head);
 /// Sets the URL of the next transfer on a reused handle (a library's handles serve any request).
