@@ -29,7 +29,7 @@ CURLM *floor_multi_new(long handles) {
 }
 
 CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head,
-                     const char *body, long long body_size) {
+                     const char *body, long long body_size, floor_handle_state *reader) {
     CURL *easy = curl_easy_init();
     if (!easy) return NULL;
     curl_easy_setopt(easy, CURLOPT_URL, url);
@@ -41,7 +41,12 @@ CURL *floor_easy_new(const char *url, long long *received, const char *header, i
     }
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, floor_headers(header, body != NULL));
-    if (body) floor_easy_set_body(easy, body, body_size);
+    if (body && reader) {
+        floor_easy_upload_by_read(easy, reader);
+        floor_easy_read_body(easy, reader, body, body_size);
+    } else if (body) {
+        floor_easy_set_body(easy, body, body_size);
+    }
     curl_easy_setopt(easy, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, 30L);
     curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
@@ -51,6 +56,29 @@ CURL *floor_easy_new(const char *url, long long *received, const char *header, i
 void floor_easy_set_body(CURL *easy, const void *body, long long size) {
     curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)size);
+}
+
+static size_t floor_on_read(char *buffer, size_t size, size_t count, void *userdata) {
+    floor_handle_state *state = userdata;
+    size_t left = (size_t)(state->body_size - state->body_offset);
+    size_t length = size * count < left ? size * count : left;
+    memcpy(buffer, state->body + state->body_offset, length);
+    state->body_offset += (long long)length;
+    return length;
+}
+
+void floor_easy_upload_by_read(CURL *easy, floor_handle_state *state) {
+    curl_easy_setopt(easy, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, "POST");
+    curl_easy_setopt(easy, CURLOPT_READFUNCTION, floor_on_read);
+    curl_easy_setopt(easy, CURLOPT_READDATA, state);
+}
+
+void floor_easy_read_body(CURL *easy, floor_handle_state *state, const void *body, long long size) {
+    state->body = body;
+    state->body_size = size;
+    state->body_offset = 0;
+    curl_easy_setopt(easy, CURLOPT_INFILESIZE_LARGE, (curl_off_t)size);
 }
 
 int floor_easy_set_header_lines(CURL *easy, floor_handle_state *state, const char *const *lines, long count) {

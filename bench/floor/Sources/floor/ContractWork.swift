@@ -45,7 +45,7 @@ enum ContractWork {
     /// Per request: the request's fields read, the URL set on `easy`. False for a request outside what
     /// the composite performs (a GET with no header fields of its own, or a POST from `httpBody`).
     static func configure(_ easy: UnsafeMutableRawPointer, state: UnsafeMutablePointer<floor_handle_state>,
-                          from operation: FloorOperation, extraHeader: String?) -> Bool {
+                          from operation: FloorOperation, extraHeader: String?, readsBody: Bool) -> Bool {
         guard let request = operation.request, let url = request.url else { return false }
         let method = request.httpMethod ?? "GET"
         let fields = request.allHTTPHeaderFields ?? [:]
@@ -58,7 +58,13 @@ enum ContractWork {
                 return false
             }
             // The bytes are sent from the request's own storage, which the operation holds until it ends.
-            body.withUnsafeBytes { floor_easy_set_body(easy, $0.baseAddress, Int64($0.count)) }
+            body.withUnsafeBytes {
+                if readsBody {
+                    floor_easy_read_body(easy, state, $0.baseAddress, Int64($0.count))
+                } else {
+                    floor_easy_set_body(easy, $0.baseAddress, Int64($0.count))
+                }
+            }
         default:
             return false
         }

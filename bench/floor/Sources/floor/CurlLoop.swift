@@ -42,7 +42,12 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
     /// `--contract`: the work API.md leaves any implementation on corelibs (see `ContractWork`).
     private let contract: Bool
 
-    init?(url: String, header: String?, readsHead: Bool, contract: Bool, concurrency: Int, postBodySize: Int?) {
+    /// `--read-body`: a POST's body goes to libcurl through a read callback (copied into its upload
+    /// buffer), as a library streams a body, instead of `CURLOPT_POSTFIELDS`.
+    private let readsBody: Bool
+
+    init?(url: String, header: String?, readsHead: Bool, contract: Bool, concurrency: Int, postBodySize: Int?,
+          readsBody: Bool) {
         guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK,
               let multi = floor_multi_new(concurrency) else { return nil }
         self.multi = multi
@@ -51,6 +56,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
         self.readsHead = readsHead
         self.contract = contract
         bodySize = postBodySize ?? 0
+        self.readsBody = readsBody && postBodySize != nil
         sentPerRequest = Int64(bodySize)
         if let postBodySize, !contract {
             let bytes = UnsafeMutablePointer<CChar>.allocate(capacity: max(postBodySize, 1))
@@ -71,13 +77,22 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
         if inbox.put(operation) { curl_multi_wakeup(multi) }
     }
 
-    /// A new easy handle set up as curl-multi sets up its own; under `--contract` with its state in C.
+    /// A new easy handle set up as curl-multi sets up its own; under `--contract` or `--read-body` with
+    /// its state in C.
     private func newHandle() -> (UnsafeMutableRawPointer, UnsafeMutablePointer<floor_handle_state>?)? {
-        guard let easy = floor_easy_new(url, received, header, readsHead ? 1 : 0, body, Int64(bodySize)) else { return nil }
-        guard contract else { return (easy, nil) }
-        let state = UnsafeMutablePointer<floor_handle_state>.allocate(capacity: 1)
-        state.initialize(to: floor_handle_state(bytes: nil, length: 0, capacity: 0, direct: 0, headers: nil, sent_fields: nil))
-        floor_easy_keep_head(easy, state)
+        var state: UnsafeMutablePointer<floor_handle_state>?
+        if contract || readsBody {
+            state = UnsafeMutablePointer<floor_handle_state>.allocate(capacity: 1)
+            state?.initialize(to: floor_handle_state(bytes: nil, length: 0, capacity: 0, body: nil, body_size: 0,
+                                                     body_offset: 0, direct: 0, headers: nil, sent_fields: nil))
+        }
+        guard let easy = floor_easy_new(url, received, header, readsHead ? 1 : 0, body, Int64(bodySize),
+                                        readsBody ? state : nil) else {
+            state?.deallocate()
+            return nil
+        }
+        if contract, let state { floor_easy_keep_head(easy, state) }
+        if readsBody && contract, let state { floor_easy_upload_by_read(easy, state) }
         return (easy, state)
     }
 
@@ -95,15 +110,19 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
                     ended.append(operation)
                     continue
                 }
+                if !contract, readsBody, let state, let body {
+                    floor_easy_read_body(easy, state, body, Int64(bodySize))   // from the start again
+                }
                 if contract, let state {
-                    guard ContractWork.configure(easy, state: state, from: operation, extraHeader: header) else {
+                    guard ContractWork.configure(easy, state: state, from: operation, extraHeader: header,
+                                                 readsBody: readsBody) else {
                         failures += 1
                         pool.append((easy, state))
                         ended.append(operation)
                         continue
                     }
-                    operation.handleState = state
                 }
+                operation.handleState = state   // back to the pool with its handle at the end
                 floor_easy_set_private(easy, Unmanaged.passRetained(operation).toOpaque())
                 curl_multi_add_handle(multi, easy)
             }

@@ -174,8 +174,9 @@ final class FloorOperation: Operation, @unchecked Sendable {
     private var done = false   // guarded by lock
     /// `--contract`: the request the operation was made with.
     let request: URLRequest?
-    /// `--contract`: the request's timeout, its easy handle's state (kept head, proxy), the head
-    /// copied at the transfer's end, the status and whether the serializer accepted it.
+    /// `--contract`: the request's timeout, its easy handle's state (kept head, proxy; also kept for
+    /// `--read-body`'s reader), the head copied at the transfer's end, the status and whether the
+    /// serializer accepted it.
     var timeout: TimeInterval = 0
     var handleState: UnsafeMutablePointer<floor_handle_state>?
     var head: [UInt8] = []
@@ -271,6 +272,9 @@ arguments.removeAll { $0 == "--read-head" }
 /// `--contract`: with `--url`, also the work API.md leaves any implementation (ContractWork.swift).
 let checksContract = arguments.contains("--contract")
 arguments.removeAll { $0 == "--contract" }
+/// `--read-body`: with `--method POST`, the body goes through a read callback, as a library streams it.
+let readsBody = arguments.contains("--read-body")
+arguments.removeAll { $0 == "--read-body" }
 /// The harness's client form (`--requests N --concurrency C --method M --body-size B`, bench/README.md):
 /// the composite with both notifications, reporting a `RESULT` line. GET, or POST from memory, over
 /// plain HTTP/1.1 only.
@@ -293,13 +297,14 @@ if harnessForm {
 let postsNotifications = arguments.count == 3 && arguments[2] == "notify"
 guard arguments.count == 2 || postsNotifications, let requests = Int(arguments[0]), let concurrency = Int(arguments[1]),
       requests > 0, concurrency > 0 else {
-    fail("usage: floor REQUESTS CONCURRENCY [notify] [--url URL [--header LINE] [--read-head] [--contract]]\n"
+    fail("usage: floor REQUESTS CONCURRENCY [notify] [--url URL [--header LINE] [--read-head] [--contract]\n"
+         + "                                          [--read-body]]\n"
          + "       floor --url URL --requests N --concurrency C --method GET|POST --body-size B", status: 64)
 }
 if checksContract && url == nil { fail("floor: --contract needs --url", status: 64) }
 let curlLoop = url.flatMap {
     CurlLoop(url: $0, header: header, readsHead: readsHead, contract: checksContract, concurrency: concurrency,
-             postBodySize: postBodySize)
+             postBodySize: postBodySize, readsBody: readsBody)
 }
 if url != nil && curlLoop == nil { fail("floor: libcurl could not be set up", status: 1) }
 let loop: any RequestLoop = curlLoop ?? NetworkLoop()

@@ -7,29 +7,16 @@
 
 /// A multi handle with curl-multi's connection limits for `handles` easy handles.
 CURLM *floor_multi_new(long handles);
-/// An easy handle for GET `url` over HTTP/1.1, counting the body's bytes into `*received`, with
-/// `header` ("Name: value", or NULL) added to the request; if `read_head`, the response's header lines
-/// are handed to a header callback that only counts their bytes (libcurl's side of giving a client
-/// the head). With `body` (not NULL), a POST of its `body_size` bytes, as curl-multi sends one: from
-/// memory (CURLOPT_POSTFIELDS, not copied), with `Content-Type: application/octet-stream`.
-CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head,
-                     const char *body, long long body_size);
-/// The body of the next POST on `easy`: `size` bytes at `body`, which must stay valid until the
-/// transfer ends (CURLOPT_POSTFIELDS does not copy).
-void floor_easy_set_body(CURL *easy, const void *body, long long size);
-/// Attaches / reads back the caller's pointer (CURLOPT_PRIVATE / CURLINFO_PRIVATE).
-void floor_easy_set_private(CURL *easy, void *pointer);
-void *floor_easy_private(CURL *easy);
-/// The next finished transfer from curl_multi_info_read, or NULL; `*status` is its HTTP status, and
-/// `*failed` is 1 unless it ended with CURLE_OK and a status in 200-399 (the harness's rule).
-CURL *floor_multi_next_done(CURLM *multi, int *failed, long *status);
-
-/// What `--contract` keeps per easy handle: the response head, kept in C as it arrives (its lines
-/// appended to a buffer reused across transfers, started afresh at each status line, as a library must
-/// keep a head whole to give the operation its `response`), and whether the handle goes direct.
+/// What a handle keeps under `--contract` (or for a POST through a read callback): the response head,
+/// kept in C as it arrives (its lines appended to a buffer reused across transfers, started afresh at
+/// each status line, as a library must keep a head whole to give the operation its `response`), the
+/// body being read, the request's header lines, and whether the handle goes direct.
 typedef struct floor_handle_state {
     char *bytes;
     size_t length, capacity;
+    /// With a read callback: the body of the POST under way and how much of it libcurl has taken.
+    const char *body;
+    long long body_size, body_offset;
     /// Whether the handle is set to go direct (see `floor_easy_go_direct`).
     int direct;
     /// The request header lines set on the handle by `floor_easy_set_header_lines`, or NULL.
@@ -40,6 +27,28 @@ typedef struct floor_handle_state {
 /// Sets "Expect:" and `count` header `lines` ("Name: value") as the request headers of `easy`, kept in
 /// `state` (the list set before is freed). 0 when out of memory or refused.
 int floor_easy_set_header_lines(CURL *easy, floor_handle_state *state, const char *const *lines, long count);
+/// An easy handle for GET `url` over HTTP/1.1, counting the body's bytes into `*received`, with
+/// `header` ("Name: value", or NULL) added to the request; if `read_head`, the response's header lines
+/// are handed to a header callback that only counts their bytes (libcurl's side of giving a client
+/// the head). With `body` (not NULL), a POST of its `body_size` bytes with `Content-Type:
+/// application/octet-stream`: without `reader`, as curl-multi sends one (CURLOPT_POSTFIELDS, not
+/// copied); with it, through a read callback that copies from `reader`'s body, as a library streams one.
+CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head,
+                     const char *body, long long body_size, struct floor_handle_state *reader);
+/// The body of the next POST on `easy`: `size` bytes at `body`, which must stay valid until the
+/// transfer ends (CURLOPT_POSTFIELDS does not copy).
+void floor_easy_set_body(CURL *easy, const void *body, long long size);
+/// Makes `easy` POST its bodies through a read callback copying from `state`'s body (once per handle).
+void floor_easy_upload_by_read(CURL *easy, struct floor_handle_state *state);
+/// The body the read callback hands over for the next POST on `easy`: `size` bytes at `body`, which must
+/// stay valid until the transfer ends.
+void floor_easy_read_body(CURL *easy, struct floor_handle_state *state, const void *body, long long size);
+/// Attaches / reads back the caller's pointer (CURLOPT_PRIVATE / CURLINFO_PRIVATE).
+void floor_easy_set_private(CURL *easy, void *pointer);
+void *floor_easy_private(CURL *easy);
+/// The next finished transfer from curl_multi_info_read, or NULL; `*status` is its HTTP status, and
+/// `*failed` is 1 unless it ended with CURLE_OK and a status in 200-399 (the harness's rule).
+CURL *floor_multi_next_done(CURLM *multi, int *failed, long *status);
 /// Hands the response's header lines of `easy` to `head` instead of a callback that only counts them.
 void floor_easy_keep_head(CURL *easy, floor_handle_state *head);
 /// Sets the URL of the next transfer on a reused handle (a library's handles serve any request).
