@@ -20,6 +20,8 @@ import FoundationNetworking
 ///   it arrives, then copied to the operation (one allocation).
 /// - The default response serializer accepts 200-299 (`acceptableStatusCodes`), checked on the
 ///   delivery queue before the handler runs.
+/// - A POST (`--method POST`) sends the request's `httpBody` from its own storage, and its header
+///   fields become the handle's header lines, made again only when they differ from the last sent.
 ///
 /// Left out, though a library pays them too: making a `HTTPURLResponse` (built only when asked for),
 /// the body's sink, the operation's own state machine, metrics, errors.

@@ -8,10 +8,9 @@ enum BenchEnvironment {
 }
 
 /// The floor's loop with real transfers (`floor N C notify --url URL`): the same hops as
-/// `NetworkLoop`, but each operation is a GET (with `--method POST`, a POST from memory) that raw libcurl
-/// performs on the loop thread, with easy
-/// handles set up once and reused the way the harness's curl-multi reuses its own, and the body's bytes
-/// only counted. Nothing of a library stands between the model and libcurl, so what it measures is the
+/// `NetworkLoop`, but each operation is a GET (with `--method POST`, a POST from memory) that raw
+/// libcurl performs on the loop thread, with easy handles set up once and reused the way the harness's
+/// curl-multi reuses its own, and the body's bytes only counted. Nothing of a library stands between the model and libcurl, so what it measures is the
 /// two composed on one core: what the ceiling formula adds up, paid together, cache and scheduler
 /// effects included.
 ///
@@ -26,7 +25,8 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
     private let header: String?
     /// Whether libcurl hands the response's header lines to a callback (one that only counts them).
     private let readsHead: Bool
-    /// Idle easy handles, each with its `--contract` state (nil otherwise). Loop thread only.
+    /// Idle easy handles, each with its `--contract` or `--read-body` state (nil otherwise). Loop thread
+    /// only.
     private var pool: [(UnsafeMutableRawPointer, UnsafeMutablePointer<floor_handle_state>?)] = []
     /// `--method POST`: the body every handle sends without `--contract` (curl-multi's, `bodySize`
     /// bytes of "x"); nil for GET, and under `--contract`, where each request's `httpBody` is sent.
