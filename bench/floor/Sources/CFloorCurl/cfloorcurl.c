@@ -28,8 +28,7 @@ CURLM *floor_multi_new(long handles) {
     return multi;
 }
 
-CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head,
-                     const char *body, long long body_size, floor_handle_state *reader) {
+CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head, int post) {
     CURL *easy = curl_easy_init();
     if (!easy) return NULL;
     curl_easy_setopt(easy, CURLOPT_URL, url);
@@ -40,13 +39,7 @@ CURL *floor_easy_new(const char *url, long long *received, const char *header, i
         curl_easy_setopt(easy, CURLOPT_HEADERDATA, received);
     }
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, floor_headers(header, body != NULL));
-    if (body && reader) {
-        floor_easy_upload_by_read(easy, reader);
-        floor_easy_read_body(easy, reader, body, body_size);
-    } else if (body) {
-        floor_easy_set_body(easy, body, body_size);
-    }
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, floor_headers(header, post));
     curl_easy_setopt(easy, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, 30L);
     curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
@@ -86,10 +79,7 @@ int floor_easy_set_header_lines(CURL *easy, floor_handle_state *state, const cha
     state->headers = curl_slist_append(NULL, "Expect:");
     for (long i = 0; state->headers && i < count; i++) {
         struct curl_slist *longer = curl_slist_append(state->headers, lines[i]);
-        if (!longer) {
-            curl_slist_free_all(state->headers);
-            state->headers = NULL;
-        }
+        if (!longer) curl_slist_free_all(state->headers);
         state->headers = longer;
     }
     if (!state->headers) return 0;

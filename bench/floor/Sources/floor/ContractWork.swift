@@ -76,7 +76,7 @@ enum ContractWork {
     }
 
     /// The fields a handle's header lines were last made from.
-    final class SentFields {
+    private final class SentFields {
         let fields: [String: String]
         init(_ fields: [String: String]) { self.fields = fields }
     }

@@ -10,9 +10,9 @@ enum BenchEnvironment {
 /// The floor's loop with real transfers (`floor N C notify --url URL`): the same hops as
 /// `NetworkLoop`, but each operation is a GET (with `--method POST`, a POST from memory) that raw
 /// libcurl performs on the loop thread, with easy handles set up once and reused the way the harness's
-/// curl-multi reuses its own, and the body's bytes only counted. Nothing of a library stands between the model and libcurl, so what it measures is the
-/// two composed on one core: what the ceiling formula adds up, paid together, cache and scheduler
-/// effects included.
+/// curl-multi reuses its own, and the body's bytes only counted. Nothing of a library stands between
+/// the model and libcurl, so what it measures is the two composed on one core: what the ceiling
+/// formula adds up, paid together, cache and scheduler effects included.
 ///
 /// The inbox guards itself; `pool`, `received` and `failures` are touched only by the loop thread;
 /// `multi` is used only by the loop thread except for `curl_multi_wakeup`, which libcurl
@@ -86,13 +86,18 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
             state?.initialize(to: floor_handle_state(bytes: nil, length: 0, capacity: 0, body: nil, body_size: 0,
                                                      body_offset: 0, direct: 0, headers: nil, sent_fields: nil))
         }
-        guard let easy = floor_easy_new(url, received, header, readsHead ? 1 : 0, body, Int64(bodySize),
-                                        readsBody ? state : nil) else {
+        guard let easy = floor_easy_new(url, received, header, readsHead ? 1 : 0, body != nil ? 1 : 0) else {
             state?.deallocate()
             return nil
         }
         if contract, let state { floor_easy_keep_head(easy, state) }
-        if readsBody && contract, let state { floor_easy_upload_by_read(easy, state) }
+        // The body itself is given per request (`run()`, `ContractWork.configure`), except curl-multi's
+        // form, whose one buffer every handle sends.
+        if readsBody, let state {
+            floor_easy_upload_by_read(easy, state)
+        } else if let body {
+            floor_easy_set_body(easy, body, Int64(bodySize))
+        }
         return (easy, state)
     }
 

@@ -30,11 +30,11 @@ int floor_easy_set_header_lines(CURL *easy, floor_handle_state *state, const cha
 /// An easy handle for GET `url` over HTTP/1.1, counting the body's bytes into `*received`, with
 /// `header` ("Name: value", or NULL) added to the request; if `read_head`, the response's header lines
 /// are handed to a header callback that only counts their bytes (libcurl's side of giving a client
-/// the head). With `body` (not NULL), a POST of its `body_size` bytes with `Content-Type:
-/// application/octet-stream`: without `reader`, as curl-multi sends one (CURLOPT_POSTFIELDS, not
-/// copied); with it, through a read callback that copies from `reader`'s body, as a library streams one.
-CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head,
-                     const char *body, long long body_size, struct floor_handle_state *reader);
+/// the head). With `post`, its shared header list also carries curl-multi's `Content-Type:
+/// application/octet-stream`; the body is then given by `floor_easy_set_body` (from memory, as
+/// curl-multi sends it) or by `floor_easy_upload_by_read` and `floor_easy_read_body` (a read callback,
+/// as a library streams it).
+CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head, int post);
 /// The body of the next POST on `easy`: `size` bytes at `body`, which must stay valid until the
 /// transfer ends (CURLOPT_POSTFIELDS does not copy).
 void floor_easy_set_body(CURL *easy, const void *body, long long size);
