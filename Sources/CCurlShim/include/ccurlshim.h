@@ -84,6 +84,24 @@ struct ccurl_header_block;
 typedef struct ccurl_field_span {
     int32_t name_start, name_end, value_start, value_end;
 } ccurl_field_span;
+/// What a block's fields say that every response is read for, noted as each field is found so that
+/// Swift does not compare names again: where the first of each such field is, by its index in the spans.
+typedef struct ccurl_head_summary {
+    /// Index of the first `Content-Type`, `Content-Length` and `Content-Encoding` field; -1 for none.
+    int32_t content_type, content_length, content_encoding;
+    /// Whether any `Set-Cookie` field came (1) or none (0).
+    int32_t has_set_cookie;
+    /// Whether a later `Content-Length` value differs from the first one, compared as bytes (1) or not (0).
+    int32_t conflicting_lengths;
+} ccurl_head_summary;
+
+/// A summary of no fields.
+void ccurl_head_summary_clear(ccurl_head_summary *summary);
+/// Notes field `index` of `spans` (which point into `bytes`), names compared ASCII case-insensitively.
+/// Fields are noted in order, each once.
+void ccurl_head_summary_note(ccurl_head_summary *summary, const unsigned char *bytes,
+                             const ccurl_field_span *spans, size_t index);
+
 /// Called for every event but CCURL_HEADER_FIELD, with the line as curl gave it; non-zero to go on.
 typedef int (*ccurl_header_event_callback)(struct ccurl_header_block *block, const char *line, size_t length,
                                            int event);
@@ -106,6 +124,8 @@ typedef struct ccurl_header_block {
     ccurl_field_span *spans;
     size_t span_count;
     size_t span_capacity;
+    /// The spans' summary, kept as they are found. Not kept for a folded block's (Swift splits it again).
+    ccurl_head_summary summary;
     /// The time stamped on each line (the network thread's clock of the loop turn), or NULL for
     /// CLOCK_MONOTONIC read at each line; and the stamp of the last line, in nanoseconds.
     const uint64_t *clock;

@@ -1,11 +1,37 @@
+import CCurlShim
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-/// Where one header field lies in a head's byte storage.
-struct FieldSpan: Sendable {
-    var nameStart: Int32, nameEnd: Int32, valueStart: Int32, valueEnd: Int32
+/// Where one header field lies in a head's byte storage: the C block's own span, so that a block's
+/// spans become an array by one copy of memory.
+typealias FieldSpan = ccurl_field_span
+
+extension FieldSpan {
+    init(nameStart: Int32, nameEnd: Int32, valueStart: Int32, valueEnd: Int32) {
+        self.init(name_start: nameStart, name_end: nameEnd, value_start: valueStart, value_end: valueEnd)
+    }
+
+    var nameStart: Int32 { name_start }
+    var nameEnd: Int32 { name_end }
+    var valueStart: Int32 { value_start }
+    var valueEnd: Int32 { get { value_end } set { value_end = newValue } }
+}
+
+extension ccurl_head_summary {
+    /// The summary of `spans` (into `bytes`), for fields that did not come through a C block (a folded
+    /// block split again, an archive's).
+    init(bytes: [UInt8], spans: [FieldSpan]) {
+        self.init()
+        ccurl_head_summary_clear(&self)
+        bytes.withUnsafeBufferPointer { bytes in
+            spans.withUnsafeBufferPointer { spans in
+                guard let base = bytes.baseAddress, let first = spans.baseAddress else { return }
+                for index in 0..<spans.count { ccurl_head_summary_note(&self, base, first, index) }
+            }
+        }
+    }
 }
 
 /// A response head as it came off the wire: status, version and fields in order.
@@ -40,41 +66,22 @@ final class ResponseHead: Sendable {
     /// Whether any `Set-Cookie` field came (most responses have none: no scan for them then).
     let hasSetCookie: Bool
 
-    /// A head from raw storage (the parser's).
-    init(url: URL, statusCode: Int, httpVersion: String, bytes: [UInt8], spans: [FieldSpan]) {
+    /// A head from raw storage (the parser's), with what its fields say that every response needs
+    /// (`summary`, found by the C block as the fields came, or made from `spans`).
+    init(url: URL, statusCode: Int, httpVersion: String, bytes: [UInt8], spans: [FieldSpan],
+         summary: ccurl_head_summary? = nil) {
         self.url = url
         self.statusCode = statusCode
         self.httpVersion = httpVersion
         self.bytes = bytes
         self.spans = spans
-        // One pass finds every field each response needs (it runs for every response, so names are
-        // told apart by length before any byte is compared).
-        var contentType: FieldSpan?, contentLength: FieldSpan?, contentEncoding: FieldSpan?
-        var conflicting = false, setCookie = false
-        for span in spans {
-            switch span.nameEnd - span.nameStart {
-            case 10 where !setCookie:
-                setCookie = HeaderBytes.lowercaseNameMatches("set-cookie", bytes, span)
-            case 12 where contentType == nil && HeaderBytes.lowercaseNameMatches("content-type", bytes, span):
-                contentType = span
-            case 14 where HeaderBytes.lowercaseNameMatches("content-length", bytes, span):
-                if let first = contentLength {
-                    conflicting = conflicting || !bytes[Int(span.valueStart)..<Int(span.valueEnd)]
-                        .elementsEqual(bytes[Int(first.valueStart)..<Int(first.valueEnd)])
-                } else {
-                    contentLength = span
-                }
-            case 16 where contentEncoding == nil && HeaderBytes.lowercaseNameMatches("content-encoding", bytes, span):
-                contentEncoding = span
-            default:
-                break
-            }
-        }
-        self.contentType = contentType
-        self.contentLength = contentLength
-        self.contentEncodingSpan = contentEncoding
-        hasConflictingContentLengths = conflicting
-        hasSetCookie = setCookie
+        let summary = summary ?? ccurl_head_summary(bytes: bytes, spans: spans)
+        let field = { (index: Int32) in index >= 0 && Int(index) < spans.count ? spans[Int(index)] : nil }
+        contentType = field(summary.content_type)
+        contentLength = field(summary.content_length)
+        contentEncodingSpan = field(summary.content_encoding)
+        hasConflictingContentLengths = summary.conflicting_lengths != 0
+        hasSetCookie = summary.has_set_cookie != 0
         expectedContentLength = contentLength.flatMap { HeaderBytes.parseLength(bytes, $0) } ?? -1
     }
 
@@ -178,22 +185,6 @@ enum HeaderBytes {
                 }
                 return true
             }
-        }
-    }
-
-    /// `nameMatches` for a name already in lowercase ASCII, given as a literal: compared through
-    /// pointers, without the `String` bridging and retain of the general form (about a quarter of its
-    /// cost; it runs for several fields of every response).
-    static func lowercaseNameMatches(_ name: StaticString, _ bytes: [UInt8], _ span: FieldSpan) -> Bool {
-        let length = Int(span.nameEnd - span.nameStart)
-        let start = Int(span.nameStart)
-        guard length == name.utf8CodeUnitCount, start >= 0, start + length <= bytes.count else { return false }
-        let target = name.utf8Start
-        return bytes.withUnsafeBufferPointer { field in
-            for offset in 0..<length where target[offset] != asciiLower(field[start + offset]) {
-                return false
-            }
-            return true
         }
     }
 

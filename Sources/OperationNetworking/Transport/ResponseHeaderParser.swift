@@ -39,6 +39,8 @@ struct ResponseHeaderParser {
     private var storage: [UInt8] = []
     /// Each field's place in `storage`.
     private var spans: [FieldSpan] = []
+    /// What the C block noted of `spans` as they came; `nil` when they were split again here.
+    private var summary: ccurl_head_summary?
 
     init() {}
 
@@ -74,7 +76,8 @@ struct ResponseHeaderParser {
     /// parser in a class's stored property (`Transfer`) passes it in place; called as a non-mutating
     /// method it was first copied whole, about 400 instructions a response.
     mutating func head(url: URL) -> ResponseHead {
-        ResponseHead(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: storage, spans: spans)
+        ResponseHead(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: storage, spans: spans,
+                     summary: summary)
     }
 
     private mutating func startBlock(_ line: UnsafeRawBufferPointer) {
@@ -93,6 +96,7 @@ struct ResponseHeaderParser {
         statusCode = digits == 3 ? code : 0
         storage = []
         spans = []
+        summary = nil
     }
 
     /// The common versions as literals (no allocation), anything else as received. Compared with
@@ -113,20 +117,20 @@ struct ResponseHeaderParser {
             statusCode = 0
             storage = []
             spans = []
+            summary = nil
             ccurl_header_block_clear_lines(block)
             return .informational
         }
         let raw = block.pointee.bytes.map { [UInt8](UnsafeBufferPointer(start: $0, count: block.pointee.count)) } ?? []
         if block.pointee.folded != 0 {
             (storage, spans) = ResponseHeaderParser.splitFolded(raw)
+            summary = nil
             return .headComplete
         }
-        // The fields as the block found them, line by line (about 100 instructions a field fewer
-        // than a second pass over the lines in Swift).
-        let found = UnsafeBufferPointer(start: block.pointee.spans, count: block.pointee.span_count)
-        spans = found.isEmpty ? [] : found.map {
-            FieldSpan(nameStart: $0.name_start, nameEnd: $0.name_end, valueStart: $0.value_start, valueEnd: $0.value_end)
-        }
+        // The fields and their summary as the block found them, line by line (about 100 instructions a
+        // field fewer than a second pass over the lines in Swift), the spans taken in one copy.
+        spans = block.pointee.spans.map { [FieldSpan](UnsafeBufferPointer(start: $0, count: block.pointee.span_count)) } ?? []
+        summary = block.pointee.summary
         storage = raw
         return .headComplete
     }

@@ -184,7 +184,7 @@ final class TransportUnitTests: XCTestCase {
     }
 }
 
-private extension StandaloneHeaderParser {
+extension StandaloneHeaderParser {
     /// Feeds `line` as curl would hand it over.
     func feed(_ line: String) -> ResponseHeaderParser.Event {
         Array(line.utf8).withUnsafeBytes { consume($0) }
