@@ -223,8 +223,10 @@ extension Transfer {
     }
 
     /// Whether a final response with `status` is one the policy may retry (its body is then set aside).
+    /// The attempt count first: with the operation's default policy (one attempt) that answers it, where
+    /// hashing the status into the set cost about 160 instructions a response.
     func isRetryableStatus(_ status: Int) -> Bool {
-        retryPolicy.retryableStatusCodes.contains(status) && mayRetry
+        attempt < retryPolicy.maxAttempts && retryPolicy.retryableStatusCodes.contains(status) && mayRetry
     }
 
     /// `active → delaying`: off curl until the next attempt is due.
