@@ -75,12 +75,14 @@ extension URLConnectionOperation: TransferDelegate {
     }
 
     func transfer(_ transfer: Transfer, didReceive head: ResponseHead) {
-        lock.withLock {
+        // The monitors read under the same acquisition as the head is stored (one lock a response, not two).
+        let observers = lock.withLock {
             mutable.head = head
             mutable.response = nil
+            return mutable.observers
         }
         // Network thread: monitors hear of it from the delivery queue, queued before this transfer's end.
-        if let observers = existingObservers, observers.wantsResponses {
+        if let observers, observers.wantsResponses {
             CallbackQueues.delivery.async { [self] in observers.didReceive(head, for: self) }
         }
     }
