@@ -124,7 +124,8 @@ typedef struct ccurl_header_block {
     ccurl_field_span *spans;
     size_t span_count;
     size_t span_capacity;
-    /// The spans' summary, kept as they are found. Not kept for a folded block's (Swift splits it again).
+    /// The spans' summary, kept as they are found. Unused for a folded block: Swift splits that again
+    /// and summarises its own spans.
     ccurl_head_summary summary;
     /// The time stamped on each line (the network thread's clock of the loop turn), or NULL for
     /// CLOCK_MONOTONIC read at each line; and the stamp of the last line, in nanoseconds.
