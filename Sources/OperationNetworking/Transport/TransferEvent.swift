@@ -17,14 +17,18 @@ enum TransferEvent {
     /// per queue. Runs on the delivery queue (or, without a network thread, on the caller's thread).
     static func deliver(_ events: [TransferEvent]) {
         let batch = CompletionBatch(expectedItems: events.count)
-        for event in events {
-            switch event {
-            case .started(let transfer, let delegate):
-                delegate.transferDidStart(transfer, batch: batch)
-            case .ended(let transfer, let outcome, let delegate):
-                delegate.transfer(transfer, didFinishWith: outcome, batch: batch)
-            case .willRetry(let transfer, let delay, let attempt, let error, let delegate):
-                delegate.transfer(transfer, willRetryAfter: delay, attempt: attempt, error: error)
+        // Each event read in place: `for event in events` copied every one, retaining its transfer,
+        // outcome and delegate, only to release them again at the end of the turn.
+        events.withUnsafeBufferPointer { events in
+            for index in events.indices {
+                switch events[index] {
+                case .started(let transfer, let delegate):
+                    delegate.transferDidStart(transfer, batch: batch)
+                case .ended(let transfer, let outcome, let delegate):
+                    delegate.transfer(transfer, didFinishWith: outcome, batch: batch)
+                case .willRetry(let transfer, let delay, let attempt, let error, let delegate):
+                    delegate.transfer(transfer, willRetryAfter: delay, attempt: attempt, error: error)
+                }
             }
         }
         batch.send()
