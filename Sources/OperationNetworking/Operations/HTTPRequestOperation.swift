@@ -102,7 +102,12 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
 
     /// The serialization error if there was one, otherwise the transport error.
     open override var error: Error? {
-        lock.withLock { serializationError } ?? transportError
+        // One acquisition for both (read for every operation that ends).
+        lock.lock()
+        let serialization = serializationError
+        let failure = serialization == nil ? transportFailureLocked() : nil
+        lock.unlock()
+        return serialization ?? failure.map { TransportError.completed($0.error, url: $0.url) }
     }
 
     /// Sets the blocks run when the operation ends: exactly one of them, on the completion queue,

@@ -105,8 +105,11 @@ extension URLConnectionOperation: TransferDelegate {
     }
 
     func transferDidStart(_ transfer: Transfer, batch: CompletionBatch) {
-        lock.withLock { if mutable.attempts == 0 { mutable.attempts = 1 } }
-        existingObservers?.transferDidStart(self)
+        let observers = lock.withLock { () -> OperationObservers? in
+            if mutable.attempts == 0 { mutable.attempts = 1 }
+            return mutable.observers
+        }
+        observers?.transferDidStart(self)
         batch.add(on: CallbackQueues.callback, group: CallbackQueues.group) { [self] in
             NotificationCenter.default.post(name: .operationDidStart, object: self)
         }

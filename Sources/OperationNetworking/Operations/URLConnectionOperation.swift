@@ -79,10 +79,14 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// failing URL and a description where the transport left them out.
     final var transportError: Error? {
         // Read for every operation that ends: the URL is copied only when there is an error to complete.
-        let failure = lock.withLock { () -> (error: Error, url: URL?)? in
-            mutable.error.map { ($0, mutable.currentRequest.url) }
-        }
+        lock.lock()
+        let failure = transportFailureLocked()
+        lock.unlock()
         return failure.map { TransportError.completed($0.error, url: $0.url) }
+    }
+    /// The transport error and the URL to complete it with (see `transportError`). Call with `lock` held.
+    final func transportFailureLocked() -> (error: Error, url: URL?)? {
+        mutable.error.map { ($0, mutable.currentRequest.url) }
     }
     /// The body received, when no custom `outputStream` was set; `nil` after a transport failure
     /// or cancel (as AFNetworking) and until the transfer ended.
@@ -357,30 +361,40 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// `queue` is the queue the caller runs on, when it knows (the notification is then posted without
     /// asking dispatch where it runs).
     func finishOperation(runningOn queue: DispatchQueue? = nil) {
-        let (hooks, stream) = lock.withLock { () -> ([@Sendable () -> Void], OutputStream?) in
-            defer { mutable.finishHooks.removeAll() }
-            return (mutable.finishHooks, mutable.outputStreamOpened ? mutable.outputStream : nil)
-        }
+        // Two acquisitions of the lock, each also reading the observers (most operations have none):
+        // the first before the hooks, the second with the finish itself, so that observers made in
+        // between (a `value()` waiter) are seen by the same acquisition that makes `isFinished` true.
+        // Taken and released by hand: tuples of blocks through `withLock`'s generic result are
+        // re-abstracted both ways.
+        lock.lock()
+        let hooks = mutable.finishHooks, stream = mutable.outputStreamOpened ? mutable.outputStream : nil
+        let observers = mutable.observers
+        if !hooks.isEmpty { mutable.finishHooks.removeAll() }
+        lock.unlock()
         hooks.forEach { $0() }
         stream?.close()
-        let observers = existingObservers
         observers?.operationWillFinish(self)   // monitors hear of the finish before isFinished
-        let (action, completion) = lock.withLock { () -> (OperationState.Action, (@Sendable () -> Void)?) in
-            let action = mutable.lifecycle.handlersRan()
-            guard case .finish = action else { return (action, nil) }
-            releaseBlocksLocked()
-            defer { mutable.completionBlock = nil }
-            return (action, mutable.completionBlock)
+        lock.lock()
+        let action = mutable.lifecycle.handlersRan()
+        guard case .finish = action else {
+            lock.unlock()
+            return
         }
-        guard case .finish = action else { return }
+        releaseBlocksLocked()
+        let completion = mutable.completionBlock
+        mutable.completionBlock = nil
+        let observersAtFinish = mutable.observers
+        let completionQueue = completion == nil ? nil : mutable.configuration.effectiveCompletionQueue
+        let completionGroup = completion == nil ? nil : mutable.configuration.effectiveCompletionGroup
+        lock.unlock()
         // Only "isFinished" is announced: corelibs has no KVO, and its handler for "isExecuting" acts only on
         // a change *to* executing (corelibs' Operation.observeValue), so announcing the drop would cost work for nothing.
         willChangeValue(forKey: "isFinished")
         didChangeValue(forKey: "isFinished")
-        (observers ?? existingObservers)?.operationDidFinish()   // resumes `value()` waiters
+        observersAtFinish?.operationDidFinish()   // resumes `value()` waiters
         post(.operationDidFinish, runningOn: queue)
-        if let completion {
-            effectiveCompletionQueue.async(group: effectiveCompletionGroup, execute: completion)
+        if let completion, let completionQueue {
+            completionQueue.async(group: completionGroup, execute: completion)
         }
     }
 
