@@ -15,6 +15,9 @@ extension Transfer {
     /// The request header that offers them.
     static let acceptEncodingLine = "Accept-Encoding: \(offeredEncodings)"
 
+    /// The header lines of a request with no fields of its own, no body and no cookie to send.
+    static let encodingsOnlyLines = [acceptEncodingLine]
+
     /// libcurl's receive buffer per easy handle: 256 KiB instead of its 16 KiB default, so a large body
     /// takes a sixteenth of the socket reads (`bench/README.md` has the measurements). Write callbacks
     /// still come in pieces of at most 16 KiB (libcurl cuts them). The buffer stays with its
@@ -208,6 +211,14 @@ extension Transfer {
 
     /// The request's headers as curl lines, with the library's additions (cookies, Range, no Expect).
     private func headerLines(for request: URLRequest, fields: [String: String], url: URL) throws -> [String] {
+        // The commonest request (no fields of its own, no body, no continuation, no cookie to send)
+        // gets one shared array: no lines made, and the handle's equal check sees the same buffer.
+        if fields.isEmpty, upload == nil, resumeFrom == nil,
+           !hopHandlesCookies || (network?.cookieStorageIsEmpty() ?? Transfer.cookieStorageIsEmpty()) {
+            callerRange = nil
+            sentRange = false
+            return asksForEncodings ? Transfer.encodingsOnlyLines : []
+        }
         var lines: [String] = []
         lines.reserveCapacity(fields.count + 2)
         var hasCookie = false, hasExpect = false
