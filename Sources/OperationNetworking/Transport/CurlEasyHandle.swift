@@ -26,6 +26,8 @@ final class CurlEasyHandle {
     /// The kind of plain request the handle is configured for, when it is one: a transfer of the same
     /// kind only changes what differs (URL, callback data, headers) instead of resetting every option.
     var plainConfiguration: PlainConfiguration?
+    /// What `primaryAddress()` last returned.
+    private var lastPrimaryAddress: String?
 
     /// Easy handles alive in the process (tests check that none leak); guarded by `countLock`.
     nonisolated(unsafe) private static var live = 0
@@ -139,6 +141,18 @@ final class CurlEasyHandle {
     func info(offset item: CURLINFO) -> Int64 {
         var value: curl_off_t = 0
         return ccurl_easy_getinfo_off_t(raw, item, &value) == CURLE_OK ? Int64(value) : 0
+    }
+
+    /// The address of the server the last transfer talked to (`CURLINFO_PRIMARY_IP`). The string of
+    /// the previous call is handed out again while the address is the same (a handle keeps talking to
+    /// one server): comparing the bytes costs less than making the string each time.
+    func primaryAddress() -> String? {
+        var value: UnsafePointer<CChar>?
+        guard ccurl_easy_getinfo_string(raw, CURLINFO_PRIMARY_IP, &value) == CURLE_OK, let value else { return nil }
+        if let last = lastPrimaryAddress, last.withCString({ strcmp($0, value) == 0 }) { return last }
+        let address = String(cString: value)
+        lastPrimaryAddress = address
+        return address
     }
 
     func info(string item: CURLINFO) -> String? {

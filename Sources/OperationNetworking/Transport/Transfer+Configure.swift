@@ -300,7 +300,7 @@ extension Transfer {
         metrics = TransferMetrics(
             nameLookup: seconds(CURLINFO_NAMELOOKUP_TIME_T), connect: seconds(CURLINFO_CONNECT_TIME_T),
             tlsHandshake: seconds(CURLINFO_APPCONNECT_TIME_T), firstByte: seconds(CURLINFO_STARTTRANSFER_TIME_T),
-            total: Double(monotonicNow() &- startTime) / 1e9, remoteAddress: easy.info(string: CURLINFO_PRIMARY_IP),
+            total: Double(monotonicNow() &- startTime) / 1e9, remoteAddress: easy.primaryAddress(),
             httpVersion: version, connectionReused: easy.info(long: CURLINFO_NUM_CONNECTS) == 0,
             redirectCount: redirectCount, attempts: attempt)
     }
