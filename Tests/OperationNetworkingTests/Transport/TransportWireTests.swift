@@ -114,6 +114,20 @@ final class TransportWireTests: ServerTestCase {
         XCTAssertEqual(second.metrics?.connectionReused, true)
     }
 
+    /// A pooled handle reuses the address string it made last only while the address is the same:
+    /// requests alternating between servers on 127.0.0.1 and 127.0.0.2 each report their own.
+    func testMetricsRemoteAddressFollowsTheServer() throws {
+        let other = try TestServer(host: "127.0.0.2")
+        defer { other.shutdown() }
+        var addresses: [String?] = []
+        for url in [server.url("/bytes/10"), other.url("/bytes/10"), other.url("/bytes/10"), server.url("/bytes/10")] {
+            let (operation, outcome) = run(URLRequest(url: url))
+            XCTAssertTrue(outcome.isSuccess)
+            addresses.append(operation.metrics?.remoteAddress)
+        }
+        XCTAssertEqual(addresses, ["127.0.0.1", "127.0.0.2", "127.0.0.2", "127.0.0.1"])
+    }
+
     func testCookiesAreStoredAndSent() throws {
         let name = "onet\(UInt32.random(in: 0...UInt32.max))"
         XCTAssertTrue(run(request("/cookies/set?\(name)=v1")).1.isSuccess)
