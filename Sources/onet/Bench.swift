@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import OperationNetworking
+import Synchronization
 
 /// `onet bench`: the client side of the benchmark harness whose set-up, commands and runs
 /// `bench/README.md` records.
@@ -92,10 +93,10 @@ struct Bench: ParsableCommand {
             operation.responseSerializer = responseSerializer
             let stream = sink == .stream ? streams.take() : nil
             operation.outputStream = stream
-            let counter = stream?.total
+            let counter = stream?.counted
             operation.setCompletionBlockWithSuccess({ operation, _ in
                 // The transfer is over, so the count is final; the stream goes back to the pool when closed.
-                let received = counter?.value ?? Int64(operation.responseData?.count ?? 0)
+                let received = counter?.value.load(ordering: .acquiring) ?? Int64(operation.responseData?.count ?? 0)
                 if tally.record(bytes: received + sent, failed: false) == total {
                     done.signal()
                 }
@@ -195,15 +196,17 @@ private final class CountingStreamPool: @unchecked Sendable {
     }
 }
 
-/// An output stream that counts the bytes written to it into `total` and keeps none: the harness's
+/// An output stream that counts the bytes written to it into `counted` and keeps none: the harness's
 /// "read every body, discard it". Written on the network thread, read and closed on the completion
-/// queue after the transfer ended; `status` is guarded by `lock`.
+/// queue after the transfer ended. Its count and status are atomics, not a lock: the harness's other
+/// clients discard a body with no synchronization at all, and two lock round trips per call were
+/// about 0.5k instructions a request of the client's, not the library's (bench/README.md, round 10).
 private final class CountingOutputStream: OutputStream {
     /// Bytes counted since the stream was last closed.
-    let total = Locked<Int64>(0)
-    private let lock = NSLock()
-    private var status: Stream.Status = .notOpen // guarded by lock
-    /// Where the stream goes when closed (weak: the pool holds idle streams).
+    let counted = ByteCount()
+    /// `Stream.Status.rawValue`: `.notOpen` or `.open`.
+    private let status = Atomic<UInt>(Stream.Status.notOpen.rawValue)
+    /// Where the stream goes when closed (weak: the pool holds idle streams). Set once, at init.
     private weak var pool: CountingStreamPool?
 
     init(pool: CountingStreamPool) {
@@ -215,20 +218,28 @@ private final class CountingOutputStream: OutputStream {
         super.init(toMemory: ())
     }
 
-    override func open() { lock.withLock { status = .open } }
+    override func open() { status.store(Stream.Status.open.rawValue, ordering: .releasing) }
 
     /// Ends this request's use: the stream is at zero, not open, and back in its pool.
     override func close() {
-        total.set(0)
-        lock.withLock { status = .notOpen }
+        counted.value.store(0, ordering: .releasing)
+        status.store(Stream.Status.notOpen.rawValue, ordering: .releasing)
         pool?.giveBack(self)
     }
 
-    override var streamStatus: Stream.Status { lock.withLock { status } }
+    override var streamStatus: Stream.Status {
+        Stream.Status(rawValue: status.load(ordering: .acquiring)) ?? .error
+    }
     override var hasSpaceAvailable: Bool { true }
 
     override func write(_ buffer: UnsafePointer<UInt8>, maxLength length: Int) -> Int {
-        total.update { $0 += Int64(length) }
+        counted.value.wrappingAdd(Int64(length), ordering: .acquiringAndReleasing)
         return length
     }
+}
+
+/// A byte count shared by a stream and the completion block that reads it.
+private final class ByteCount: Sendable {
+    /// Bytes written since the stream was last closed (final once the transfer ended).
+    let value = Atomic<Int64>(0)
 }
