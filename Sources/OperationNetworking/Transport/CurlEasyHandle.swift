@@ -94,9 +94,11 @@ final class CurlEasyHandle {
         try check(ccurl_easy_setopt_off_t(raw, option, curl_off_t(value)), option)
     }
 
-    /// String options are copied by libcurl, so the Swift string need not outlive the call.
+    /// String options are copied by libcurl, so the Swift string need not outlive the call. Through
+    /// `withCString`, which lends a native string's own NUL-terminated bytes: passing the `String` as
+    /// the pointer argument copies them into a new array first (an allocation per request for the URL).
     func set(_ option: CURLoption, _ value: String) throws {
-        try check(ccurl_easy_setopt_str(raw, option, value), option)
+        try check(value.withCString { ccurl_easy_setopt_str(raw, option, $0) }, option)
     }
 
     func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer?) throws {
