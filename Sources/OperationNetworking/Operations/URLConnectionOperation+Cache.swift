@@ -34,9 +34,17 @@ extension URLConnectionOperation {
 
     /// Stores a successful GET response when the operation opted into caching.
     func storeInCacheIfAllowed() {
-        let (block, data, error) = lock.withLock { (mutable.configuration.cacheBlock, mutable.responseData, mutable.error) }
-        guard error == nil, !isCancelled, block != nil || readsCache, let data,
-              let response = response as? HTTPURLResponse, response.statusCode == 200,
+        // Read for every operation that ends: one acquisition, by hand (a block and a body through
+        // `withLock`'s generic result are re-abstracted both ways), and nothing else for an operation
+        // that did not opt in.
+        lock.lock()
+        let block = mutable.configuration.cacheBlock
+        guard block != nil || readsCache, mutable.error == nil, let data = mutable.responseData else {
+            lock.unlock()
+            return
+        }
+        lock.unlock()
+        guard !isCancelled, let response = response as? HTTPURLResponse, response.statusCode == 200,
               request.uppercasedMethod == "GET",
               !(response.value(forHTTPHeaderField: "Cache-Control")?.lowercased().contains("no-store") ?? false) else {
             return
