@@ -31,6 +31,38 @@ final class ResponseSerializerTests: XCTestCase {
         }
     }
 
+    /// The status check for every shape of `acceptableStatusCodes` (one range is checked by its bounds,
+    /// others through the set), on the serializer, its copy and its archive.
+    func testStatusCodeSetsOfEveryShape() throws {
+        let cases: [(IndexSet?, accepted: [Int], rejected: [Int])] = [
+            (IndexSet(integersIn: 200..<300), [200, 250, 299], [199, 300, 404]),
+            (IndexSet(integersIn: 200..<400), [200, 304, 399], [199, 400]),
+            (IndexSet([200, 204]), [200, 204], [201, 203, 205]),
+            (IndexSet(integersIn: 200..<300).union(IndexSet(integer: 404)), [200, 299, 404], [300, 403, 405]),
+            (IndexSet(), [], [200, 404]),
+            (nil, [100, 200, 404, 599], []),
+        ]
+        for (codes, accepted, rejected) in cases {
+            let serializer = HTTPResponseSerializer()
+            serializer.acceptableStatusCodes = codes
+            let archive = try NSKeyedArchiver.archivedData(withRootObject: serializer, requiringSecureCoding: true)
+            let restored = try XCTUnwrap(try NSKeyedUnarchiver.unarchivedObject(ofClass: HTTPResponseSerializer.self, from: archive))
+            let copy = try XCTUnwrap(serializer.copy() as? HTTPResponseSerializer)
+            for candidate in [serializer, restored, copy] {
+                for status in accepted {
+                    XCTAssertNoThrow(try candidate.validate(response(status), data: Data("x".utf8)), "\(String(describing: codes)) \(status)")
+                }
+                for status in rejected {
+                    XCTAssertEqual(code { try candidate.validate(self.response(status), data: Data("x".utf8)) },
+                                   NSURLErrorBadServerResponse, "\(String(describing: codes)) \(status)")
+                }
+            }
+        }
+        // The default is 200-299.
+        XCTAssertEqual(code { try HTTPResponseSerializer().validate(self.response(300), data: Data()) }, NSURLErrorBadServerResponse)
+        XCTAssertNoThrow(try HTTPResponseSerializer().validate(response(299), data: Data()))
+    }
+
     func testJSONRules() throws {
         let serializer = JSONResponseSerializer()
         XCTAssertNil(try serializer.responseObject(for: response(), data: Data()))

@@ -35,6 +35,12 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     /// Guards every stored `var` of this class and its subclasses.
     let lock = NSLock()
     @exclusivity(unchecked) private var storedStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)   // guarded by lock
+    /// `storedStatusCodes` when it is one range (the default, and nearly every caller's): checked by
+    /// two compares, where `IndexSet.contains` goes through corelibs' `NSIndexSet`. Written with it.
+    @exclusivity(unchecked) private var statusCodeRange: Range<Int>? = 200..<300                       // guarded by lock
+    /// Whether this object's class is one of the library's own serializers (see
+    /// `acceptsWithoutResponseObject`). Set in `init`, read-only afterwards.
+    @exclusivity(unchecked) private var isBuiltInType = false
     @exclusivity(unchecked) private var storedContentTypes: Set<String>?                                 // guarded by lock
     private var storedEncoding: String.Encoding = .utf8                          // guarded by lock
 
@@ -42,6 +48,13 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     public required override init() {
         super.init()
         storedContentTypes = Swift.type(of: self).defaultAcceptableContentTypes
+        isBuiltInType = HTTPResponseSerializer.builtInTypes.contains(ObjectIdentifier(Swift.type(of: self)))
+    }
+
+    /// Sets the status codes and their range form. Call with `lock` held (or in `init`).
+    private func storeStatusCodes(_ codes: IndexSet?) {
+        storedStatusCodes = codes
+        statusCodeRange = codes.flatMap { $0.rangeView.count == 1 ? $0.rangeView.first : nil }
     }
 
     /// The content types a new serializer of this class accepts.
@@ -50,7 +63,7 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     /// Status codes that pass validation. Default 200–299; `nil` accepts any.
     public var acceptableStatusCodes: IndexSet? {
         get { lock.withLock { storedStatusCodes } }
-        set { lock.withLock { storedStatusCodes = newValue } }
+        set { lock.withLock { storeStatusCodes(newValue) } }
     }
     /// MIME types that pass validation (compared with the lower-cased media type). Default `nil` (any).
     public var acceptableContentTypes: Set<String>? {
@@ -87,12 +100,17 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     /// lower-cased) and the status code. Shared by `validate` and the raw-head fast path.
     /// `mimeType` is only evaluated when content types are checked.
     private func failedChecks(statusCode: Int, mimeType: @autoclosure () -> String?, data: Data?) -> (contentType: Bool, status: Bool) {
-        let (codes, types) = lock.withLock { (storedStatusCodes, storedContentTypes) }
+        // Taken and released by hand: a tuple of optionals through `withLock`'s generic result is
+        // re-abstracted both ways. The codes are read only when they are not one range.
+        lock.lock()
+        let range = statusCodeRange, codes = range == nil ? storedStatusCodes : nil, types = storedContentTypes
+        lock.unlock()
         var contentType = false
         if let types, let data, !data.isEmpty {
             contentType = mimeType().map { !types.contains($0.lowercased()) } ?? true
         }
-        return (contentType, codes.map { !$0.contains(statusCode) } ?? false)
+        let status = range.map { !$0.contains(statusCode) } ?? codes.map { !$0.contains(statusCode) } ?? false
+        return (contentType, status)
     }
 
     /// Validates, then decodes the body (here: the body itself).
@@ -159,7 +177,7 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     /// `responseObject(for:data:)` is then exactly `decodedObject`, so the operation can skip building
     /// Foundation's `HTTPURLResponse`. Subclasses outside the library always take the documented path.
     func acceptsWithoutResponseObject(_ head: ResponseHead, data: Data?) -> Bool {
-        guard HTTPResponseSerializer.builtInTypes.contains(ObjectIdentifier(Swift.type(of: self))) else { return false }
+        guard isBuiltInType else { return false }
         let failed = failedChecks(statusCode: head.statusCode, mimeType: head.mimeType, data: data)
         return !failed.contentType && !failed.status
     }
@@ -183,7 +201,7 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     open func copy(with zone: NSZone? = nil) -> Any {
         let copy = Swift.type(of: self).init()
         lock.withLock {
-            copy.storedStatusCodes = storedStatusCodes
+            copy.storeStatusCodes(storedStatusCodes)
             copy.storedContentTypes = storedContentTypes
             copy.storedEncoding = storedEncoding
         }
@@ -206,10 +224,11 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     public required init?(coder: NSCoder) {
         super.init()
         storedContentTypes = Swift.type(of: self).defaultAcceptableContentTypes
+        isBuiltInType = HTTPResponseSerializer.builtInTypes.contains(ObjectIdentifier(Swift.type(of: self)))
         coder.checkCodingVersion(of: HTTPResponseSerializer.self)
         if coder.containsValue(forKey: CodingKeys.statusCodes) {
-            storedStatusCodes = coder.decodeJSON([Int].self, forKey: CodingKeys.statusCodes)
-                .map { IndexSet($0.filter { (0...999).contains($0) }) }
+            storeStatusCodes(coder.decodeJSON([Int].self, forKey: CodingKeys.statusCodes)
+                .map { IndexSet($0.filter { (0...999).contains($0) }) })
         }
         if coder.containsValue(forKey: CodingKeys.contentTypes) {
             storedContentTypes = coder.decodeJSON([String].self, forKey: CodingKeys.contentTypes).map(Set.init)
