@@ -446,7 +446,9 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         let configuration = mutable.configuration
         let transfer = Transfer(request: mutable.request, outputStream: mutable.outputStream, resumeFrom: kept?.point,
                                 initialBody: kept?.bytes ?? Data(),
-                                security: configuration.securityPolicy?.snapshot ?? SecurityPolicy.defaultSnapshot,
+                                // No policy set means the default one, which the transport takes as no
+                                // snapshot (`nil`): copying the default's arrays and sets cost retains.
+                                security: configuration.securityPolicy?.snapshot,
                                 clientCertificate: configuration.clientCertificate,
                                 maximumBodySize: configuration.maximumResponseSize, retryPolicy: configuration.retryPolicy,
                                 proxy: configuration.proxy, delegate: self)
