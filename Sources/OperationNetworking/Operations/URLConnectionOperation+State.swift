@@ -15,21 +15,17 @@ struct MutableState {
     var request: URLRequest
     /// The request of the transfer under way (after a redirect, the redirected one).
     var currentRequest: URLRequest
-    /// The last response head and the metrics, boxed: a queued operation has neither, and they would
-    /// make every operation a couple of hundred bytes larger.
-    private var facts: TransferFacts?
     /// The last response head; `response` is built from it on first use (off the network thread).
-    var head: ResponseHead? {
-        get { facts?.head }
-        set { changeFacts(to: newValue) { $0.head = newValue } }
-    }
+    var head: ResponseHead?
     var response: URLResponse?
     var error: Error?
     var responseData: Data?
-    var metrics: TransferMetrics? {
-        get { facts?.metrics }
-        set { changeFacts(to: newValue) { $0.metrics = newValue } }
-    }
+    /// The last transfer that ended with metrics. They are read from it, not copied out: the network
+    /// thread writes nothing to a transfer once its end reached the operation, and this is usually
+    /// `transfer` itself, so it holds nothing more (a box copied into per request cost about 600
+    /// instructions; bench/README.md, round 10).
+    var metricsSource: Transfer?
+    var metrics: TransferMetrics? { metricsSource?.metrics }
     /// The transfer on (or last on) the network thread.
     var transfer: Transfer?
     var outputStream: OutputStream?
@@ -57,14 +53,6 @@ struct MutableState {
         responseData = nil
     }
 
-    /// Makes the facts box on the first value set (setting `nil` on no box makes none).
-    private mutating func changeFacts<Value>(to value: Value?, _ change: (TransferFacts) -> Void) {
-        if value == nil && facts == nil { return }
-        let box = facts ?? TransferFacts()
-        change(box)
-        facts = box
-    }
-
     init(request: URLRequest) {
         self.request = request
         self.currentRequest = request
@@ -80,13 +68,6 @@ struct MutableState {
         }
         set { configuration.securityPolicy = newValue }
     }
-}
-
-/// A transfer's response head and metrics, out of line (see `MutableState.head`).
-/// - Threading: owned by one `MutableState`, so guarded by its operation's lock.
-final class TransferFacts {
-    @exclusivity(unchecked) var head: ResponseHead?        // guarded by the operation's lock
-    @exclusivity(unchecked) var metrics: TransferMetrics?  // guarded by the operation's lock
 }
 
 extension URLConnectionOperation {

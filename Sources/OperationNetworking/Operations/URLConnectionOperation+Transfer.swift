@@ -120,7 +120,7 @@ extension URLConnectionOperation: TransferDelegate {
             guard transfer === mutable.transfer else { return (.none, nil, nil) }   // an earlier run's transfer
             mutable.attempts = max(mutable.attempts, transfer.attempt)
             mutable.bodyBytesDelivered = transfer.bytesReceived   // for monitors, whatever the sink
-            if let metrics = transfer.metrics { mutable.metrics = metrics }
+            if transfer.hasMetrics { mutable.metricsSource = transfer }
             if mutable.head == nil, let head = transfer.head { mutable.head = head }
             if case .paused(let point) = outcome {
                 let kept = KeptDownload(point: point, bytes: mutable.outputStream == nil ? transfer.body : Data())

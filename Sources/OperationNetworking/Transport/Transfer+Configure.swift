@@ -299,6 +299,7 @@ extension Transfer {
         case Int(CURL_HTTP_VERSION_3): version = "3"
         default: version = nil
         }
+        hasMetrics = true
         metrics = TransferMetrics(
             nameLookup: seconds(CURLINFO_NAMELOOKUP_TIME_T), connect: seconds(CURLINFO_CONNECT_TIME_T),
             tlsHandshake: seconds(CURLINFO_APPCONNECT_TIME_T), firstByte: seconds(CURLINFO_STARTTRANSFER_TIME_T),

@@ -155,8 +155,10 @@ final class Transfer: @unchecked Sendable {
     /// Monotonic start of the first hop and of the current hop, for `metrics`.
     @exclusivity(unchecked) var startTime: UInt64 = 0
     @exclusivity(unchecked) var hopStartTime: UInt64 = 0
-    /// Filled when the transfer completed.
+    /// Filled when a hop ended (`collectMetrics`, the one writer).
     @exclusivity(unchecked) var metrics: TransferMetrics?
+    /// Whether `metrics` is filled: asking the optional itself copied it whole (its strings retained).
+    @exclusivity(unchecked) var hasMetrics = false
     /// Set by a callback that aborted the transfer, so the outcome says why rather than curl's generic code.
     @exclusivity(unchecked) var abortError: Error?
     /// `errno` of the last socket the open-socket callback could not make (0: none failed).
