@@ -7,7 +7,8 @@ import Foundation
 extension NetworkThread {
     /// Records a transfer curl now runs, and lifts the per-host cap when it needs a connection of its own.
     func putOnCurl(_ transfer: Transfer, easy: CurlEasyHandle, multi: UnsafeMutableRawPointer) {
-        active[easy.raw] = transfer
+        transfer.activeIndex = active.count
+        active.append(transfer)
         let serial = transfer.tlsOrigin.map { serialTLSOrigins.contains($0) } ?? true
         transfer.countedAsSerial = serial
         if serial {
@@ -18,10 +19,18 @@ extension NetworkThread {
 
     /// Forgets a transfer curl no longer runs (its handle already removed from the multi handle); learns
     /// whether its https origin is HTTP/1.x; restores the per-host cap when no transfer needs its own
-    /// connection any more.
+    /// connection any more. False when the transfer was not on curl (nothing changes then).
     @discardableResult
-    func takeOffCurl(_ raw: UnsafeMutableRawPointer, multi: UnsafeMutableRawPointer) -> Transfer? {
-        guard let transfer = active.removeValue(forKey: raw) else { return nil }
+    func takeOffCurl(_ transfer: Transfer, multi: UnsafeMutableRawPointer) -> Bool {
+        let index = transfer.activeIndex
+        guard index >= 0, index < active.count, active[index] === transfer else { return false }
+        // The last one takes its place.
+        let last = active.removeLast()
+        if last !== transfer {
+            active[index] = last
+            last.activeIndex = index
+        }
+        transfer.activeIndex = -1
         if let origin = transfer.tlsOrigin, !transfer.countedAsSerial,
            case let version = transfer.easy?.info(long: CURLINFO_HTTP_VERSION) ?? 0, version > 0,
            version < Int(CURL_HTTP_VERSION_2_0) {
@@ -35,16 +44,28 @@ extension NetworkThread {
                 _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, NetworkThread.multiplexedConnectionsPerHost)
             }
         }
-        return transfer
+        return true
+    }
+
+    /// The transfer whose hop runs on the easy handle `raw` (one curl reported done): its header
+    /// block, the handle's `CURLOPT_PRIVATE`, names it as its owner while the handle is on curl.
+    func transfer(on raw: UnsafeMutableRawPointer) -> Transfer? {
+        var data: UnsafeMutableRawPointer?
+        guard ccurl_easy_getinfo_ptr(raw, CURLINFO_PRIVATE, &data) == CURLE_OK, let data,
+              let owner = data.assumingMemoryBound(to: ccurl_header_block.self).pointee.owner else { return nil }
+        // `active` holds the transfer while its handle is on curl, so the unretained pointer is alive.
+        return Unmanaged<Transfer>.fromOpaque(owner).takeUnretainedValue()
     }
 
     /// Frees what the thread owns in libcurl once its loop ended: the pooled easy handles, the multi
     /// handle (with the connections it keeps and its wake-up socket pair) and the share handle.
     func releaseHandles(_ multi: UnsafeMutableRawPointer) {
-        for (raw, transfer) in active {
-            curl_multi_remove_handle(multi, raw)
+        for transfer in active {
+            guard let easy = transfer.easy else { continue }
+            curl_multi_remove_handle(multi, easy.raw)
             // A transfer still on curl keeps its handle past this point: it must not point at the share.
-            if share != nil, let easy = transfer.easy { _ = ccurl_easy_setopt_ptr(easy.raw, CURLOPT_SHARE, nil) }
+            if share != nil { _ = ccurl_easy_setopt_ptr(easy.raw, CURLOPT_SHARE, nil) }
+            transfer.activeIndex = -1
         }
         active.removeAll()
         pool.removeAll()   // their last references: each deinit calls curl_easy_cleanup

@@ -86,8 +86,11 @@ final class NetworkThread: @unchecked Sendable {
     @exclusivity(unchecked) var serialTLSOrigins: Set<String> = []
     /// Transfers on curl that need a connection each: plain http, or https to an origin known to be HTTP/1.x.
     @exclusivity(unchecked) var serialTransfers = 0
-    /// Transfers on curl, by easy handle.
-    @exclusivity(unchecked) var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    /// Transfers on curl, in no order; each knows its place (`Transfer.activeIndex`), and curl's
+    /// messages name a transfer through its handle's header block (`CURLOPT_PRIVATE`), so putting one
+    /// on and taking it off costs no hashing (a dictionary by handle cost about 440 instructions a
+    /// request; bench/README.md, round 10).
+    @exclusivity(unchecked) var active: [Transfer] = []
     /// Transfers waiting for a slot, oldest first (`waitingHead` is the next to admit).
     @exclusivity(unchecked) var waiting: [Transfer] = []
     @exclusivity(unchecked) var waitingHead = 0
@@ -298,7 +301,7 @@ final class NetworkThread: @unchecked Sendable {
         assertOnNetworkThread()
         if let easy = transfer.leaveCurlEarly(), let multi {
             curl_multi_remove_handle(multi, easy.raw)
-            takeOffCurl(easy.raw, multi: multi)
+            takeOffCurl(transfer, multi: multi)
             recycle(easy)
         }
         end(transfer, outcome)
@@ -359,7 +362,8 @@ final class NetworkThread: @unchecked Sendable {
             guard message.pointee.msg == CURLMSG_DONE, let raw = message.pointee.easy_handle else { continue }
             let code = message.pointee.data.result
             curl_multi_remove_handle(multi, raw)
-            guard let transfer = takeOffCurl(raw, multi: multi), let easy = transfer.easy else { continue }
+            guard let transfer = transfer(on: raw), takeOffCurl(transfer, multi: multi),
+                  let easy = transfer.easy else { continue }
             switch transfer.hopEnded(code: code, on: easy) {
             case .finish(let outcome):
                 recycle(easy)
@@ -426,7 +430,7 @@ final class NetworkThread: @unchecked Sendable {
     private func failStalled(_ multi: UnsafeMutableRawPointer, now: UInt64) {
         var stalled: [Transfer] = []
         // lastActivity may lie ahead: a throttled upload counts its planned pause as activity.
-        for transfer in active.values {
+        for transfer in active {
             let last = transfer.latestActivity
             if now > last && now - last > transfer.timeoutNanoseconds { stalled.append(transfer) }
         }

@@ -88,6 +88,8 @@ extension Transfer {
         // Every callback's data is the handle's header block, whose `owner` says which transfer it serves
         // (see CurlCallbacks.swift); `beginHop` sets it.
         let callbackData = easy.callbackData
+        // The network thread finds the transfer of a finished handle through the block's owner.
+        try easy.set(CURLOPT_PRIVATE, pointer: callbackData)
         try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_HEADERFUNCTION, ccurl_header_callback))
         try easy.set(CURLOPT_HEADERDATA, pointer: callbackData)
         try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_WRITEFUNCTION, curlWriteCallback))

@@ -175,6 +175,8 @@ final class Transfer: @unchecked Sendable {
 
     /// `host:port` of the current hop when it is https (a connection that may turn out HTTP/2), else `nil`.
     @exclusivity(unchecked) var tlsOrigin: String?
+    /// Where the transfer is in the network thread's `active` list while its handle is on curl; -1 otherwise.
+    @exclusivity(unchecked) var activeIndex = -1
     /// Whether the network thread counts this transfer among those that need a connection each.
     @exclusivity(unchecked) var countedAsSerial = false
     /// What the proxy answered to this hop's `CONNECT`, when it refused the tunnel.
