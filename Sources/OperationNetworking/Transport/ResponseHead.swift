@@ -20,16 +20,90 @@ extension FieldSpan {
 }
 
 extension ccurl_head_summary {
-    /// The summary of `spans` (into `bytes`), for fields that did not come through a C block (a folded
-    /// block split again, an archive's).
-    init(bytes: [UInt8], spans: [FieldSpan]) {
+    /// The summary of `fields`, for fields that did not come through a C block (a folded block split
+    /// again, an archive's).
+    init(_ fields: HeadFields) {
         self.init()
         ccurl_head_summary_clear(&self)
-        bytes.withUnsafeBufferPointer { bytes in
-            spans.withUnsafeBufferPointer { spans in
-                guard let base = bytes.baseAddress, let first = spans.baseAddress else { return }
-                for index in 0..<spans.count { ccurl_head_summary_note(&self, base, first, index) }
+        fields.withBytesAndSpans { base, first in
+            for index in 0..<fields.count { ccurl_head_summary_note(&self, base, first, index) }
+        }
+    }
+}
+
+/// A head's fields in one array: their bytes as received, back to back, then (from the next multiple
+/// of 4) where each field lies. One allocation per response where a bytes array and a spans array
+/// were two (bench/README.md, round 10).
+/// - Threading: a value; immutable once made.
+struct HeadFields {
+    /// The field bytes, then the spans.
+    let storage: [UInt8]
+    /// How many leading bytes of `storage` are field bytes.
+    let byteCount: Int
+    /// How many spans follow them.
+    let count: Int
+
+    /// Where the spans start in `storage` (4-byte aligned, as `FieldSpan` is).
+    private var spanOffset: Int { (byteCount + 3) & ~3 }
+    private static let spanStride = MemoryLayout<FieldSpan>.stride
+
+    /// No fields.
+    static let empty = HeadFields(bytes: nil, byteCount: 0, spans: nil, count: 0)
+
+    /// `byteCount` bytes and `count` spans copied from C memory (a header block's), in one allocation.
+    init(bytes: UnsafeRawPointer?, byteCount: Int, spans: UnsafeRawPointer?, count: Int) {
+        let byteCount = bytes == nil ? 0 : max(byteCount, 0)
+        let count = spans == nil ? 0 : max(count, 0)
+        let spanOffset = (byteCount + 3) & ~3
+        let total = spanOffset + count * HeadFields.spanStride
+        // Reserved once, then appended to: the array initialisers that fill a buffer in place
+        // (`unsafeUninitializedCapacity`, `repeating:count:`) went through the runtime's generic
+        // metadata lookups on every call here, which cost more than the allocation they save.
+        var storage: [UInt8] = []
+        storage.reserveCapacity(total)
+        if let bytes { storage.append(contentsOf: UnsafeRawBufferPointer(start: bytes, count: byteCount)) }
+        while storage.count < spanOffset { storage.append(0) }
+        if let spans { storage.append(contentsOf: UnsafeRawBufferPointer(start: spans, count: count * HeadFields.spanStride)) }
+        self.storage = storage
+        self.byteCount = byteCount
+        self.count = count
+    }
+
+    /// From separate arrays (a folded block split again, an archive's fields).
+    init(bytes: [UInt8], spans: [FieldSpan]) {
+        let count = spans.count
+        self = bytes.withUnsafeBytes { bytes in
+            spans.withUnsafeBytes { spans in
+                HeadFields(bytes: bytes.baseAddress, byteCount: bytes.count, spans: spans.baseAddress, count: count)
             }
+        }
+    }
+
+    /// The place of field `index` (`0..<count`).
+    subscript(index: Int) -> FieldSpan {
+        storage.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: spanOffset + index * HeadFields.spanStride, as: FieldSpan.self) }
+    }
+
+    /// Every field's place, in arrival order.
+    var spans: [FieldSpan] { (0..<count).map { self[$0] } }
+
+    /// The place of the first field named `name` (ASCII case-insensitive).
+    func first(named name: String) -> FieldSpan? {
+        for index in 0..<count {
+            let span = self[index]
+            if HeaderBytes.nameMatches(name, storage, span) { return span }
+        }
+        return nil
+    }
+
+    /// Calls `body` with the first field byte and the first span (both `nil`-free only when there are
+    /// fields), as the C summary wants them.
+    func withBytesAndSpans(_ body: (UnsafePointer<UInt8>, UnsafePointer<FieldSpan>) -> Void) {
+        guard count > 0 else { return }
+        let offset = spanOffset
+        storage.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return }
+            body(base.assumingMemoryBound(to: UInt8.self), (base + offset).assumingMemoryBound(to: FieldSpan.self))
         }
     }
 }
@@ -49,10 +123,10 @@ final class ResponseHead: Sendable {
     let statusCode: Int
     /// `"HTTP/1.1"`, `"HTTP/2"`…
     let httpVersion: String
-    /// Names and values of the fields, as received, back to back.
-    private let bytes: [UInt8]
-    /// Each field's place in `bytes`, in arrival order.
-    private let spans: [FieldSpan]
+    /// Names and values of the fields, as received, and each field's place among them.
+    private let fieldStorage: HeadFields
+    /// The field bytes (`fieldStorage.storage`: indices past the field bytes are the places').
+    private var bytes: [UInt8] { fieldStorage.storage }
     /// `Content-Length` when the server sent a valid one, otherwise -1.
     let expectedContentLength: Int64
     /// Where the first `Content-Type` lies, parsed only when the media type or charset is read.
@@ -68,15 +142,14 @@ final class ResponseHead: Sendable {
 
     /// A head from raw storage (the parser's), with what its fields say that every response needs
     /// (`summary`, found by the C block as the fields came, or made from `spans`).
-    init(url: URL, statusCode: Int, httpVersion: String, bytes: [UInt8], spans: [FieldSpan],
-         summary: ccurl_head_summary? = nil) {
+    init(url: URL, statusCode: Int, httpVersion: String, fields: HeadFields, summary: ccurl_head_summary? = nil) {
         self.url = url
         self.statusCode = statusCode
         self.httpVersion = httpVersion
-        self.bytes = bytes
-        self.spans = spans
-        let summary = summary ?? ccurl_head_summary(bytes: bytes, spans: spans)
-        let field = { (index: Int32) in index >= 0 && Int(index) < spans.count ? spans[Int(index)] : nil }
+        fieldStorage = fields
+        let summary = summary ?? ccurl_head_summary(fields)
+        let field = { (index: Int32) in index >= 0 && Int(index) < fields.count ? fields[Int(index)] : nil }
+        let bytes = fields.storage
         contentType = field(summary.content_type)
         contentLength = field(summary.content_length)
         contentEncodingSpan = field(summary.content_encoding)
@@ -124,22 +197,27 @@ final class ResponseHead: Sendable {
             spans.append(FieldSpan(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart,
                                    valueEnd: Int32(clamping: bytes.count)))
         }
-        self.init(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: bytes, spans: spans)
+        self.init(url: url, statusCode: statusCode, httpVersion: httpVersion, fields: HeadFields(bytes: bytes, spans: spans))
     }
 
     /// Fields in arrival order, names as sent.
     var fields: [(name: String, value: String)] {
-        spans.map { (HeaderBytes.text(bytes, $0.nameStart, $0.nameEnd), HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd)) }
+        let bytes = self.bytes
+        return fieldStorage.spans.map {
+            (HeaderBytes.text(bytes, $0.nameStart, $0.nameEnd), HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd))
+        }
     }
 
     /// The value of the first field named `name` (ASCII case-insensitive).
     func value(for name: String) -> String? {
-        HeaderBytes.firstValue(named: name, in: bytes, spans: spans).map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
+        fieldStorage.first(named: name).map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
     }
 
     /// All values of the fields named `name` (for `Set-Cookie`, which must not be joined).
     func values(for name: String) -> [String] {
-        spans.filter { HeaderBytes.nameMatches(name, bytes, $0) }.map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
+        let bytes = self.bytes
+        return fieldStorage.spans.filter { HeaderBytes.nameMatches(name, bytes, $0) }
+            .map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
     }
 
     /// Fields as Foundation wants them: repeated names joined with `", "`, the first spelling kept.
@@ -186,10 +264,6 @@ enum HeaderBytes {
                 return true
             }
         }
-    }
-
-    static func firstValue(named name: String, in bytes: [UInt8], spans: [FieldSpan]) -> FieldSpan? {
-        spans.first { nameMatches(name, bytes, $0) }
     }
 
     /// A non-negative decimal `Content-Length`; `nil` for anything else (signs, spaces, overflow).

@@ -35,10 +35,9 @@ struct ResponseHeaderParser {
     private(set) var statusCode = 0
     /// `"HTTP/1.1"`, `"HTTP/2"`…, from the status line.
     private(set) var httpVersion = "HTTP/1.1"
-    /// The fields of the block as of its end: the kept lines, or the copy a folded block needs.
-    private var storage: [UInt8] = []
-    /// Each field's place in `storage`.
-    private var spans: [FieldSpan] = []
+    /// The fields of the block as of its end (the kept lines, or the copy a folded block needs), and
+    /// each field's place among them.
+    private var fields = HeadFields.empty
     /// What the C block noted of `spans` as they came; `nil` when they were split again here.
     private var summary: ccurl_head_summary?
 
@@ -64,20 +63,19 @@ struct ResponseHeaderParser {
 
     /// The value of the first field named `name` in the last block that ended.
     func value(for name: String) -> String? {
-        HeaderBytes.firstValue(named: name, in: storage, spans: spans).map { HeaderBytes.text(storage, $0.valueStart, $0.valueEnd) }
+        fields.first(named: name).map { HeaderBytes.text(fields.storage, $0.valueStart, $0.valueEnd) }
     }
 
     /// Whether the last block that ended has a field named `name`.
     func hasField(_ name: String) -> Bool {
-        HeaderBytes.firstValue(named: name, in: storage, spans: spans) != nil
+        fields.first(named: name) != nil
     }
 
     /// The completed head for `url`. Changes nothing: `mutating` only so that a caller holding the
     /// parser in a class's stored property (`Transfer`) passes it in place; called as a non-mutating
     /// method it was first copied whole, about 400 instructions a response.
     mutating func head(url: URL) -> ResponseHead {
-        ResponseHead(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: storage, spans: spans,
-                     summary: summary)
+        ResponseHead(url: url, statusCode: statusCode, httpVersion: httpVersion, fields: fields, summary: summary)
     }
 
     private mutating func startBlock(_ line: UnsafeRawBufferPointer) {
@@ -94,8 +92,7 @@ struct ResponseHeaderParser {
             digits += 1
         }
         statusCode = digits == 3 ? code : 0
-        storage = []
-        spans = []
+        fields = .empty
         summary = nil
     }
 
@@ -115,23 +112,23 @@ struct ResponseHeaderParser {
     private mutating func finishBlock(_ block: UnsafeMutablePointer<ccurl_header_block>) -> Event {
         if (100..<200).contains(statusCode) && statusCode != 101 {
             statusCode = 0
-            storage = []
-            spans = []
+            fields = .empty
             summary = nil
             ccurl_header_block_clear_lines(block)
             return .informational
         }
-        let raw = block.pointee.bytes.map { [UInt8](UnsafeBufferPointer(start: $0, count: block.pointee.count)) } ?? []
         if block.pointee.folded != 0 {
-            (storage, spans) = ResponseHeaderParser.splitFolded(raw)
+            let raw = block.pointee.bytes.map { [UInt8](UnsafeBufferPointer(start: $0, count: block.pointee.count)) } ?? []
+            let (bytes, spans) = ResponseHeaderParser.splitFolded(raw)
+            fields = HeadFields(bytes: bytes, spans: spans)
             summary = nil
             return .headComplete
         }
         // The fields and their summary as the block found them, line by line (about 100 instructions a
-        // field fewer than a second pass over the lines in Swift), the spans taken in one copy.
-        spans = block.pointee.spans.map { [FieldSpan](UnsafeBufferPointer(start: $0, count: block.pointee.span_count)) } ?? []
+        // field fewer than a second pass over the lines in Swift), bytes and spans taken into one array.
+        fields = HeadFields(bytes: block.pointee.bytes.map { UnsafeRawPointer($0) }, byteCount: block.pointee.count,
+                            spans: block.pointee.spans.map { UnsafeRawPointer($0) }, count: block.pointee.span_count)
         summary = block.pointee.summary
-        storage = raw
         return .headComplete
     }
 
