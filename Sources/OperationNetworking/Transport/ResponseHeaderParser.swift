@@ -38,7 +38,7 @@ struct ResponseHeaderParser {
     /// The fields of the block as of its end (the kept lines, or the copy a folded block needs), and
     /// each field's place among them.
     private var fields = HeadFields.empty
-    /// What the C block noted of `spans` as they came; `nil` when they were split again here.
+    /// What the C block noted of `fields` as they came; `nil` when they were split again here.
     private var summary: ccurl_head_summary?
 
     init() {}

@@ -20,8 +20,10 @@ extension Transfer {
 
     /// libcurl's receive buffer per easy handle: 256 KiB instead of its 16 KiB default, so a large body
     /// takes a sixteenth of the socket reads (`bench/README.md` has the measurements). Write callbacks
-    /// still come in pieces of at most 16 KiB (libcurl cuts them). The buffer stays with its
-    /// pooled handle, but only the pages a response reaches are ever touched: a 1 KiB response costs one.
+    /// still come in pieces of at most 16 KiB (libcurl cuts them). libcurl 7.88 allocates the buffer
+    /// for each transfer and frees it at the end (measured: one 262,145-byte `malloc` a request;
+    /// `MallocThresholds` keeps it on the heap), and only the pages a response reaches are touched: a
+    /// 1 KiB response costs one.
     static let receiveBufferSize = 256 * 1024
 
     /// Sets up `easy` for the current hop. Throws a `URLError` for a request curl must not see.
