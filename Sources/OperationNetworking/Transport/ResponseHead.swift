@@ -141,7 +141,7 @@ final class ResponseHead: Sendable {
     let hasSetCookie: Bool
 
     /// A head from raw storage (the parser's), with what its fields say that every response needs
-    /// (`summary`, found by the C block as the fields came, or made from `spans`).
+    /// (`summary`, found by the C block as the fields came, or made from `fields`).
     init(url: URL, statusCode: Int, httpVersion: String, fields: HeadFields, summary: ccurl_head_summary? = nil) {
         self.url = url
         self.statusCode = statusCode
