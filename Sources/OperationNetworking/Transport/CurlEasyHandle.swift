@@ -105,9 +105,11 @@ final class CurlEasyHandle {
         try check(ccurl_easy_setopt_ptr(raw, option, value), option)
     }
 
-    /// Replaces the request header list (`"Name: value"` lines; `"Name:"` removes a header curl would add).
+    /// Replaces the request header list (`"Name: value"` lines; `"Name:"` removes a header curl would add),
+    /// unless the list already holds the same bytes. Compared as bytes: `String`'s `==` takes canonically
+    /// equivalent spellings (a precomposed and a decomposed é) as equal, and kept the last request's.
     func setHeaders(_ lines: [String]) throws {
-        if headerList != nil && lines == headerLines { return }
+        if headerList != nil && CurlEasyHandle.sameBytes(lines, headerLines) { return }
         var list: UnsafeMutablePointer<curl_slist>?
         for line in lines {
             guard let appended = curl_slist_append(list, line) else {
@@ -120,6 +122,14 @@ final class CurlEasyHandle {
         if let headerList { curl_slist_free_all(headerList) }
         headerList = list
         headerLines = lines
+    }
+
+    /// Whether two lists of lines are the same bytes: at once when they share their buffer (the shared
+    /// lines of a request with no fields), else line by line.
+    static func sameBytes(_ a: [String], _ b: [String]) -> Bool {
+        guard a.count == b.count else { return false }
+        let shared = a.withUnsafeBufferPointer { x in b.withUnsafeBufferPointer { y in x.baseAddress == y.baseAddress } }
+        return shared || zip(a, b).allSatisfy { $0.isSameBytes(as: $1) }
     }
 
     /// Installs the error buffer; call after every `reset()`.
@@ -177,4 +187,18 @@ struct PlainConfiguration: Equatable {
     var connectTimeoutMilliseconds: Int
     /// "GET" (no body), or the method of a request whose body is a `Data`.
     var method: String
+}
+
+extension String {
+    /// Whether `self` and `other` are the same UTF-8 bytes (`==` compares canonical equivalence).
+    func isSameBytes(as other: String) -> Bool {
+        var a = self, b = other
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                guard x.count == y.count else { return false }
+                guard let xBase = x.baseAddress, let yBase = y.baseAddress else { return true }
+                return memcmp(xBase, yBase, x.count) == 0
+            }
+        }
+    }
 }

@@ -75,6 +75,20 @@ final class HandleReuseTests: ServerTestCase {
         XCTAssertNil(logged[6].header("Content-Length"), "the GET after the uploads sent a length")
     }
 
+    /// Two spellings of one text (precomposed and decomposed é) are equal `String`s, but not the same
+    /// bytes: each request must send its own.
+    func testEquivalentButDifferentValuesAreSentAsTheirOwnBytes() throws {
+        let precomposed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        XCTAssertEqual(precomposed, decomposed)
+        for value in [precomposed, decomposed, decomposed, precomposed] {
+            var made = request("/echo")
+            made.setValue(value, forHTTPHeaderField: "X-Name")
+            XCTAssertTrue(run(made).1.isSuccess)
+        }
+        let sent = server.requests(path: "/echo").map { Array(($0.header("X-Name") ?? "").utf8) }
+        XCTAssertEqual(sent, [precomposed, decomposed, decomposed, precomposed].map { Array($0.utf8) })
+    }
+
     /// libcurl refuses a new receive-buffer size on a handle whose last transfer failed (it still holds
     /// its buffer); the next request on that handle must go out all the same.
     func testAHandleWhoseTransferFailedServesTheNextRequest() throws {
