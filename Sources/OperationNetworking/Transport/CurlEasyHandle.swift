@@ -125,7 +125,7 @@ final class CurlEasyHandle {
     }
 
     /// Whether two lists of lines are the same bytes: at once when they share their buffer (the shared
-    /// lines of a request with no fields), else line by line.
+    /// lines of a request with no fields, or `Transfer.FieldLinesMemo`'s), else line by line.
     static func sameBytes(_ a: [String], _ b: [String]) -> Bool {
         guard a.count == b.count else { return false }
         let shared = a.withUnsafeBufferPointer { x in b.withUnsafeBufferPointer { y in x.baseAddress == y.baseAddress } }
@@ -192,13 +192,15 @@ struct PlainConfiguration: Equatable {
 extension String {
     /// Whether `self` and `other` are the same UTF-8 bytes (`==` compares canonical equivalence).
     func isSameBytes(as other: String) -> Bool {
-        var a = self, b = other
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                guard x.count == y.count else { return false }
-                guard let xBase = x.baseAddress, let yBase = y.baseAddress else { return true }
-                return memcmp(xBase, yBase, x.count) == 0
+        let count = utf8.count
+        guard count == other.utf8.count else { return false }
+        let compared = utf8.withContiguousStorageIfAvailable { x in
+            other.utf8.withContiguousStorageIfAvailable { y in
+                guard let xBase = x.baseAddress, let yBase = y.baseAddress else { return true }   // both empty
+                return memcmp(xBase, yBase, count) == 0
             }
         }
+        if let compared, let same = compared { return same }
+        return utf8.elementsEqual(other.utf8)
     }
 }

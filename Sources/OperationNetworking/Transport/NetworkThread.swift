@@ -82,6 +82,9 @@ final class NetworkThread: @unchecked Sendable {
     /// The last absolute URL string `Transfer.configure` found usable, and its `host:port` when it is
     /// https: requests to one URL (a poller, a benchmark) skip parsing its scheme and host every time.
     @exclusivity(unchecked) var lastCheckedURL: (absoluteString: String, tlsOrigin: String?)?
+    /// The header lines the last request with fields of its own made of them (see
+    /// `Transfer.FieldLinesMemo`): a manager's requests carry the same fields one after another.
+    @exclusivity(unchecked) var fieldLinesMemo: Transfer.FieldLinesMemo?
     /// https origins whose connections turned out HTTP/1.x (they cannot multiplex).
     @exclusivity(unchecked) var serialTLSOrigins: Set<String> = []
     /// Transfers on curl that need a connection each: plain http, or https to an origin known to be HTTP/1.x.

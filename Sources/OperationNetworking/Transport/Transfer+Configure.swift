@@ -225,13 +225,89 @@ extension Transfer {
             sentRange = false
             return asksForEncodings ? Transfer.encodingsOnlyLines : []
         }
+        // A continuation sends its own Range (and If-Range) in place of the caller's; without one (paused
+        // before any byte arrived, or a range the library cannot continue) the caller's stand as sent.
+        let continuation = resumeFrom.flatMap { $0.offset > 0 && $0.rangesSupported ? $0 : nil }
+        var lines: [String], hasCookie: Bool
+        if continuation == nil, let memo = network?.fieldLinesMemo,
+           memo.hasUpload == (upload != nil), memo.asksForEncodings == asksForEncodings, memo.holds(fields) {
+            lines = memo.lines
+            hasCookie = memo.hasCookie
+            callerRange = memo.callerRange
+        } else {
+            (lines, hasCookie) = try fieldLines(fields, continuation: continuation, url: url)
+            if continuation == nil {
+                network?.fieldLinesMemo = FieldLinesMemo(fields: fields.map { ($0.key, $0.value) }, hasUpload: upload != nil,
+                                                         asksForEncodings: asksForEncodings, lines: lines,
+                                                         hasCookie: hasCookie, callerRange: callerRange)
+            }
+        }
+        // An empty storage is told cheaply (see `NetworkThread.AdmissionPass`); matching cookies to the
+        // URL parses its host (most of the cost).
+        if hopHandlesCookies && !hasCookie, !(network?.cookieStorageIsEmpty() ?? Transfer.cookieStorageIsEmpty()),
+           case let cookies = CookieScope.cookies(in: Transfer.cookieStorage, for: url), !cookies.isEmpty,
+           let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
+            lines.append("Cookie: \(header)")
+        }
+        sentRange = false
+        if let resume = continuation {
+            lines.append("Range: bytes=\(resume.offset)-\(resume.rangeEnd.map(String.init) ?? "")")
+            if let validator = resume.validator { lines.append("If-Range: \(validator)") }
+            sentRange = true
+        }
+        return lines
+    }
+
+    /// What `fieldLines` made of one request's fields, kept by the network thread for the next request:
+    /// when that one carries the same fields, byte for byte (one hash and two compares a field), and the
+    /// same body and encodings facts, its lines are these. Only requests with no continuation are kept
+    /// or served (a continuation drops the caller's `Range`); cookies and ranges are added after. It
+    /// holds one request's fields until a request with other fields replaces them.
+    struct FieldLinesMemo {
+        /// The request's fields the lines were made of, in the order its dictionary gave them.
+        let fields: [(name: String, value: String)]
+        /// Whether the request had a body (its `Content-Length` dropped, `Expect:` added).
+        let hasUpload: Bool
+        /// Whether the library's `Accept-Encoding` line was added.
+        let asksForEncodings: Bool
+        /// The lines: the fields, `Expect:`, `Accept-Encoding`.
+        let lines: [String]
+        /// Whether the fields carried a `Cookie`.
+        let hasCookie: Bool
+        /// The caller's `Range` as `fieldLines` read it.
+        let callerRange: CallerRange?
+
+        /// Whether `other` has the same names with the same values, in the same bytes. Not `==`:
+        /// `String`'s (and so `Dictionary`'s) takes canonically equivalent spellings as equal, which
+        /// would send one request's bytes for another's. Each field is looked for at its own position
+        /// first, then among all: a request has a few fields, and a hash a field cost more than this.
+        func holds(_ other: [String: String]) -> Bool {
+            guard fields.count == other.count else { return false }
+            var position = 0
+            for (name, value) in other {
+                let kept: (name: String, value: String)
+                if fields[position].name.isSameBytes(as: name) {
+                    kept = fields[position]
+                } else if let found = fields.first(where: { $0.name.isSameBytes(as: name) }) {
+                    kept = found
+                } else {
+                    return false
+                }
+                guard kept.value.isSameBytes(as: value) else { return false }
+                position += 1
+            }
+            return true
+        }
+    }
+
+    /// The lines of a request's own fields, `Expect:` and `Accept-Encoding`; sets `callerRange`.
+    /// Throws `invalidHeader` for a field that would break the request's head.
+    private func fieldLines(_ fields: [String: String], continuation: ResumePoint?,
+                            url: URL) throws -> (lines: [String], hasCookie: Bool) {
         var lines: [String] = []
         lines.reserveCapacity(fields.count + 2)
         var hasCookie = false, hasExpect = false
         callerRange = nil
-        // A continuation sends its own Range (and If-Range) in place of the caller's; without one (paused
-        // before any byte arrived, or a range the library cannot continue) the caller's stand as sent.
-        let continuation = resumeFrom.flatMap { $0.offset > 0 && $0.rangesSupported ? $0 : nil }
         for (name, value) in fields {
             guard Transfer.isValidHeader(name: name, value: value) else {
                 throw LibraryError.invalidHeader(name, url: url)
@@ -255,20 +331,7 @@ extension Transfer {
         // into a line and then formats the line into the request, a byte at a time each time
         // (about 3,300 instructions per request; bench/README.md).
         if asksForEncodings { lines.append(Transfer.acceptEncodingLine) }
-        // An empty storage is told cheaply (see `NetworkThread.AdmissionPass`); matching cookies to the
-        // URL parses its host (most of the cost).
-        if hopHandlesCookies && !hasCookie, !(network?.cookieStorageIsEmpty() ?? Transfer.cookieStorageIsEmpty()),
-           case let cookies = CookieScope.cookies(in: Transfer.cookieStorage, for: url), !cookies.isEmpty,
-           let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
-            lines.append("Cookie: \(header)")
-        }
-        sentRange = false
-        if let resume = continuation {
-            lines.append("Range: bytes=\(resume.offset)-\(resume.rangeEnd.map(String.init) ?? "")")
-            if let validator = resume.validator { lines.append("If-Range: \(validator)") }
-            sentRange = true
-        }
-        return lines
+        return (lines, hasCookie)
     }
 
     /// The process's cookie storage, looked up once (its accessor is not free).

@@ -49,6 +49,28 @@ final class ResumeOffsetTests: ServerTestCase {
         XCTAssertEqual(server.requests.count, 2)
     }
 
+    /// The second of two requests with the same `Range` field gets the first one's header lines from the
+    /// network thread (`Transfer.FieldLinesMemo`): it must still know the caller's range, so its resume
+    /// continues after the range's start and stops at its end.
+    func testASecondRequestWithTheSameRangeIsContinuedFromItsOwnStart() throws {
+        var request = request("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5")
+        request.setValue("bytes=1000-299999", forHTTPHeaderField: "Range")
+        let first = HTTPRequestOperation(request: request)
+        XCTAssertTrue(run(first).isSuccess)
+        XCTAssertEqual(first.responseData, deterministicBytes(299_000, from: 1000))
+
+        let second = HTTPRequestOperation(request: request)
+        XCTAssertTrue(pauseAndResume(second).isSuccess)
+        XCTAssertEqual(second.responseData, deterministicBytes(299_000, from: 1000))
+        let ranges = server.requests.map { $0.header("Range") ?? "none" }
+        XCTAssertEqual(ranges.count, 3, "\(ranges)")
+        XCTAssertEqual(ranges[1], "bytes=1000-299999")
+        let resumed = try XCTUnwrap(ranges.last)
+        let resumedAt = try XCTUnwrap(Int(resumed.dropFirst(6).prefix { $0 != "-" }), resumed)
+        XCTAssertGreaterThan(resumedAt, 1000 + 20_000 - 1, "continued from the byte count, not the range's start")
+        XCTAssertTrue(resumed.hasSuffix("-299999"), resumed)
+    }
+
     /// Paused before the response head arrived: the resume sends the caller's own Range again.
     func testPausedBeforeAnyByteTheResumeKeepsTheCallersRange() throws {
         let prefix = 100_000

@@ -75,6 +75,45 @@ final class HandleReuseTests: ServerTestCase {
         XCTAssertNil(logged[6].header("Content-Length"), "the GET after the uploads sent a length")
     }
 
+    /// The network thread keeps the header lines of the last request's fields for the next request with
+    /// equal fields and the same body facts (`Transfer.FieldLinesMemo`): every request must still send
+    /// its own values, its body's length and no `Expect`.
+    func testRequestsWithEqualFieldsStillSendTheirOwnHead() throws {
+        func make(_ method: String, _ fields: [String: String], body: String? = nil) -> URLRequest {
+            var made = request("/echo", method: method)
+            for (name, value) in fields { made.setValue(value, forHTTPHeaderField: name) }
+            made.httpBody = body.map { Data($0.utf8) }
+            return made
+        }
+        let one = ["X-Id": "1", "X-Tag": "t"], two = ["X-Id": "2", "X-Tag": "t"]
+        var stale = two
+        stale["Content-Length"] = "999"
+        let sequence = [
+            make("GET", one), make("GET", one), make("GET", two),
+            make("POST", two, body: "hello"),   // equal fields, but now with a body
+            make("POST", stale, body: "hello, again"), make("POST", stale, body: "third"),
+            make("GET", two.merging(["Accept-Encoding": "identity"]) { $1 }), make("GET", two), make("GET", two),
+        ]
+        for (index, request) in sequence.enumerated() {
+            XCTAssertTrue(run(request).1.isSuccess, "request \(index)")
+        }
+
+        let logged = server.requests(path: "/echo")
+        XCTAssertEqual(logged.map(\.method), sequence.map { $0.httpMethod ?? "GET" })
+        XCTAssertEqual(logged.map { $0.header("X-Id") }, ["1", "1", "2", "2", "2", "2", "2", "2", "2"])
+        XCTAssertEqual(logged.map { $0.header("X-Tag") }, Array(repeating: "t", count: 9))
+        XCTAssertEqual(logged.map { $0.header("Expect") }, Array(repeating: nil, count: 9),
+                       "a body went out with curl's Expect: 100-continue")
+        XCTAssertEqual(logged[3...5].map(\.body), [Data("hello".utf8), Data("hello, again".utf8), Data("third".utf8)])
+        XCTAssertEqual(logged[3...5].map { $0.header("Content-Length") }, ["5", "12", "5"],
+                       "a caller's stale Content-Length went out")
+        XCTAssertEqual(logged[6].header("Accept-Encoding"), "identity")
+        for index in [0, 1, 2, 7, 8] {
+            XCTAssertEqual(logged[index].header("Accept-Encoding"), Transfer.offeredEncodings, "request \(index)")
+            XCTAssertNil(logged[index].header("Content-Length"), "request \(index)")
+        }
+    }
+
     /// Two spellings of one text (precomposed and decomposed é) are equal `String`s, but not the same
     /// bytes: each request must send its own.
     func testEquivalentButDifferentValuesAreSentAsTheirOwnBytes() throws {
