@@ -259,8 +259,8 @@ extension Transfer {
     }
 
     /// What `fieldLines` made of one request's fields, kept by the network thread for the next request:
-    /// when that one carries the same fields, byte for byte (one hash and two compares a field), and the
-    /// same body and encodings facts, its lines are these. Only requests with no continuation are kept
+    /// when that one carries the same fields, byte for byte (see `holds`), and the same body and
+    /// encodings facts, its lines are these. Only requests with no continuation are kept
     /// or served (a continuation drops the caller's `Range`); cookies and ranges are added after. It
     /// holds one request's fields until a request with other fields replaces them.
     struct FieldLinesMemo {
