@@ -37,10 +37,15 @@ final class ResumeOffsetTests: ServerTestCase {
         XCTAssertNotNil(server.requests.last?.header("If-Range"))
     }
 
-    func testAClosedCallerRangeIsContinuedToItsEnd() throws {
+    /// A download of bytes 1000…299999 of the resource, slow enough to be paused.
+    private func closedRangeRequest() -> URLRequest {
         var request = request("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5")
         request.setValue("bytes=1000-299999", forHTTPHeaderField: "Range")
-        let operation = HTTPRequestOperation(request: request)
+        return request
+    }
+
+    func testAClosedCallerRangeIsContinuedToItsEnd() throws {
+        let operation = HTTPRequestOperation(request: closedRangeRequest())
 
         XCTAssertTrue(pauseAndResume(operation).isSuccess)
         XCTAssertEqual(operation.responseData, deterministicBytes(299_000, from: 1000))
@@ -53,8 +58,7 @@ final class ResumeOffsetTests: ServerTestCase {
     /// network thread (`Transfer.FieldLinesMemo`): it must still know the caller's range, so its resume
     /// continues after the range's start and stops at its end.
     func testASecondRequestWithTheSameRangeIsContinuedFromItsOwnStart() throws {
-        var request = request("/bytes/\(size)?chunkSize=4000&chunkDelayMs=5")
-        request.setValue("bytes=1000-299999", forHTTPHeaderField: "Range")
+        let request = closedRangeRequest()
         let first = HTTPRequestOperation(request: request)
         XCTAssertTrue(run(first).isSuccess)
         XCTAssertEqual(first.responseData, deterministicBytes(299_000, from: 1000))
