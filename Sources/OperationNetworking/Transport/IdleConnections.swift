@@ -3,13 +3,16 @@ import CCurlShim
 import Foundation
 
 /// The sockets of the connections a network thread's multi handle holds, and when its idle
-/// connections are due to be closed: once no transfer has run for the idle lifetime, or as soon as a
-/// peer closed one (its socket then sits in CLOSE-WAIT until closed). libcurl itself looks at idle
-/// connections only when a new request needs one, so without traffic they would stay open.
+/// connections are due to be closed: all of them once no transfer has run for the idle lifetime;
+/// one whose peer closed it (its socket would sit in CLOSE-WAIT) at once, alone. libcurl itself looks
+/// at idle connections only when a new request needs one, so without traffic they would stay open.
 /// - Threading: network thread only (owned by `NetworkThread`; the socket callbacks run there).
 final class IdleConnections {
     /// Descriptors of the connections curl opened and has not closed.
     private(set) var sockets: Set<Int32> = []
+    /// Those of `sockets` this thread shut down after their peer closed them: curl still holds them
+    /// (it closes each when its next connection lookup finds it dead), so they are not looked at again.
+    private var shutDown: Set<Int32> = []
     /// Since when nothing ran (`nil` while something runs).
     private var idleSince: UInt64?
     /// When the sockets were last looked at.
@@ -25,7 +28,10 @@ final class IdleConnections {
     static let trimAfterTransfers = 1_000
 
     func opened(_ socket: Int32) { sockets.insert(socket) }
-    func closed(_ socket: Int32) { sockets.remove(socket) }
+    func closed(_ socket: Int32) {
+        sockets.remove(socket)
+        shutDown.remove(socket)
+    }
 
     /// Something runs: the idle clock stops.
     func busy() { idleSince = nil }
@@ -35,9 +41,9 @@ final class IdleConnections {
 
     /// Nothing runs at `now`. After a busy stretch (a queue of thousands drained) and a second of
     /// quiet, gives the memory glibc kept for reuse back to the system, so a daemon's resident size
-    /// falls back after a burst instead of staying at its peak. Returns whether the idle connections
-    /// should be closed now: idle for `lifetime` seconds, or one of them closed by its peer (looked
-    /// at once a second).
+    /// falls back after a burst instead of staying at its peak. Once a second, shuts down each idle
+    /// connection its peer closed. Returns whether every idle connection should be closed now (idle
+    /// for `lifetime` seconds).
     func idle(now: UInt64, lifetime: Int) -> Bool {
         let since = idleSince ?? now
         idleSince = since
@@ -48,15 +54,27 @@ final class IdleConnections {
         }
         guard !sockets.isEmpty, now &- lastCheck >= IdleConnections.checkInterval else { return false }
         lastCheck = now
-        return quiet >= UInt64(max(lifetime, 0)) * 1_000_000_000 || anyClosedByPeer()
+        if quiet >= UInt64(max(lifetime, 0)) * 1_000_000_000 { return true }
+        shutDownClosedByPeer()
+        return false
     }
 
-    /// Whether an idle connection's socket is readable or hung up: an idle HTTP connection has
-    /// nothing to read unless its peer closed it.
-    private func anyClosedByPeer() -> Bool {
-        var descriptors = sockets.map { pollfd(fd: $0, events: Int16(POLLIN) | IdleConnections.pollReadHangUp, revents: 0) }
-        guard poll(&descriptors, nfds_t(descriptors.count), 0) > 0 else { return false }
-        return descriptors.contains { $0.revents != 0 }
+    /// Shuts down the sockets whose peer hung up, one by one. Only those: a peer closing one
+    /// connection says nothing of the others (to other hosts, or other connections to the same one),
+    /// which stay ready for reuse. `shutdown` answers the peer's FIN at once, so the socket leaves
+    /// CLOSE-WAIT, while its descriptor stays curl's to close; curl finds it dead (readable at EOF)
+    /// the next time it looks for a connection and closes it then. A socket that is only readable
+    /// (an HTTP/2 peer's PING or SETTINGS) is left alone.
+    private func shutDownClosedByPeer() {
+        var descriptors = sockets.subtracting(shutDown).map {
+            pollfd(fd: $0, events: IdleConnections.pollReadHangUp, revents: 0)
+        }
+        guard !descriptors.isEmpty, poll(&descriptors, nfds_t(descriptors.count), 0) > 0 else { return }
+        let hungUp = IdleConnections.pollReadHangUp | Int16(POLLHUP) | Int16(POLLERR)
+        for descriptor in descriptors where descriptor.revents & hungUp != 0 {
+            shutdown(descriptor.fd, Int32(SHUT_RDWR))
+            shutDown.insert(descriptor.fd)
+        }
     }
 }
 

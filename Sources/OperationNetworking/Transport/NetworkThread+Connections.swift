@@ -85,9 +85,10 @@ extension NetworkThread {
         return multi
     }
 
-    /// With nothing running, closes every idle connection once they are due (see `IdleConnections`):
-    /// libcurl closes a multi handle's connections only when asked for a new one or when the handle
-    /// goes, so the handle is made again (TLS sessions stay in the share handle).
+    /// With nothing running, shuts down the idle connections their peers closed and closes every idle
+    /// connection once the idle lifetime is over (see `IdleConnections`): libcurl closes a multi
+    /// handle's connections only when asked for a new one or when the handle goes, so for the
+    /// lifetime the handle is made again (TLS sessions stay in the share handle).
     func closeIdleConnectionsIfDue(now: UInt64) {
         guard active.isEmpty, waitingHead >= waiting.count, delayed.isEmpty, pausedUploads.isEmpty else {
             idleConnections.busy()

@@ -52,6 +52,8 @@ final class NetworkThread: @unchecked Sendable {
         var active = 0
         var waiting = 0
         var pooledHandles = 0
+        /// Connections curl holds open (their sockets not yet closed), busy or idle.
+        var connections = 0
     }
 
     /// Whether the thread runs (libcurl could allocate its multi handle; if not, every transfer fails).
@@ -484,7 +486,8 @@ final class NetworkThread: @unchecked Sendable {
     }
 
     private func publishStatistics() {
-        let current = Statistics(active: active.count, waiting: waiting.count - waitingHead, pooledHandles: pool.count)
+        let current = Statistics(active: active.count, waiting: waiting.count - waitingHead, pooledHandles: pool.count,
+                                 connections: idleConnections.sockets.count)
         statisticsLock.withLock { publishedStatistics = current }
     }
 }

@@ -6,13 +6,14 @@ import XCTest
 /// Idle keep-alive connections are closed on time without any traffic, and at once (within the idle
 /// check's second) when their peer closed them, so no socket lingers in CLOSE-WAIT.
 final class IdleConnectionTests: ServerTestCase {
-    /// This process's TCP sockets to 127.0.0.1:`port` in `state` (/proc/net/tcp's hex code; 08 is CLOSE-WAIT).
-    private static func sockets(toPort port: Int, state: String) -> Int {
+    /// This process's TCP sockets to 127.0.0.1:`port` in one of `states` (/proc/net/tcp's hex codes;
+    /// 01 is ESTABLISHED, 08 CLOSE-WAIT).
+    private static func sockets(toPort port: Int, states: Set<String>) -> Int {
         let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
         let remote = String(format: ":%04X", port)
         return table.split(separator: "\n").dropFirst().filter { line in
             let fields = line.split(separator: " ")
-            return fields.count > 3 && fields[2].hasSuffix(remote) && fields[3] == state
+            return fields.count > 3 && fields[2].hasSuffix(remote) && states.contains(String(fields[3]))
         }.count
     }
 
@@ -21,8 +22,39 @@ final class IdleConnectionTests: ServerTestCase {
         defer { raw.stop() }
         let outcome = run(HTTPRequestOperation(request: URLRequest(url: try XCTUnwrap(raw.url))))
         XCTAssertTrue(outcome.isSuccess, "\(String(describing: outcome.error))")
-        XCTAssertTrue(eventually(timeout: 4) { [port = raw.port] in IdleConnectionTests.sockets(toPort: port, state: "08") == 0 },
+        XCTAssertTrue(eventually(timeout: 4) { [port = raw.port] in IdleConnectionTests.sockets(toPort: port, states: ["08"]) == 0 },
                       "a socket its peer closed stayed in CLOSE-WAIT")
+    }
+
+    func testAPeerClosingOneConnectionLeavesTheOthersForReuse() throws {
+        let raw = try XCTUnwrap(RawServer("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))   // then it closes
+        defer { raw.stop() }
+        let thread = NetworkThread()   // the idle lifetime (30 s) is not reached in this test
+        defer { thread.shutDown() }
+        let first = expectation(description: "first request to the test server")
+        _ = submit("/echo", to: thread, done: first)
+        wait(for: [first], timeout: 5)
+        let closing = expectation(description: "request to the server that closes")
+        let recorder = TransferOutcomeRecorder(closing, started: nil)
+        thread.submit(.add(Transfer(request: URLRequest(url: try XCTUnwrap(raw.url)), outputStream: nil, resumeFrom: nil,
+                                    initialBody: Data(), delegate: recorder)))
+        wait(for: [closing], timeout: 5)
+        XCTAssertTrue(eventually { thread.statistics.connections == 2 }, "the closed connection was not kept by curl")
+        // The closed one is shut down (it leaves CLOSE-WAIT and the table) within the idle check's second.
+        XCTAssertTrue(eventually(timeout: 4) { [port = raw.port] in
+            IdleConnectionTests.sockets(toPort: port, states: ["01", "08"]) == 0
+        }, "the connection its peer closed was not shut down")
+        XCTAssertEqual(server.openConnections, 1, "the test server's idle connection was closed with the other")
+        // The test server's connection serves the next requests, and curl closes the dead one's
+        // descriptor when it next looks through its connections (at most once a second).
+        let deadline = Date().addingTimeInterval(5)
+        repeat {
+            let again = expectation(description: "request to the test server again")
+            _ = submit("/echo", to: thread, done: again)
+            wait(for: [again], timeout: 5)
+        } while thread.statistics.connections != 1 && Date() < deadline
+        XCTAssertEqual(thread.statistics.connections, 1, "the dead connection's descriptor stayed open")
+        XCTAssertEqual(server.acceptedConnections, 1, "the test server's idle connection was not reused")
     }
 
     func testAnIdleConnectionIsClosedAfterItsLifetimeWithoutTraffic() {
