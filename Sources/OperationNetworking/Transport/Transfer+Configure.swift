@@ -230,7 +230,7 @@ extension Transfer {
         let continuation = resumeFrom.flatMap { $0.offset > 0 && $0.rangesSupported ? $0 : nil }
         var lines: [String], hasCookie: Bool
         if continuation == nil, let memo = network?.fieldLinesMemo,
-           memo.hasUpload == (upload != nil), memo.asksForEncodings == asksForEncodings, memo.holds(fields) {
+           memo.hasUpload == (upload != nil), memo.holds(fields) {
             lines = memo.lines
             hasCookie = memo.hasCookie
             callerRange = memo.callerRange
@@ -238,8 +238,7 @@ extension Transfer {
             (lines, hasCookie) = try fieldLines(fields, continuation: continuation, url: url)
             if continuation == nil {
                 network?.fieldLinesMemo = FieldLinesMemo(fields: fields.map { ($0.key, $0.value) }, hasUpload: upload != nil,
-                                                         asksForEncodings: asksForEncodings, lines: lines,
-                                                         hasCookie: hasCookie, callerRange: callerRange)
+                                                         lines: lines, hasCookie: hasCookie, callerRange: callerRange)
             }
         }
         // An empty storage is told cheaply (see `NetworkThread.AdmissionPass`); matching cookies to the
@@ -259,17 +258,15 @@ extension Transfer {
     }
 
     /// What `fieldLines` made of one request's fields, kept by the network thread for the next request:
-    /// when that one carries the same fields, byte for byte (see `holds`), and the same body and
-    /// encodings facts, its lines are these. Only requests with no continuation are kept
-    /// or served (a continuation drops the caller's `Range`); cookies and ranges are added after. It
-    /// holds one request's fields until a request with other fields replaces them.
+    /// when that one carries the same fields, byte for byte (see `holds`), and the same body fact, its
+    /// lines are these (the same fields make the same `Accept-Encoding` choice). Only requests with no
+    /// continuation are kept or served (a continuation drops the caller's `Range`); cookies and ranges
+    /// are added after. It holds one request's fields until a request with other fields replaces them.
     struct FieldLinesMemo {
         /// The request's fields the lines were made of, in the order its dictionary gave them.
         let fields: [(name: String, value: String)]
         /// Whether the request had a body (its `Content-Length` dropped, `Expect:` added).
         let hasUpload: Bool
-        /// Whether the library's `Accept-Encoding` line was added.
-        let asksForEncodings: Bool
         /// The lines: the fields, `Expect:`, `Accept-Encoding`.
         let lines: [String]
         /// Whether the fields carried a `Cookie`.
@@ -371,7 +368,7 @@ extension Transfer {
     /// `Name: value` as curl takes it, or `Name;`, curl's spelling of a field with an empty value
     /// (`Name:` would remove it). Written into one allocation of the right size: interpolation
     /// appended twice to a growing string (about 700 instructions a field).
-    static func headerLine(name: String, value: String) -> String {
+    private static func headerLine(name: String, value: String) -> String {
         var name = name, value = value
         let nameCount = name.utf8.count, valueCount = value.utf8.count
         let count = valueCount == 0 ? nameCount + 1 : nameCount + 2 + valueCount
