@@ -97,7 +97,9 @@ extension ExternalServer {
     /// `streams` concurrent streams per connection; `/small` is 1 KiB, and the access log
     /// (`access.log`) records each request's connection serial number.
     /// With `large`, `/large` serves those bytes at 4 MB/s (slow enough to pause mid-way), honouring Range.
-    static func nginxHTTP2(certificatePEM: String, keyPEM: String, streams: Int = 128, large: Data? = nil) throws -> ExternalServer {
+    /// nginx closes a connection idle for `keepaliveSeconds`.
+    static func nginxHTTP2(certificatePEM: String, keyPEM: String, streams: Int = 128, large: Data? = nil,
+                           keepaliveSeconds: Int = 75) throws -> ExternalServer {
         try ExternalServer(executable: "/usr/sbin/nginx", name: "nginx", arguments: { ["-p", ".", "-c", $0] }) { port, directory in
             try certificatePEM.write(to: directory.appendingPathComponent("cert.pem"), atomically: true, encoding: .utf8)
             try keyPEM.write(to: directory.appendingPathComponent("key.pem"), atomically: true, encoding: .utf8)
@@ -120,6 +122,7 @@ extension ExternalServer {
                 log_format conn '$connection $request_uri $server_protocol $status "$http_range" "$http_if_range"';
                 access_log \(path)/access.log conn;
                 keepalive_requests 100000;
+                keepalive_timeout \(keepaliveSeconds)s;
                 server {
                     listen 127.0.0.1:\(port) ssl http2;
                     ssl_certificate \(path)/cert.pem;

@@ -57,6 +57,36 @@ final class IdleConnectionTests: ServerTestCase {
         XCTAssertEqual(server.acceptedConnections, 1, "the test server's idle connection was not reused")
     }
 
+    func testAnHTTPSConnectionItsServerClosesIsShutDownAloneAndTheNextRequestsSucceed() throws {
+        let authority = try TestCertificateAuthority(commonName: "OperationNetworking Idle Test Root")
+        let leaf = try authority.issue()
+        let nginx = try ExternalServer.nginxHTTP2(certificatePEM: CertificateData.pem([leaf.certificate]),
+                                                  keyPEM: leaf.privateKeyPEM, keepaliveSeconds: 1)
+        defer { nginx.stop() }
+        let policy = SecurityPolicy.default()
+        policy.additionalTrustAnchors = [authority.certificate]
+        let secure = try XCTUnwrap(URL(string: "https://127.0.0.1:\(nginx.port)/small"))
+        func fetchSecure() -> Outcome {
+            let operation = HTTPRequestOperation(request: URLRequest(url: secure))
+            operation.securityPolicy = policy
+            return run(operation)
+        }
+        XCTAssertTrue(run(request("/echo")).1.isSuccess)
+        let first = fetchSecure()
+        XCTAssertTrue(first.isSuccess, "\(String(describing: first.error))")
+        // nginx closes its connection after a second idle (TLS close_notify, HTTP/2 GOAWAY, FIN); the
+        // network thread shuts it down within its next check, without a signal or a crash.
+        XCTAssertTrue(eventually(timeout: 8) { [port = nginx.port] in
+            IdleConnectionTests.sockets(toPort: port, states: ["01", "08"]) == 0
+        }, "the connection nginx closed was not shut down")
+        XCTAssertTrue(run(request("/echo")).1.isSuccess)
+        XCTAssertEqual(server.acceptedConnections, 1, "the plain connection was closed with the TLS one")
+        let second = fetchSecure()
+        XCTAssertTrue(second.isSuccess, "\(String(describing: second.error))")
+        let connections = Set(nginx.accessLog.filter { $0.contains("/small") }.compactMap { $0.split(separator: " ").first })
+        XCTAssertEqual(connections.count, 2, "the second HTTPS request did not open a new connection")
+    }
+
     func testAnIdleConnectionIsClosedAfterItsLifetimeWithoutTraffic() {
         let thread = NetworkThread(idleConnectionLifetime: 1)
         defer { thread.shutDown() }
