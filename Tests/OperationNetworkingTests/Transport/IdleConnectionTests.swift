@@ -8,8 +8,12 @@ import XCTest
 final class IdleConnectionTests: ServerTestCase {
     /// This process's TCP sockets to 127.0.0.1:`port` in one of `states` (/proc/net/tcp's hex codes;
     /// 01 is ESTABLISHED, 08 CLOSE-WAIT).
+    /// Read to its end: `String(contentsOfFile:)` gets only the first 4 KiB of a /proc table (one
+    /// read), which misses sockets once the table has a few dozen lines.
     private static func sockets(toPort port: Int, states: Set<String>) -> Int {
-        let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
+        let handle = FileHandle(forReadingAtPath: "/proc/net/tcp")
+        defer { try? handle?.close() }
+        let table = ((try? handle?.readToEnd()) ?? nil).map { String(decoding: $0, as: UTF8.self) } ?? ""
         let remote = String(format: ":%04X", port)
         return table.split(separator: "\n").dropFirst().filter { line in
             let fields = line.split(separator: " ")
@@ -74,6 +78,7 @@ final class IdleConnectionTests: ServerTestCase {
         XCTAssertTrue(run(request("/echo")).1.isSuccess)
         let first = fetchSecure()
         XCTAssertTrue(first.isSuccess, "\(String(describing: first.error))")
+        XCTAssertEqual(IdleConnectionTests.sockets(toPort: nginx.port, states: ["01"]), 1, "no idle connection to nginx")
         // nginx closes its connection after a second idle (TLS close_notify, HTTP/2 GOAWAY, FIN); the
         // network thread shuts it down within its next check, without a signal or a crash.
         XCTAssertTrue(eventually(timeout: 8) { [port = nginx.port] in
