@@ -17,8 +17,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
-        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
-        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         // `swift package generate-documentation` for the DocC catalog (scripts/docs); a plugin only,
@@ -40,6 +38,9 @@ let package = Package(
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         // X.509 verification for SecurityPolicy through the OpenSSL libcurl already uses (libssl-dev).
         .target(name: "CTrust", linkerSettings: [.linkedLibrary("crypto")]),
+        // Certificates (P-256 keys, ECDSA signatures) and MD5 for the test server, through the same
+        // libcrypto; never linked into the library.
+        .target(name: "CTestCrypto", linkerSettings: [.linkedLibrary("crypto")]),
         // Netlink sockets for NetworkReachabilityManager (Linux headers only).
         .target(name: "CNetlink"),
         .target(
@@ -52,20 +53,18 @@ let package = Package(
         ),
         // In-process HTTP/1.1 and HTTPS loopback server, and certificates made for each test run, for the
         // tests and `onet demo` (never used by the library). A target, not a product: users of the
-        // library never build SwiftNIO, NIOSSL, swift-certificates or swift-crypto.
+        // library never build SwiftNIO or NIOSSL.
         .target(
             name: "OperationNetworkingTestServer",
             dependencies: [
-                // Encoders for the br and zstd routes.
-                "CBrotliEncoder", "CZstd",
+                // Encoders for the br and zstd routes; certificates and Digest's MD5.
+                "CBrotliEncoder", "CZstd", "CTestCrypto",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(

@@ -1,4 +1,4 @@
-import Crypto
+import CTestCrypto
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -49,7 +49,10 @@ extension TestServerHandler {
         guard fields["username"] == user, fields["realm"] == "onet", fields["nonce"] == TestServerHandler.digestNonce,
               let uri = fields["uri"], let response = fields["response"] else { return false }
         func md5(_ text: String) -> String {
-            Insecure.MD5.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+            var digest = [UInt8](repeating: 0, count: 16)
+            let bytes = Array(text.utf8)
+            guard ctc_md5(bytes, bytes.count, &digest) == 0 else { return "" }
+            return digest.map { String(format: "%02x", $0) }.joined()
         }
         let ha1 = md5("\(user):onet:\(password)")
         let ha2 = md5("\(method):\(uri)")

@@ -1,7 +1,5 @@
-import Crypto
+import CTestCrypto
 import Foundation
-import SwiftASN1
-import X509
 
 /// A certificate and its private key, made for one test run (never a key of real use).
 public struct TestIdentity: Sendable {
@@ -17,32 +15,29 @@ public struct TestIdentity: Sendable {
 }
 
 /// A certificate authority made in memory for tests: issues server and client certificates with
-/// chosen names and validity (expired, not yet valid, wrong host, …).
+/// chosen names and validity (expired, not yet valid, wrong host, …). Keys are P-256, signatures
+/// ECDSA with SHA-256, made by the system's OpenSSL (`CTestCrypto`).
 ///
 /// - Threading: immutable; any thread.
 public struct TestCertificateAuthority: Sendable {
-    /// The CA's own identity.
+    /// The CA's own identity (its key is `identity.privateKeyPEM`).
     public let identity: TestIdentity
-    /// The CA's private key, raw (Crypto's key type is not `Sendable`).
-    private let keyData: Data
-    private let name: DistinguishedName
+    /// The CA's common name: the issuer of what it signs.
+    private let commonName: String
     /// What a server presents above its leaf when this CA issued it: this CA and its issuers below the root.
     private let presentedIssuers: [Data]
 
     /// A new self-signed root CA named `commonName`.
     public init(commonName: String) throws {
-        let key = P256.Signing.PrivateKey()
-        let name = try DistinguishedName { CommonName(commonName) }
-        let certificate = try TestCertificateAuthority.sign(subject: name, key: key.publicKey, issuer: name,
-                                                            issuerKey: key, isAuthority: true, names: [])
-        self.init(key: key, name: name, identity: TestIdentity(certificate: certificate, intermediates: [],
-                                                               privateKeyPEM: key.pemRepresentation),
+        let key = try TestCertificateAuthority.newKey()
+        let certificate = try TestCertificateAuthority.sign(subject: commonName, key: key, issuer: commonName,
+                                                            issuerKey: key, isAuthority: true, altNames: "")
+        self.init(commonName: commonName, identity: TestIdentity(certificate: certificate, intermediates: [], privateKeyPEM: key),
                   presentedIssuers: [])
     }
 
-    private init(key: P256.Signing.PrivateKey, name: DistinguishedName, identity: TestIdentity, presentedIssuers: [Data]) {
-        self.keyData = key.rawRepresentation
-        self.name = name
+    private init(commonName: String, identity: TestIdentity, presentedIssuers: [Data]) {
+        self.commonName = commonName
         self.identity = identity
         self.presentedIssuers = presentedIssuers
     }
@@ -50,20 +45,14 @@ public struct TestCertificateAuthority: Sendable {
     /// The CA certificate, DER.
     public var certificate: Data { identity.certificate }
 
-    private var key: P256.Signing.PrivateKey {
-        get throws { try P256.Signing.PrivateKey(rawRepresentation: keyData) }
-    }
-
     /// A subordinate CA signed by this one.
     public func intermediate(commonName: String) throws -> TestCertificateAuthority {
-        let key = P256.Signing.PrivateKey()
-        let subject = try DistinguishedName { CommonName(commonName) }
-        let certificate = try TestCertificateAuthority.sign(subject: subject, key: key.publicKey, issuer: name,
-                                                            issuerKey: try self.key, isAuthority: true, names: [])
+        let key = try TestCertificateAuthority.newKey()
+        let certificate = try TestCertificateAuthority.sign(subject: commonName, key: key, issuer: self.commonName,
+                                                            issuerKey: identity.privateKeyPEM, isAuthority: true, altNames: "")
         return TestCertificateAuthority(
-            key: key, name: subject,
-            identity: TestIdentity(certificate: certificate, intermediates: presentedIssuers,
-                                   privateKeyPEM: key.pemRepresentation),
+            commonName: commonName,
+            identity: TestIdentity(certificate: certificate, intermediates: presentedIssuers, privateKeyPEM: key),
             presentedIssuers: [certificate] + presentedIssuers)
     }
 
@@ -71,59 +60,50 @@ public struct TestCertificateAuthority: Sendable {
     public func issue(commonName: String = "localhost", dnsNames: [String] = ["localhost"],
                       ipAddresses: [String] = ["127.0.0.1"], notValidBefore: Date = Date().addingTimeInterval(-3600),
                       notValidAfter: Date = Date().addingTimeInterval(86400)) throws -> TestIdentity {
-        let key = P256.Signing.PrivateKey()
-        let subject = try DistinguishedName { CommonName(commonName) }
+        let key = try TestCertificateAuthority.newKey()
         let certificate = try TestCertificateAuthority.sign(
-            subject: subject, key: key.publicKey, issuer: name, issuerKey: try self.key, isAuthority: false,
-            names: TestCertificateAuthority.generalNames(dnsNames, ipAddresses),
+            subject: commonName, key: key, issuer: self.commonName, issuerKey: identity.privateKeyPEM, isAuthority: false,
+            altNames: TestCertificateAuthority.altNames(dnsNames, ipAddresses),
             notValidBefore: notValidBefore, notValidAfter: notValidAfter)
-        return TestIdentity(certificate: certificate, intermediates: presentedIssuers,
-                            privateKeyPEM: key.pemRepresentation)
+        return TestIdentity(certificate: certificate, intermediates: presentedIssuers, privateKeyPEM: key)
     }
 
     /// A self-signed leaf for `dnsNames` and `ipAddresses`: no CA vouches for it.
     public static func selfSigned(dnsNames: [String] = ["localhost"],
                                   ipAddresses: [String] = ["127.0.0.1"]) throws -> TestIdentity {
-        let key = P256.Signing.PrivateKey()
-        let name = try DistinguishedName { CommonName("self-signed") }
-        let certificate = try sign(subject: name, key: key.publicKey, issuer: name, issuerKey: key, isAuthority: false,
-                                   names: generalNames(dnsNames, ipAddresses))
-        return TestIdentity(certificate: certificate, intermediates: [], privateKeyPEM: key.pemRepresentation)
+        let key = try newKey()
+        let certificate = try sign(subject: "self-signed", key: key, issuer: "self-signed", issuerKey: key,
+                                   isAuthority: false, altNames: altNames(dnsNames, ipAddresses))
+        return TestIdentity(certificate: certificate, intermediates: [], privateKeyPEM: key)
     }
 
-    private static func generalNames(_ dnsNames: [String], _ ipAddresses: [String]) -> [GeneralName] {
-        var names: [GeneralName] = dnsNames.map { .dnsName($0) }
-        for address in ipAddresses {
-            let bytes = address.split(separator: ".").compactMap { UInt8($0) }
-            if bytes.count == 4 { names.append(.ipAddress(ASN1OctetString(contentBytes: ArraySlice(bytes)))) }
-        }
-        return names
+    /// Why a certificate or key could not be made (OpenSSL refused; not expected).
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
     }
 
-    private static func sign(subject: DistinguishedName, key: P256.Signing.PublicKey, issuer: DistinguishedName,
-                             issuerKey: P256.Signing.PrivateKey, isAuthority: Bool, names: [GeneralName],
-                             notValidBefore: Date = Date().addingTimeInterval(-3600),
+    /// A new P-256 key, PEM (PKCS#8).
+    private static func newKey() throws -> String {
+        guard let pem = ctc_new_key_pem() else { throw Failure(description: "OpenSSL made no P-256 key") }
+        defer { ctc_free(pem) }
+        return String(cString: pem)
+    }
+
+    /// Subject alternative names in OpenSSL's syntax; addresses that are not IPv4 literals are left out.
+    private static func altNames(_ dnsNames: [String], _ ipAddresses: [String]) -> String {
+        let addresses = ipAddresses.filter { $0.split(separator: ".").compactMap { UInt8($0) }.count == 4 }
+        return (dnsNames.map { "DNS:\($0)" } + addresses.map { "IP:\($0)" }).joined(separator: ",")
+    }
+
+    private static func sign(subject: String, key: String, issuer: String, issuerKey: String, isAuthority: Bool,
+                             altNames: String, notValidBefore: Date = Date().addingTimeInterval(-3600),
                              notValidAfter: Date = Date().addingTimeInterval(86400 * 30)) throws -> Data {
-        let extensions: Certificate.Extensions
-        if isAuthority {
-            extensions = try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
-                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
-            }
-        } else {
-            extensions = try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.serverAuth, .clientAuth])
-                SubjectAlternativeNames(names)
-            }
-        }
-        let certificate = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(key), notValidBefore: notValidBefore,
-            notValidAfter: notValidAfter, issuer: issuer, subject: subject, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: extensions, issuerPrivateKey: .init(issuerKey))
-        var serializer = DER.Serializer()
-        try serializer.serialize(certificate)
-        return Data(serializer.serializedBytes)
+        var der: UnsafeMutablePointer<UInt8>?
+        let length = ctc_sign_certificate(subject, key, issuer, issuerKey, isAuthority ? 1 : 0, altNames,
+                                          Int64(notValidBefore.timeIntervalSince1970),
+                                          Int64(notValidAfter.timeIntervalSince1970), &der)
+        defer { ctc_free(der) }
+        guard length > 0, let der else { throw Failure(description: "OpenSSL did not sign the certificate for \(subject)") }
+        return Data(bytes: der, count: length)
     }
 }
