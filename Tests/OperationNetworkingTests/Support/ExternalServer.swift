@@ -142,6 +142,11 @@ extension ExternalServer {
         let text = (try? String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
         return text.split(separator: "\n")
     }
+
+    /// Connections nginx served requests for `path` on (its access log names each request's connection).
+    func connections(serving path: String) -> Set<Substring> {
+        Set(accessLog.filter { $0.contains(path) }.compactMap { $0.split(separator: " ").first })
+    }
 }
 
 extension ExternalServer {

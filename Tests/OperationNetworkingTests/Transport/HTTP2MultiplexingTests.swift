@@ -50,11 +50,6 @@ final class HTTP2MultiplexingTests: XCTestCase {
         XCTAssertEqual(failures.all, [])
     }
 
-    /// Connections nginx saw for /small (its access log names each request's connection).
-    private func connections(_ server: ExternalServer) -> Set<Substring> {
-        Set(server.accessLog.filter { $0.contains("/small") }.compactMap { $0.split(separator: " ").first })
-    }
-
     func testTwoHundredConcurrentRequestsShareAtMostFourConnections() throws {
         let (server, policy) = try startNginx(streams: 128)
         for round in 1...3 {   // the same on every run, not once in a while
@@ -72,14 +67,14 @@ final class HTTP2MultiplexingTests: XCTestCase {
         let (server, policy) = try startNginx(streams: 10)
         try burst(60, to: server, policy: policy)
         XCTAssertTrue(eventually { server.accessLog.filter { $0.contains("/small") }.count == 60 })
-        XCTAssertLessThanOrEqual(connections(server).count, NetworkThread.multiplexedConnectionsPerHost)
+        XCTAssertLessThanOrEqual(server.connections(serving: "/small").count, NetworkThread.multiplexedConnectionsPerHost)
     }
 
     func testAThousandConcurrentRequestsRideFewConnections() throws {
         let (server, policy) = try startNginx(streams: 128)
         try burst(1000, to: server, policy: policy)
         XCTAssertTrue(eventually { server.accessLog.filter { $0.contains("/small") }.count == 1000 })
-        let used = connections(server).count
+        let used = server.connections(serving: "/small").count
         XCTAssertLessThanOrEqual(used, 8)
     }
 }

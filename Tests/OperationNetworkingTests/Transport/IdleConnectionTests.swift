@@ -39,9 +39,7 @@ final class IdleConnectionTests: ServerTestCase {
         _ = submit("/echo", to: thread, done: first)
         wait(for: [first], timeout: 5)
         let closing = expectation(description: "request to the server that closes")
-        let recorder = TransferOutcomeRecorder(closing, started: nil)
-        thread.submit(.add(Transfer(request: URLRequest(url: try XCTUnwrap(raw.url)), outputStream: nil, resumeFrom: nil,
-                                    initialBody: Data(), delegate: recorder)))
+        _ = submit(URLRequest(url: try XCTUnwrap(raw.url)), to: thread, done: closing)
         wait(for: [closing], timeout: 5)
         XCTAssertTrue(eventually { thread.statistics.connections == 2 }, "the closed connection was not kept by curl")
         // The closed one is shut down (it leaves CLOSE-WAIT and the table) within the idle check's second.
@@ -88,8 +86,7 @@ final class IdleConnectionTests: ServerTestCase {
         XCTAssertEqual(server.acceptedConnections, 1, "the plain connection was closed with the TLS one")
         let second = fetchSecure()
         XCTAssertTrue(second.isSuccess, "\(String(describing: second.error))")
-        let connections = Set(nginx.accessLog.filter { $0.contains("/small") }.compactMap { $0.split(separator: " ").first })
-        XCTAssertEqual(connections.count, 2, "the second HTTPS request did not open a new connection")
+        XCTAssertEqual(nginx.connections(serving: "/small").count, 2, "the second HTTPS request did not open a new connection")
     }
 
     func testAnIdleConnectionIsClosedAfterItsLifetimeWithoutTraffic() {

@@ -161,8 +161,14 @@ extension ServerTestCase {
     /// the end (and `started` at the start, when given).
     func submit(_ path: String, to thread: NetworkThread, done: XCTestExpectation,
                 started: XCTestExpectation? = nil) -> TransferOutcomeRecorder {
+        submit(request(path), to: thread, done: done, started: started)
+    }
+
+    /// Hands `request` (to any server) straight to `thread`, as above.
+    func submit(_ request: URLRequest, to thread: NetworkThread, done: XCTestExpectation,
+                started: XCTestExpectation? = nil) -> TransferOutcomeRecorder {
         let recorder = TransferOutcomeRecorder(done, started: started)
-        thread.submit(.add(Transfer(request: request(path), outputStream: nil, resumeFrom: nil, initialBody: Data(),
+        thread.submit(.add(Transfer(request: request, outputStream: nil, resumeFrom: nil, initialBody: Data(),
                                     delegate: recorder)))
         return recorder
     }
