@@ -166,15 +166,25 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         let queue = configuration.effectiveCompletionQueue, group = configuration.effectiveCompletionGroup
         lock.unlock()
         let handlers: @Sendable () -> Void = { [self] in
-            // Read now, not at the transfer's end: blocks set meanwhile are the ones that run. Not
-            // `withLock`: blocks returned through its generic result are re-abstracted both ways.
+            // Read now, not at the transfer's end: blocks set meanwhile are the ones that run. The object
+            // serialized at the end comes in the same acquisition (not through `responseObject`, which
+            // would take the lock again). Not `withLock`: blocks returned through its generic result
+            // are re-abstracted both ways.
             lock.lock()
-            let success = self.success, failure = self.failure
+            let success = self.success, failure = self.failure, wasSerialized = serialized
+            let object = wasSerialized && success != nil ? storedResponseObject : nil
             lock.unlock()
-            if let problem = error {
-                failure?(self, problem)
-            } else if let success {
-                success(self, responseObject)
+            if success != nil || failure != nil {
+                // Blocks set after the end found nothing serialized: serialize before reading `error`,
+                // of which a validation failure is part (AFN 2.x reads `error` after `responseObject`).
+                if !wasSerialized { _ = responseObject }
+                if let problem = error {
+                    failure?(self, problem)
+                } else if let success {
+                    // Passed as it is: through a conditional expression it was copied once more (an
+                    // `Any?` copy goes through the runtime's generic witnesses, about 80 instructions).
+                    if wasSerialized { success(self, object) } else { success(self, responseObject) }
+                }
             }
             finishOperation(runningOn: queue)
         }

@@ -193,6 +193,37 @@ final class LifecycleWireTests: ServerTestCase {
         }
     }
 
+    /// A response that fails validation reaches `failure` even when the handlers were set after the
+    /// transfer ended (so nothing was serialized then): validation is part of `error`, as in AFN 2.x,
+    /// whose completion block reads `error` again after `responseObject`.
+    func testHandlersSetAfterTheEndOfAFailedResponseGetTheValidationError() {
+        for hadHandlers in [true, false] {
+            let held = DispatchQueue(label: "held completion queue")
+            let operation = HTTPRequestOperation(request: request("/status/404"))
+            operation.completionQueue = held
+            if hadHandlers { operation.setCompletionBlockWithSuccess({ _, _ in }, failure: { _, _ in }) }
+            held.suspend()
+            operation.start()
+            XCTAssertTrue(eventually { operation.lock.withLock { () -> Bool in
+                if case .completing = operation.mutable.lifecycle.phase { return true }
+                return false
+            } })
+            let done = expectation(description: "handler")
+            let calls = Recorder<String>()
+            operation.setCompletionBlockWithSuccess({ _, _ in
+                calls.append("success")
+                done.fulfill()
+            }, failure: { _, error in
+                calls.append("failure \((error as NSError).code)")
+                done.fulfill()
+            })
+            held.resume()
+            wait(for: [done], timeout: 5)
+            XCTAssertEqual(calls.all, ["failure \(NSURLErrorBadServerResponse)"], "had handlers at the end: \(hadHandlers)")
+            XCTAssertEqual(operation.response?.statusCode, 404)
+        }
+    }
+
     /// A cancel that lands after the response reached the operation changes nothing: success runs
     /// and `isCancelled` stays false.
     func testACancelAfterTheResponseArrivedChangesNothing() {
