@@ -19,16 +19,17 @@ static struct curl_slist *floor_headers(const char *header, int post) {
     return headers;
 }
 
-CURLM *floor_multi_new(long handles) {
+CURLM *floor_multi_new(long handles, int http2) {
     CURLM *multi = curl_multi_init();
     if (!multi) return NULL;
-    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+    // As curl-multi: over HTTP/2, one connection per 128 streams (nginx's limit), multiplexed.
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, http2 ? (handles + 127) / 128 : 0L);
     curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, handles > 16 ? handles : 16L);
-    curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING);
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)(http2 ? CURLPIPE_MULTIPLEX : CURLPIPE_NOTHING));
     return multi;
 }
 
-CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head, int post) {
+CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head, int post, int http2) {
     CURL *easy = curl_easy_init();
     if (!easy) return NULL;
     curl_easy_setopt(easy, CURLOPT_URL, url);
@@ -42,7 +43,8 @@ CURL *floor_easy_new(const char *url, long long *received, const char *header, i
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, floor_headers(header, post));
     curl_easy_setopt(easy, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, 30L);
-    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)(http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1));
+    if (http2) curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
     return easy;
 }
 

@@ -3,8 +3,9 @@ import Foundation
 
 /// What the harness asks of a client through its environment.
 enum BenchEnvironment {
-    /// False under `BENCH_H2=1` (the HTTP/2 workloads), which this loop does not speak.
-    static var plainHTTP1: Bool { ProcessInfo.processInfo.environment["BENCH_H2"] != "1" }
+    /// True under `BENCH_H2=1` (the HTTP/2 workloads W9 and W10): the loop then speaks HTTP/2 over TLS
+    /// and multiplexes, as curl-multi does there.
+    static var http2: Bool { ProcessInfo.processInfo.environment["BENCH_H2"] == "1" }
 }
 
 /// The floor's loop with real transfers (`floor N C notify --url URL`): the same hops as
@@ -46,10 +47,13 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
     /// buffer), as a library streams a body, instead of `CURLOPT_POSTFIELDS`.
     private let readsBody: Bool
 
+    /// Under `BENCH_H2=1`: HTTP/2 over TLS, streams multiplexed (`BenchEnvironment.http2`).
+    private let http2 = BenchEnvironment.http2
+
     init?(url: String, header: String?, readsHead: Bool, contract: Bool, concurrency: Int, postBodySize: Int?,
           readsBody: Bool) {
         guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK,
-              let multi = floor_multi_new(concurrency) else { return nil }
+              let multi = floor_multi_new(concurrency, http2 ? 1 : 0) else { return nil }
         self.multi = multi
         self.url = url
         self.header = header
@@ -86,7 +90,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
             state?.initialize(to: floor_handle_state(bytes: nil, length: 0, capacity: 0, body: nil, body_size: 0,
                                                      body_offset: 0, direct: 0, headers: nil, sent_fields: nil))
         }
-        guard let easy = floor_easy_new(url, received, header, readsHead ? 1 : 0, body != nil ? 1 : 0) else {
+        guard let easy = floor_easy_new(url, received, header, readsHead ? 1 : 0, body != nil ? 1 : 0, http2 ? 1 : 0) else {
             state?.deallocate()
             return nil
         }

@@ -277,7 +277,7 @@ let readsBody = arguments.contains("--read-body")
 arguments.removeAll { $0 == "--read-body" }
 /// The harness's client form (`--requests N --concurrency C --method M --body-size B`, bench/README.md):
 /// the composite with both notifications, reporting a `RESULT` line. GET, or POST from memory, over
-/// plain HTTP/1.1 only.
+/// HTTP/1.1 (`http://` or `https://`), or GET over HTTP/2 with TLS under the harness's `BENCH_H2=1`.
 let harnessRequests = option("--requests"), harnessConcurrency = option("--concurrency")
 let harnessMethod = option("--method")
 let harnessBodySize = option("--body-size")
@@ -286,9 +286,11 @@ let harnessForm = harnessRequests != nil
 /// `--method POST`: every request is a POST of `--body-size` bytes, as curl-multi sends one.
 let postBodySize: Int? = harnessMethod == "POST" ? Int(harnessBodySize ?? "0") : nil
 if harnessForm {
-    guard let url, url.hasPrefix("http://"), ["GET", "POST"].contains(harnessMethod ?? "GET"), BenchEnvironment.plainHTTP1,
+    let http2 = BenchEnvironment.http2
+    guard let url, url.hasPrefix("https://") || (!http2 && url.hasPrefix("http://")),
+          ["GET", "POST"].contains(harnessMethod ?? "GET"), !http2 || harnessMethod != "POST",
           harnessMethod != "POST" || (postBodySize ?? -1) >= 0 else {
-        print("UNSUPPORTED: the composite floor runs GET, or POST from memory, over plain HTTP/1.1 only")
+        print("UNSUPPORTED: the composite floor runs GET, or POST from memory, over HTTP/1.1, and GET over HTTP/2 with TLS")
         exit(3)
     }
     arguments = [harnessRequests ?? "", harnessConcurrency ?? "1", "notify"]

@@ -5,8 +5,9 @@
 #define CFLOORCURL_H
 #include <curl/curl.h>
 
-/// A multi handle with curl-multi's connection limits for `handles` easy handles.
-CURLM *floor_multi_new(long handles);
+/// A multi handle with curl-multi's connection limits for `handles` easy handles; with `http2`, as
+/// curl-multi sets it under `BENCH_H2=1` (streams multiplexed, one connection per 128 handles).
+CURLM *floor_multi_new(long handles, int http2);
 /// What a handle keeps under `--contract` (or for a POST through a read callback): the response head,
 /// kept in C as it arrives (its lines appended to a buffer reused across transfers, started afresh at
 /// each status line, as a library must keep a head whole to give the operation its `response`), the
@@ -27,14 +28,16 @@ typedef struct floor_handle_state {
 /// Sets "Expect:" and `count` header `lines` ("Name: value") as the request headers of `easy`, kept in
 /// `state` (the list set before is freed). 0 when out of memory or refused.
 int floor_easy_set_header_lines(CURL *easy, floor_handle_state *state, const char *const *lines, long count);
-/// An easy handle for GET `url` over HTTP/1.1, counting the body's bytes into `*received`, with
+/// An easy handle for GET `url` over HTTP/1.1 (with `http2`, HTTP/2 over TLS waiting to multiplex, as
+/// curl-multi under `BENCH_H2=1`), counting the body's bytes into `*received`, with
 /// `header` ("Name: value", or NULL) added to the request; if `read_head`, the response's header lines
 /// are handed to a header callback that only counts their bytes (libcurl's side of giving a client
 /// the head). With `post`, its shared header list also carries curl-multi's `Content-Type:
 /// application/octet-stream`; the body is then given by `floor_easy_set_body` (from memory, as
 /// curl-multi sends it) or by `floor_easy_upload_by_read` and `floor_easy_read_body` (a read callback,
 /// as a library streams it).
-CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head, int post);
+CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head, int post,
+                    int http2);
 /// The body of the next POST on `easy`: `size` bytes at `body`, which must stay valid until the
 /// transfer ends (CURLOPT_POSTFIELDS does not copy).
 void floor_easy_set_body(CURL *easy, const void *body, long long size);
