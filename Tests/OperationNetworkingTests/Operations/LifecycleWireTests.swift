@@ -161,35 +161,27 @@ final class LifecycleWireTests: ServerTestCase {
         XCTAssertTrue(box.value?.isSuccess ?? false)
     }
 
+    /// Starts `operation` on a held (suspended) completion queue and returns that queue once the
+    /// transfer's end reached the operation: its handler hop then waits until the caller resumes it.
+    private func startWithHandlersHeld(_ operation: HTTPRequestOperation,
+                                       file: StaticString = #filePath, line: UInt = #line) -> DispatchQueue {
+        let held = DispatchQueue(label: "held completion queue")
+        operation.completionQueue = held
+        held.suspend()
+        operation.start()
+        XCTAssertTrue(eventually { operation.lock.withLock { () -> Bool in
+            if case .completing = operation.mutable.lifecycle.phase { return true }
+            return false
+        } }, "the transfer's end reached the operation; its handler waits on the held queue", file: file, line: line)
+        return held
+    }
+
     /// Handlers set after the transfer ended, before they ran, are the ones that run — whether or not
     /// the operation had any when its transfer ended.
     func testHandlersSetAfterTheTransferEndedAreTheOnesThatRun() {
         for hadHandlers in [true, false] {
-            let held = DispatchQueue(label: "held completion queue")
-            let operation = HTTPRequestOperation(request: request("/echo"))
-            operation.completionQueue = held
-            let calls = Recorder<String>()
-            if hadHandlers {
-                operation.setCompletionBlockWithSuccess({ _, _ in calls.append("old success") },
-                                                        failure: { _, _ in calls.append("old failure") })
-            }
-            held.suspend()
-            operation.start()
-            XCTAssertTrue(eventually { operation.lock.withLock { () -> Bool in
-                if case .completing = operation.mutable.lifecycle.phase { return true }
-                return false
-            } })
-            let done = expectation(description: "new handler")
-            operation.setCompletionBlockWithSuccess({ _, object in
-                calls.append(object == nil ? "new success, no object" : "new success")
-                done.fulfill()
-            }, failure: { _, _ in
-                calls.append("new failure")
-                done.fulfill()
-            })
-            held.resume()
-            wait(for: [done], timeout: 5)
-            XCTAssertEqual(calls.all, ["new success"], "had handlers at the end: \(hadHandlers)")
+            let (calls, _) = handlersSetAfterTheEnd(of: "/echo", hadHandlers: hadHandlers)
+            XCTAssertEqual(calls, ["new success"], "had handlers at the end: \(hadHandlers)")
         }
     }
 
@@ -198,38 +190,39 @@ final class LifecycleWireTests: ServerTestCase {
     /// whose completion block reads `error` again after `responseObject`.
     func testHandlersSetAfterTheEndOfAFailedResponseGetTheValidationError() {
         for hadHandlers in [true, false] {
-            let held = DispatchQueue(label: "held completion queue")
-            let operation = HTTPRequestOperation(request: request("/status/404"))
-            operation.completionQueue = held
-            if hadHandlers { operation.setCompletionBlockWithSuccess({ _, _ in }, failure: { _, _ in }) }
-            held.suspend()
-            operation.start()
-            XCTAssertTrue(eventually { operation.lock.withLock { () -> Bool in
-                if case .completing = operation.mutable.lifecycle.phase { return true }
-                return false
-            } })
-            let done = expectation(description: "handler")
-            let calls = Recorder<String>()
-            operation.setCompletionBlockWithSuccess({ _, _ in
-                calls.append("success")
-                done.fulfill()
-            }, failure: { _, error in
-                calls.append("failure \((error as NSError).code)")
-                done.fulfill()
-            })
-            held.resume()
-            wait(for: [done], timeout: 5)
-            XCTAssertEqual(calls.all, ["failure \(NSURLErrorBadServerResponse)"], "had handlers at the end: \(hadHandlers)")
+            let (calls, operation) = handlersSetAfterTheEnd(of: "/status/404", hadHandlers: hadHandlers)
+            XCTAssertEqual(calls, ["new failure \(NSURLErrorBadServerResponse)"], "had handlers at the end: \(hadHandlers)")
             XCTAssertEqual(operation.response?.statusCode, 404)
         }
+    }
+
+    /// Runs a GET of `path` whose handlers are replaced after its transfer ended and before they ran
+    /// (with `hadHandlers`, it had recording ones at the end); returns which handlers ran and the operation.
+    private func handlersSetAfterTheEnd(of path: String, hadHandlers: Bool) -> ([String], HTTPRequestOperation) {
+        let operation = HTTPRequestOperation(request: request(path))
+        let calls = Recorder<String>()
+        if hadHandlers {
+            operation.setCompletionBlockWithSuccess({ _, _ in calls.append("old success") },
+                                                    failure: { _, _ in calls.append("old failure") })
+        }
+        let held = startWithHandlersHeld(operation)
+        let done = expectation(description: "new handler")
+        operation.setCompletionBlockWithSuccess({ _, object in
+            calls.append(object == nil ? "new success, no object" : "new success")
+            done.fulfill()
+        }, failure: { _, error in
+            calls.append("new failure \((error as NSError).code)")
+            done.fulfill()
+        })
+        held.resume()
+        wait(for: [done], timeout: 5)
+        return (calls.all, operation)
     }
 
     /// A cancel that lands after the response reached the operation changes nothing: success runs
     /// and `isCancelled` stays false.
     func testACancelAfterTheResponseArrivedChangesNothing() {
-        let held = DispatchQueue(label: "held completion queue")
         let operation = HTTPRequestOperation(request: request("/echo"))
-        operation.completionQueue = held
         let sawCancelled = Recorder<Bool>()
         let done = expectation(description: "handler")
         operation.setCompletionBlockWithSuccess({ operation, _ in
@@ -239,12 +232,7 @@ final class LifecycleWireTests: ServerTestCase {
             sawCancelled.append(operation.isCancelled)
             done.fulfill()
         })
-        held.suspend()
-        operation.start()
-        XCTAssertTrue(eventually { operation.lock.withLock { () -> Bool in
-            if case .completing = operation.mutable.lifecycle.phase { return true }
-            return false
-        } }, "the transfer's end reached the operation; its handler waits on the held queue")
+        let held = startWithHandlersHeld(operation)
         operation.cancel()
         XCTAssertFalse(operation.isCancelled)
         held.resume()
