@@ -196,6 +196,29 @@ final class LifecycleWireTests: ServerTestCase {
         }
     }
 
+    /// A response serializer replaced after the transfer ended (which drops what the old one made)
+    /// validates the response before the handlers run: its rejection reaches `failure`.
+    func testASerializerReplacedAfterTheEndValidatesBeforeTheHandlersRun() {
+        let operation = HTTPRequestOperation(request: request("/echo"))
+        let calls = Recorder<String>()
+        let done = expectation(description: "handler")
+        operation.setCompletionBlockWithSuccess({ _, _ in
+            calls.append("success")
+            done.fulfill()
+        }, failure: { _, error in
+            calls.append("failure \((error as NSError).code)")
+            done.fulfill()
+        })
+        let held = startWithHandlersHeld(operation)
+        let strict = HTTPResponseSerializer()
+        strict.acceptableStatusCodes = IndexSet(integer: 201)
+        operation.responseSerializer = strict
+        held.resume()
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(calls.all, ["failure \(NSURLErrorBadServerResponse)"])
+        XCTAssertEqual(operation.response?.statusCode, 200)
+    }
+
     /// Runs a GET of `path` whose handlers are replaced after its transfer ended and before they ran
     /// (with `hadHandlers`, it had recording ones at the end); returns which handlers ran and the operation.
     private func handlersSetAfterTheEnd(of path: String, hadHandlers: Bool) -> ([String], HTTPRequestOperation) {
