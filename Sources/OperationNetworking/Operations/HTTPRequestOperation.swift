@@ -175,8 +175,9 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
             let object = wasSerialized && success != nil ? storedResponseObject : nil
             lock.unlock()
             if success != nil || failure != nil {
-                // Blocks set after the end found nothing serialized: serialize before reading `error`,
-                // of which a validation failure is part (AFN 2.x reads `error` after `responseObject`).
+                // Nothing serialized when the blocks were set after the end, or the serializer replaced
+                // since: serialize before reading `error`, of which a validation failure is part (AFN
+                // 2.x reads `error` after `responseObject`).
                 if !wasSerialized { _ = responseObject }
                 if let problem = error {
                     failure?(self, problem)
@@ -190,7 +191,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         }
         if !hadHandlers || (batch != nil && bodySize <= HTTPRequestOperation.inlineSerializationLimit) {
             storeInCacheIfAllowed()
-            // Serialized here, once, when a handler will read it (a block set later serializes on first read).
+            // Serialized here, once, when a handler will read it (for blocks set later, the hop serializes).
             if hadHandlers { _ = responseObject }
             if let batch { batch.add(on: queue, group: group, handlers) } else { queue.async(group: group, execute: handlers) }
             return
