@@ -48,6 +48,10 @@ CURL *floor_easy_new(const char *url, long long *received, const char *header, i
     return easy;
 }
 
+void floor_easy_bundle_only(CURL *easy) {
+    curl_easy_setopt(easy, CURLOPT_CAPATH, NULL);
+}
+
 void floor_easy_set_body(CURL *easy, const void *body, long long size) {
     curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)size);

@@ -50,8 +50,11 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
     /// Under `BENCH_H2=1`: HTTP/2 over TLS, streams multiplexed (`BenchEnvironment.http2`).
     private let http2 = BenchEnvironment.http2
 
+    /// `--ca-cache`: every handle trusts the CA bundle file alone (`floor_easy_bundle_only`).
+    private let cachesCABundle: Bool
+
     init?(url: String, header: String?, readsHead: Bool, contract: Bool, concurrency: Int, postBodySize: Int?,
-          readsBody: Bool) {
+          readsBody: Bool, cachesCABundle: Bool) {
         guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK,
               let multi = floor_multi_new(concurrency, http2 ? 1 : 0) else { return nil }
         self.multi = multi
@@ -61,6 +64,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
         self.contract = contract
         bodySize = postBodySize ?? 0
         self.readsBody = readsBody && postBodySize != nil
+        self.cachesCABundle = cachesCABundle
         sentPerRequest = Int64(bodySize)
         if let postBodySize, !contract {
             let bytes = UnsafeMutablePointer<CChar>.allocate(capacity: max(postBodySize, 1))
@@ -94,6 +98,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
             state?.deallocate()
             return nil
         }
+        if cachesCABundle { floor_easy_bundle_only(easy) }
         if contract, let state { floor_easy_keep_head(easy, state) }
         // The body itself is given per request (`run()`, `ContractWork.configure`), except curl-multi's
         // form, whose one buffer every handle sends.

@@ -38,6 +38,10 @@ int floor_easy_set_header_lines(CURL *easy, floor_handle_state *state, const cha
 /// as a library streams it).
 CURL *floor_easy_new(const char *url, long long *received, const char *header, int read_head, int post,
                     int http2);
+/// Trust from the CA bundle file alone, with no certificate directory (Debian's libcurl names both), so
+/// that libcurl keeps the parsed bundle in the multi handle's CA cache instead of loading it again for
+/// every new TLS connection, as onet does (`--ca-cache`).
+void floor_easy_bundle_only(CURL *easy);
 /// The body of the next POST on `easy`: `size` bytes at `body`, which must stay valid until the
 /// transfer ends (CURLOPT_POSTFIELDS does not copy).
 void floor_easy_set_body(CURL *easy, const void *body, long long size);
