@@ -52,6 +52,10 @@ void floor_easy_bundle_only(CURL *easy) {
     curl_easy_setopt(easy, CURLOPT_CAPATH, NULL);
 }
 
+void floor_easy_buffer_size(CURL *easy, long bytes) {
+    curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, bytes);
+}
+
 void floor_easy_set_body(CURL *easy, const void *body, long long size) {
     curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)size);

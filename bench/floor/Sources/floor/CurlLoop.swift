@@ -53,8 +53,11 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
     /// `--ca-cache`: every handle trusts the CA bundle file alone (`floor_easy_bundle_only`).
     private let cachesCABundle: Bool
 
+    /// `--buffer-size N`: every handle's receive buffer, in bytes (nil: libcurl's 16 KiB).
+    private let receiveBufferSize: Int?
+
     init?(url: String, header: String?, readsHead: Bool, contract: Bool, concurrency: Int, postBodySize: Int?,
-          readsBody: Bool, cachesCABundle: Bool) {
+          readsBody: Bool, cachesCABundle: Bool, receiveBufferSize: Int?) {
         guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK,
               let multi = floor_multi_new(concurrency, http2 ? 1 : 0) else { return nil }
         self.multi = multi
@@ -65,6 +68,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
         bodySize = postBodySize ?? 0
         self.readsBody = readsBody && postBodySize != nil
         self.cachesCABundle = cachesCABundle
+        self.receiveBufferSize = receiveBufferSize
         sentPerRequest = Int64(bodySize)
         if let postBodySize, !contract {
             let bytes = UnsafeMutablePointer<CChar>.allocate(capacity: max(postBodySize, 1))
@@ -99,6 +103,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
             return nil
         }
         if cachesCABundle { floor_easy_bundle_only(easy) }
+        if let receiveBufferSize { floor_easy_buffer_size(easy, receiveBufferSize) }
         if contract, let state { floor_easy_keep_head(easy, state) }
         // The body itself is given per request (`run()`, `ContractWork.configure`), except curl-multi's
         // form, whose one buffer every handle sends.

@@ -279,6 +279,9 @@ arguments.removeAll { $0 == "--read-body" }
 /// once per multi handle rather than once per TLS connection (onet's choice, Transfer+Security.swift).
 let cachesCABundle = arguments.contains("--ca-cache")
 arguments.removeAll { $0 == "--ca-cache" }
+/// `--buffer-size N`: with `--url`, each handle's receive buffer is N bytes (onet sets 256 KiB,
+/// `Transfer.receiveBufferSize`), to price the buffer apart from the rest of the library.
+let receiveBufferSize = option("--buffer-size").flatMap { Int($0) }
 /// The harness's client form (`--requests N --concurrency C --method M --body-size B`, bench/README.md):
 /// the composite with both notifications, reporting a `RESULT` line. GET, or POST from memory, over
 /// HTTP/1.1 (`http://` or `https://`), or GET over HTTP/2 with TLS under the harness's `BENCH_H2=1`.
@@ -304,13 +307,14 @@ let postsNotifications = arguments.count == 3 && arguments[2] == "notify"
 guard arguments.count == 2 || postsNotifications, let requests = Int(arguments[0]), let concurrency = Int(arguments[1]),
       requests > 0, concurrency > 0 else {
     fail("usage: floor REQUESTS CONCURRENCY [notify] [--url URL [--header LINE] [--read-head] [--contract]\n"
-         + "                                          [--read-body] [--ca-cache]]\n"
+         + "                                          [--read-body] [--ca-cache] [--buffer-size N]]\n"
          + "       floor --url URL --requests N --concurrency C --method GET|POST --body-size B", status: 64)
 }
 if checksContract && url == nil { fail("floor: --contract needs --url", status: 64) }
 let curlLoop = url.flatMap {
     CurlLoop(url: $0, header: header, readsHead: readsHead, contract: checksContract, concurrency: concurrency,
-             postBodySize: postBodySize, readsBody: readsBody, cachesCABundle: cachesCABundle)
+             postBodySize: postBodySize, readsBody: readsBody, cachesCABundle: cachesCABundle,
+             receiveBufferSize: receiveBufferSize)
 }
 if url != nil && curlLoop == nil { fail("floor: libcurl could not be set up", status: 1) }
 let loop: any RequestLoop = curlLoop ?? NetworkLoop()

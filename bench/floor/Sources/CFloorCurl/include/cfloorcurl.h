@@ -42,6 +42,8 @@ CURL *floor_easy_new(const char *url, long long *received, const char *header, i
 /// that libcurl keeps the parsed bundle in the multi handle's CA cache instead of loading it again for
 /// every new TLS connection, as onet does (`--ca-cache`).
 void floor_easy_bundle_only(CURL *easy);
+/// Sets the handle's receive buffer (`CURLOPT_BUFFERSIZE`), as a library that reads large bodies does.
+void floor_easy_buffer_size(CURL *easy, long bytes);
 /// The body of the next POST on `easy`: `size` bytes at `body`, which must stay valid until the
 /// transfer ends (CURLOPT_POSTFIELDS does not copy).
 void floor_easy_set_body(CURL *easy, const void *body, long long size);
