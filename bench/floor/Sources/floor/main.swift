@@ -281,7 +281,11 @@ let cachesCABundle = arguments.contains("--ca-cache")
 arguments.removeAll { $0 == "--ca-cache" }
 /// `--buffer-size N`: with `--url`, each handle's receive buffer is N bytes (onet sets 256 KiB,
 /// `Transfer.receiveBufferSize`), to price the buffer apart from the rest of the library.
-let receiveBufferSize = option("--buffer-size").flatMap { Int($0) }
+let bufferSizeArgument = option("--buffer-size")
+let receiveBufferSize = bufferSizeArgument.flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil }
+if let bufferSizeArgument, receiveBufferSize == nil {
+    fail("floor: --buffer-size needs a positive number of bytes, not \(bufferSizeArgument)", status: 64)
+}
 /// The harness's client form (`--requests N --concurrency C --method M --body-size B`, bench/README.md):
 /// the composite with both notifications, reporting a `RESULT` line. GET, or POST from memory, over
 /// HTTP/1.1 (`http://` or `https://`), or GET over HTTP/2 with TLS under the harness's `BENCH_H2=1`.
