@@ -6,24 +6,25 @@ import Foundation
 /// connections are due to be closed: all of them once no transfer has run for the idle lifetime;
 /// one whose peer closed it (its socket would sit in CLOSE-WAIT) at once, alone. libcurl itself looks
 /// at idle connections only when a new request needs one, so without traffic they would stay open.
-/// - Threading: network thread only (owned by `NetworkThread`; the socket callbacks run there).
+/// - Threading: network thread only (owned by `NetworkThread`; the socket callbacks run there), so its
+///   fields skip the runtime's exclusivity checks, as the loop's own do.
 final class IdleConnections {
     /// Descriptors of the connections curl opened and has not closed.
-    private(set) var sockets: Set<Int32> = []
+    @exclusivity(unchecked) private(set) var sockets: Set<Int32> = []
     /// Those of `sockets` this thread shut down after their peer closed them: curl still holds them
     /// (it closes each when its next connection lookup finds it dead), so they are not looked at again.
-    private var shutDown: Set<Int32> = []
+    @exclusivity(unchecked) private var shutDown: Set<Int32> = []
     /// Since when nothing ran (`nil` while something runs).
-    private var idleSince: UInt64?
+    @exclusivity(unchecked) private var idleSince: UInt64?
     /// When the sockets were last looked at.
-    private var lastCheck: UInt64 = 0
+    @exclusivity(unchecked) private var lastCheck: UInt64 = 0
     /// `POLLRDHUP` (the peer shut its side down), which Glibc's module leaves out without _GNU_SOURCE.
     private static let pollReadHangUp: Int16 = 0x2000
     /// How often an idle thread looks at its sockets.
     static let checkInterval: UInt64 = 1_000_000_000
 
     /// Transfers ended since glibc last gave freed memory back.
-    private var endedSinceTrim = 0
+    @exclusivity(unchecked) private var endedSinceTrim = 0
     /// After this many transfers, an idle thread asks glibc to give freed memory back.
     static let trimAfterTransfers = 1_000
 

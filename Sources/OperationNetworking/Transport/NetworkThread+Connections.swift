@@ -5,7 +5,8 @@ import Foundation
 // MARK: - Network thread: the multi handle's connections (HTTP/2 sharing, idle connections, shut-down)
 
 extension NetworkThread {
-    /// Records a transfer curl now runs, and lifts the per-host cap when it needs a connection of its own.
+    /// Records a transfer curl now runs, and lifts the per-host cap when it needs a connection of its
+    /// own; restores the cap a run of such transfers left lifted when this one can multiplex.
     func putOnCurl(_ transfer: Transfer, easy: CurlEasyHandle, multi: UnsafeMutableRawPointer) {
         transfer.activeIndex = active.count
         active.append(transfer)
@@ -13,13 +14,23 @@ extension NetworkThread {
         transfer.countedAsSerial = serial
         if serial {
             serialTransfers += 1
-            if serialTransfers == 1 { _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0) }
+            if !hostCapLifted { setHostCap(lifted: true, multi) }
+        } else if hostCapLifted && serialTransfers == 0 {
+            setHostCap(lifted: false, multi)
         }
+    }
+
+    /// Sets `CURLMOPT_MAX_HOST_CONNECTIONS`: none while a transfer on curl needs a connection of its own
+    /// (plain http, or an HTTP/1.x https origin), `multiplexedConnectionsPerHost` otherwise.
+    private func setHostCap(lifted: Bool, _ multi: UnsafeMutableRawPointer) {
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, lifted ? 0 : NetworkThread.multiplexedConnectionsPerHost)
+        hostCapLifted = lifted
     }
 
     /// Forgets a transfer curl no longer runs (its handle already removed from the multi handle); learns
     /// whether its https origin is HTTP/1.x; restores the per-host cap when no transfer needs its own
-    /// connection any more. False when the transfer was not on curl (nothing changes then).
+    /// connection any more and others still run. False when the transfer was not on curl (nothing
+    /// changes then).
     @discardableResult
     func takeOffCurl(_ transfer: Transfer, multi: UnsafeMutableRawPointer) -> Bool {
         let index = transfer.activeIndex
@@ -40,9 +51,10 @@ extension NetworkThread {
         if transfer.countedAsSerial {
             transfer.countedAsSerial = false
             serialTransfers -= 1
-            if serialTransfers == 0 {
-                _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, NetworkThread.multiplexedConnectionsPerHost)
-            }
+            // With nothing left on curl, the cap waits for the next transfer that can multiplex
+            // (`putOnCurl`): libcurl reads it only for transfers it runs, and a queue of plain requests
+            // one after another then sets it once instead of twice a request.
+            if serialTransfers == 0 && !active.isEmpty { setHostCap(lifted: false, multi) }
         }
         return true
     }
@@ -99,5 +111,16 @@ extension NetworkThread {
         if let multi { curl_multi_cleanup(multi) }
         multi = fresh
         serialTransfers = 0
+        hostCapLifted = false   // a fresh multi handle starts capped
+    }
+}
+
+extension Array {
+    /// Empties the array and keeps its storage for the next use. For the loop's few-element arrays:
+    /// `removeAll(keepingCapacity:)` goes through the generic `replaceSubrange` (about 150
+    /// instructions), popping one element about 30. The storage must not be shared (a shared one
+    /// would be copied first).
+    mutating func removeAllKeepingStorage() {
+        while popLast() != nil {}
     }
 }

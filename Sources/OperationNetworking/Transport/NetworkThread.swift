@@ -76,7 +76,7 @@ final class NetworkThread: @unchecked Sendable {
     @exclusivity(unchecked) private var parked = false
     private let statisticsLock = NSLock()
     /// Published copy of the counts; guarded by `statisticsLock`.
-    private var publishedStatistics = Statistics()
+    @exclusivity(unchecked) private var publishedStatistics = Statistics()
 
     // MARK: Network thread only
     /// Connections a pinning policy accepted (see `Transfer.serverIsTrusted`).
@@ -91,6 +91,8 @@ final class NetworkThread: @unchecked Sendable {
     @exclusivity(unchecked) var serialTLSOrigins: Set<String> = []
     /// Transfers on curl that need a connection each: plain http, or https to an origin known to be HTTP/1.x.
     @exclusivity(unchecked) var serialTransfers = 0
+    /// Whether the multi handle's per-host cap is lifted (see `putOnCurl`).
+    @exclusivity(unchecked) var hostCapLifted = false
     /// Transfers on curl, in no order; each knows its place (`Transfer.activeIndex`), and curl's
     /// messages name a transfer through its handle's header block (`CURLOPT_PRIVATE`), so putting one
     /// on and taking it off costs no hashing (a dictionary by handle cost about 440 instructions a
@@ -236,7 +238,8 @@ final class NetworkThread: @unchecked Sendable {
                 // Out of descriptors: nothing can wake the poll, so it must not sleep long.
                 timeout = min(timeout, NetworkThread.unwakeablePollMilliseconds)
             }
-            if let next = (pausedUploads.map(\.at) + delayed.map(\.at)).min() {
+            // Both are empty on nearly every turn: the array the minimum is read from is not built then.
+            if !pausedUploads.isEmpty || !delayed.isEmpty, let next = (pausedUploads.map(\.at) + delayed.map(\.at)).min() {
                 timeout = min(timeout, Int32(clamping: (next &- min(next, monotonicNow())) / 1_000_000 + 1))
             }
             // Transfers that ended this turn freed slots that waiting ones can take at once: the loop
@@ -297,7 +300,7 @@ final class NetworkThread: @unchecked Sendable {
                 shutDownSignal = done
             }
         }
-        drained.removeAll(keepingCapacity: true)
+        drained.removeAllKeepingStorage()
     }
 
     /// Ends a transfer early (cancel, pause, stall), wherever it is. A waiting transfer stays in the
@@ -323,7 +326,7 @@ final class NetworkThread: @unchecked Sendable {
             start(transfer, multi)
         }
         if waitingHead == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
+            waiting.removeAllKeepingStorage()
             waitingHead = 0
         } else if waitingHead > 4096 {
             waiting.removeFirst(waitingHead)

@@ -70,6 +70,26 @@ final class HTTP2MultiplexingTests: XCTestCase {
         XCTAssertLessThanOrEqual(server.connections(serving: "/small").count, NetworkThread.multiplexedConnectionsPerHost)
     }
 
+    func testTheCapHoldsForABurstRightAfterPlainHTTPRequests() throws {
+        // Plain http lifts the per-host cap, and with nothing left on curl its restore waits for the
+        // next transfer that can multiplex: that transfer must restore it before curl runs any of the
+        // burst, or 60 requests at 10 streams a connection open 6 connections.
+        let plain = try TestServer()
+        defer { plain.shutdown() }
+        for _ in 0..<3 {
+            let done = expectation(description: "plain response")
+            let operation = HTTPRequestOperation(request: URLRequest(url: plain.url("/bytes/16")))
+            operation.setCompletionBlockWithSuccess({ _, _ in done.fulfill() }, failure: { _, _ in done.fulfill() })
+            operation.start()
+            wait(for: [done], timeout: 10)
+        }
+        XCTAssertEqual(plain.requests.count, 3)
+        let (server, policy) = try startNginx(streams: 10)
+        try burst(60, to: server, policy: policy)
+        XCTAssertTrue(eventually { server.accessLog.filter { $0.contains("/small") }.count == 60 })
+        XCTAssertLessThanOrEqual(server.connections(serving: "/small").count, NetworkThread.multiplexedConnectionsPerHost)
+    }
+
     func testAThousandConcurrentRequestsRideFewConnections() throws {
         let (server, policy) = try startNginx(streams: 128)
         try burst(1000, to: server, policy: policy)
