@@ -32,6 +32,8 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     @exclusivity(unchecked) private var serializationError: Error?                                           // guarded by lock
     /// Whether the transfer ended, so the response is complete and may be serialized.
     @exclusivity(unchecked) private var transferOver = false                                                 // guarded by lock
+    /// The completion queue the last end's handlers run on, read at that end (as its group is).
+    @exclusivity(unchecked) private var handlersQueue: DispatchQueue?                                        // guarded by lock
 
     /// Creates an operation for `request`.
     public required init(request: URLRequest) {
@@ -74,14 +76,36 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
             return storedResponseObject
         }
         // The first read takes the inputs in the same acquisition.
-        let serializer = storedSerializer, data = mutable.responseData, head = mutable.head
+        let inputs = SerializationInputs(serializer: storedSerializer, data: mutable.responseData, head: mutable.head)
         lock.unlock()
+        return serialize(inputs, returningObject: true)
+    }
+
+    /// What the first serialization reads, taken under the lock in one acquisition.
+    private struct SerializationInputs {
+        let serializer: HTTPResponseSerializer
+        let data: Data?
+        let head: ResponseHead?
+    }
+
+    /// The inputs when the response is complete, has no transport error and was not serialized yet;
+    /// call with `lock` held.
+    private func serializationInputsLocked() -> SerializationInputs? {
+        guard transferOver, mutable.error == nil, !serialized else { return nil }
+        return SerializationInputs(serializer: storedSerializer, data: mutable.responseData, head: mutable.head)
+    }
+
+    /// Serializes from `inputs` (call without the lock) and stores the result, unless another read
+    /// stored one first. Returns the stored object only when `returningObject`: an `Any?` returned
+    /// only to be dropped is copied and destroyed through the runtime's generic witnesses.
+    private func serialize(_ inputs: SerializationInputs, returningObject: Bool) -> Any? {
+        let serializer = inputs.serializer, data = inputs.data
         var result: Any?
         var failure: Error?
         do {
             // The library's own serializers validate from the raw head when it passes, so a response
             // nobody reads never pays for building Foundation's HTTPURLResponse.
-            if let head, serializer.acceptsWithoutResponseObject(head, data: data) {
+            if let head = inputs.head, serializer.acceptsWithoutResponseObject(head, data: data) {
                 result = try serializer.decodedObject(from: data, head: head)
             } else {
                 result = try serializer.responseObject(for: response, data: data)
@@ -94,9 +118,10 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         defer { lock.unlock() }
         if !serialized {
             serialized = true
-            storedResponseObject = result
+            storedResponseObject = consume result
             serializationError = failure
         }
+        guard returningObject else { return nil }
         return storedResponseObject
     }
 
@@ -161,17 +186,24 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         lock.lock()
         transferOver = true
         let hadHandlers = success != nil || failure != nil, bodySize = mutable.responseData?.count ?? 0
+        let inline = !hadHandlers || (batch != nil && bodySize <= HTTPRequestOperation.inlineSerializationLimit)
         // Read here, not through `completionQueue` and `completionGroup`: two lock round trips fewer.
+        // The same acquisition reads whether the operation opted into the cache, and the inputs of
+        // the serialization a handler will read (serialized below, on this queue, when it is small).
         let configuration = mutable.configuration
         let queue = configuration.effectiveCompletionQueue, group = configuration.effectiveCompletionGroup
+        let mayCache = configuration.cacheBlock != nil || readsCache
+        let inputs = hadHandlers && inline ? serializationInputsLocked() : nil
+        handlersQueue = queue
         lock.unlock()
+        // Captures only the operation (the queue is read back from it), so the closure needs no context of its own.
         let handlers: @Sendable () -> Void = { [self] in
             // Read now, not at the transfer's end: blocks set meanwhile are the ones that run. The object
             // serialized at the end comes in the same acquisition (not through `responseObject`, which
             // would take the lock again). Not `withLock`: blocks returned through its generic result
             // are re-abstracted both ways.
             lock.lock()
-            let success = self.success, failure = self.failure, wasSerialized = serialized
+            let success = self.success, failure = self.failure, wasSerialized = serialized, queue = handlersQueue
             let object = wasSerialized && success != nil ? storedResponseObject : nil
             lock.unlock()
             if success != nil || failure != nil {
@@ -189,10 +221,10 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
             }
             finishOperation(runningOn: queue)
         }
-        if !hadHandlers || (batch != nil && bodySize <= HTTPRequestOperation.inlineSerializationLimit) {
-            storeInCacheIfAllowed()
+        if inline {
+            if mayCache { storeInCacheIfAllowed() }
             // Serialized here, once, when a handler will read it (for blocks set later, the hop serializes).
-            if hadHandlers { _ = responseObject }
+            if let inputs { _ = serialize(inputs, returningObject: false) }
             if let batch { batch.add(on: queue, group: group, handlers) } else { queue.async(group: group, execute: handlers) }
             return
         }

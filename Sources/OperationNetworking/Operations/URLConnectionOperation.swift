@@ -466,7 +466,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
             guard let transfer else { return }
             // An answer from the cache, or an output stream that will not open, still goes through
             // the network thread, so that a pause or cancel already on its way meets it there.
-            if let local = localOutcome() { transfer.endOnArrival(local) }
+            if let local = localOutcome(writingTo: transfer.outputStream) { transfer.endOnArrival(local) }
             willChangeValue(forKey: "isExecuting")
             didChangeValue(forKey: "isExecuting")
             // operationDidStart is posted once the network thread took the transfer in.
@@ -492,10 +492,11 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     }
 
     /// How the transfer about to start ends without the network: from the cache, or because the
-    /// caller's output stream would not open. `nil`: it goes to the network.
-    private func localOutcome() -> TransferOutcome? {
+    /// caller's output stream would not open. `nil`: it goes to the network. `stream` is the one the
+    /// transfer writes to, taken with it under the lock: without one, the lock is not taken again.
+    private func localOutcome(writingTo stream: OutputStream?) -> TransferOutcome? {
         if let cached = cachedOutcome() { return cached }
-        if let failure = openOutputStream() { return .failed(failure) }
+        if stream != nil, let failure = openOutputStream() { return .failed(failure) }
         return nil
     }
 }

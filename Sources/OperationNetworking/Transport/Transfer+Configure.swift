@@ -142,8 +142,7 @@ extension Transfer {
                                     environmentNamesProxy: Bool, timeoutMilliseconds: Int) -> PlainConfiguration? {
         let hasBody = request.httpBody != nil
         guard hasBody ? method != "GET" && method != "HEAD" : method == "GET", request.httpBodyStream == nil,
-              security?.isSystemDefault ?? true, clientCertificate == nil,
-              serverCredential == nil, proxyCredential == nil, resumeFrom == nil, proxy == .environment else { return nil }
+              settingsArePlain, serverCredential == nil, proxyCredential == nil else { return nil }
         return PlainConfiguration(isHTTPS: isHTTPS, asksForEncodings: asksForEncodings,
                                   environmentNamesProxy: environmentNamesProxy,
                                   connectTimeoutMilliseconds: timeoutMilliseconds, method: method)

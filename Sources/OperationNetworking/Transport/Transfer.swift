@@ -128,6 +128,10 @@ final class Transfer: @unchecked Sendable {
     let retryPolicy: RetryPolicy
     /// The proxy the request goes through.
     let proxy: ProxySetting
+    /// Whether the settings above allow a plain configuration (see `Transfer.configure`): system
+    /// trust, no client certificate, no resume point, the environment's proxy. Read once, at creation:
+    /// testing the optional certificate against `nil` at every hop copied and destroyed it.
+    let settingsArePlain: Bool
 
     // MARK: Network thread only
     /// The request of the current hop (changes on redirects).
@@ -227,6 +231,9 @@ final class Transfer: @unchecked Sendable {
          security: SecurityPolicy.Snapshot? = nil, clientCertificate: ClientCertificate? = nil, maximumBodySize: Int64? = nil,
          retryPolicy: RetryPolicy = .none, proxy: ProxySetting = .environment, delegate: TransferDelegate) {
         self.proxy = proxy
+        let hasCertificate: Bool
+        if case .some = clientCertificate { hasCertificate = true } else { hasCertificate = false }
+        settingsArePlain = !hasCertificate && (security?.isSystemDefault ?? true) && resumeFrom == nil && proxy == .environment
         self.clientCertificate = clientCertificate
         self.maximumBodySize = maximumBodySize
         self.retryPolicy = retryPolicy
