@@ -87,11 +87,15 @@ extension URLConnectionOperation: TransferDelegate {
         }
     }
 
+    // Without a progress block ever set (most operations), a piece of body costs no lock: a setter
+    // that returned has stored the flag, so every event after it reads it set.
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
+        guard progressBlockEverSet.load(ordering: .acquiring) else { return }
         lock.withLock { progressReporter(download: true) }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
     }
 
     func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
+        guard progressBlockEverSet.load(ordering: .acquiring) else { return }
         lock.withLock { progressReporter(download: false) }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
     }
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 @_exported import FoundationNetworking
 #endif
@@ -50,6 +51,9 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// Whether the request reads from `URLCache.shared` (its cache policy and method, which nothing
     /// changes after init), decided once rather than at the start and again at the end.
     let readsCache: Bool
+    /// Whether a progress block was ever set (never cleared; stored before the setter returns): until
+    /// one was, a piece of body sent or received is reported without taking `lock`.
+    let progressBlockEverSet = Atomic<Bool>(false)
 
     /// Creates an operation for `request` (designated initializer). Nothing is sent until `start()`.
     public required init(request: URLRequest) {
@@ -163,12 +167,14 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     @preconcurrency
     public func setUploadProgressBlock(_ block: UploadProgressBlock?) {
         lock.withLock { mutable.configuration.uploadProgressBlock = block }
+        if block != nil { progressBlockEverSet.store(true, ordering: .releasing) }
     }
     /// Sets the block called as the response body arrives (on the completion queue, coalesced:
     /// `bytesRead` is the count since the previous call; totals count a resumed prefix). `nil` removes it.
     @preconcurrency
     public func setDownloadProgressBlock(_ block: DownloadProgressBlock?) {
         lock.withLock { mutable.configuration.downloadProgressBlock = block }
+        if block != nil { progressBlockEverSet.store(true, ordering: .releasing) }
     }
     /// Sets the block that answers each 401/407 challenge round (on the network thread: keep it short).
     /// `previousFailureCount` counts the rounds already answered. `.performDefaultHandling` uses
@@ -336,6 +342,9 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// Replaces the whole configuration (the manager's settings for a new operation, or a copy's).
     func apply(_ configuration: OperationConfiguration) {
         lock.withLock { mutable.configuration = configuration }
+        if configuration.uploadProgressBlock != nil || configuration.downloadProgressBlock != nil {
+            progressBlockEverSet.store(true, ordering: .releasing)
+        }
     }
 
     // MARK: - Internal: the finishing pipeline

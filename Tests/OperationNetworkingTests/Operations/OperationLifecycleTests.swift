@@ -275,6 +275,24 @@ final class OperationLifecycleTests: ServerTestCase {
         XCTAssertEqual(server.requests.count, 2)
     }
 
+    /// A copy carries the original's progress blocks (AFN 2.x copies them), and they are called.
+    func testACopyReportsProgressThroughTheOriginalsBlocks() throws {
+        let original = HTTPRequestOperation(request: request("/bytes/50000"))
+        let downloaded = Recorder<Int64>()
+        original.setDownloadProgressBlock { _, total, _ in downloaded.append(total) }
+        let copy = try XCTUnwrap(original.copy() as? HTTPRequestOperation)
+        XCTAssertTrue(run(copy).isSuccess)
+        XCTAssertTrue(eventually { downloaded.all.last == 50_000 })
+        var upload = request("/upload", method: "POST")
+        upload.httpBody = deterministicBytes(40_000)
+        let poster = HTTPRequestOperation(request: upload)
+        let uploaded = Recorder<Int64>()
+        poster.setUploadProgressBlock { _, total, _ in uploaded.append(total) }
+        let postCopy = try XCTUnwrap(poster.copy() as? HTTPRequestOperation)
+        XCTAssertTrue(run(postCopy).isSuccess)
+        XCTAssertTrue(eventually { uploaded.all.last == 40_000 })
+    }
+
     func testManyQueuedOperationsAllComplete() {
         let queue = OperationQueue()
         let count = 2000
