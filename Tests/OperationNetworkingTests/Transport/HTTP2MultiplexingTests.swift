@@ -102,18 +102,31 @@ final class HTTP2MultiplexingTests: XCTestCase {
 /// The per-host cap that keeps HTTP/2 bursts on few connections never caps an HTTP/1.x host: a
 /// queue's concurrency there is one connection per request.
 final class HTTP1ConcurrencyTests: XCTestCase {
-    private func concurrentSlowRequests(_ count: Int, to server: TestServer, policy: SecurityPolicy? = nil) {
+    /// `count` requests of 300 ms at once; returns how many went over a reused connection.
+    @discardableResult
+    private func concurrentSlowRequests(_ count: Int, to server: TestServer, policy: SecurityPolicy? = nil) -> Int {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = count
         let done = expectation(description: "responses")
         done.expectedFulfillmentCount = count
+        let failures = Recorder<String>()
+        let reused = Recorder<Bool>()
         for _ in 0..<count {
             let operation = HTTPRequestOperation(request: URLRequest(url: server.url("/delay/300")))
             if let policy { operation.securityPolicy = policy }
-            operation.setCompletionBlockWithSuccess({ _, _ in done.fulfill() }, failure: { _, _ in done.fulfill() })
+            operation.setCompletionBlockWithSuccess({ operation, _ in
+                reused.append(operation.metrics?.connectionReused ?? false)
+                done.fulfill()
+            }, failure: { _, error in
+                failures.append("\(error)")
+                done.fulfill()
+            })
             queue.addOperation(operation)
         }
         wait(for: [done], timeout: 30)
+        XCTAssertEqual(failures.all, [])
+        // Told when a count falls short: how many requests found a connection free.
+        return reused.all.filter { $0 }.count
     }
 
     func testPlainHTTPConcurrencyIsNotCapped() throws {
@@ -131,7 +144,8 @@ final class HTTP1ConcurrencyTests: XCTestCase {
         policy.additionalTrustAnchors = [authority.certificate]
         concurrentSlowRequests(1, to: server, policy: policy)   // learns that the origin is HTTP/1.1
         let before = server.acceptedConnections
-        concurrentSlowRequests(12, to: server, policy: policy)
-        XCTAssertGreaterThanOrEqual(server.acceptedConnections - before, 11, "one connection per concurrent request")
+        let reused = concurrentSlowRequests(12, to: server, policy: policy)
+        XCTAssertGreaterThanOrEqual(server.acceptedConnections - before, 11,
+                                    "one connection per concurrent request (\(reused) of 12 reused one)")
     }
 }
