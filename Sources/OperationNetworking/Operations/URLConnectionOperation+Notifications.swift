@@ -6,6 +6,15 @@ import FoundationNetworking
 // MARK: - Output stream and notifications
 
 extension URLConnectionOperation {
+    /// How the transfer about to start ends without the network: from the cache, or because the
+    /// caller's output stream would not open. `nil`: it goes to the network. `stream` is the one the
+    /// transfer writes to, taken with it under the lock: without one, the lock is not taken again.
+    func localOutcome(writingTo stream: OutputStream?) -> TransferOutcome? {
+        if let cached = cachedOutcome() { return cached }
+        if stream != nil, let failure = openOutputStream() { return .failed(failure) }
+        return nil
+    }
+
     /// Opens a caller's output stream once; returns the error if it cannot be opened.
     func openOutputStream() -> Error? {
         let stream: OutputStream? = lock.withLock {

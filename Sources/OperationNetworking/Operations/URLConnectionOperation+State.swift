@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -75,6 +76,14 @@ extension URLConnectionOperation {
     subscript<Value>(setting key: WritableKeyPath<OperationConfiguration.Settings, Value>) -> Value {
         get { lock.withLock { mutable.configuration[dynamicMember: key] } }
         set { lock.withLock { mutable.configuration[dynamicMember: key] = newValue } }
+    }
+
+    /// Replaces the whole configuration (the manager's settings for a new operation, or a copy's).
+    func apply(_ configuration: OperationConfiguration) {
+        lock.withLock { mutable.configuration = configuration }
+        if configuration.uploadProgressBlock != nil || configuration.downloadProgressBlock != nil {
+            progressBlockEverSet.store(true, ordering: .releasing)
+        }
     }
 
     /// The reporter for the next progress event: made when a block is set and none exists yet, so a

@@ -339,14 +339,6 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         return copy
     }
 
-    /// Replaces the whole configuration (the manager's settings for a new operation, or a copy's).
-    func apply(_ configuration: OperationConfiguration) {
-        lock.withLock { mutable.configuration = configuration }
-        if configuration.uploadProgressBlock != nil || configuration.downloadProgressBlock != nil {
-            progressBlockEverSet.store(true, ordering: .releasing)
-        }
-    }
-
     // MARK: - Internal: the finishing pipeline
 
     /// The transfer is over (`error` tells how). Subclasses run their handlers, then call `finishOperation()`.
@@ -498,14 +490,5 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         case .finish:
             return   // finishOperation() carries it out, with the completion block it took under the lock
         }
-    }
-
-    /// How the transfer about to start ends without the network: from the cache, or because the
-    /// caller's output stream would not open. `nil`: it goes to the network. `stream` is the one the
-    /// transfer writes to, taken with it under the lock: without one, the lock is not taken again.
-    private func localOutcome(writingTo stream: OutputStream?) -> TransferOutcome? {
-        if let cached = cachedOutcome() { return cached }
-        if stream != nil, let failure = openOutputStream() { return .failed(failure) }
-        return nil
     }
 }

@@ -238,7 +238,6 @@ final class NetworkThread: @unchecked Sendable {
                 // Out of descriptors: nothing can wake the poll, so it must not sleep long.
                 timeout = min(timeout, NetworkThread.unwakeablePollMilliseconds)
             }
-            // Both are empty on nearly every turn: the array the minimum is read from is not built then.
             if !pausedUploads.isEmpty || !delayed.isEmpty, let next = (pausedUploads.map(\.at) + delayed.map(\.at)).min() {
                 timeout = min(timeout, Int32(clamping: (next &- min(next, monotonicNow())) / 1_000_000 + 1))
             }
