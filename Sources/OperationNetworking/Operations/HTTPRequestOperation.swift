@@ -76,7 +76,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
             return storedResponseObject
         }
         // The first read takes the inputs in the same acquisition.
-        let inputs = SerializationInputs(serializer: storedSerializer, data: mutable.responseData, head: mutable.head)
+        let inputs = serializationInputsLocked
         lock.unlock()
         return serialize(inputs, returningObject: true)
     }
@@ -88,11 +88,9 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         let head: ResponseHead?
     }
 
-    /// The inputs when the response is complete, has no transport error and was not serialized yet;
-    /// call with `lock` held.
-    private func serializationInputsLocked() -> SerializationInputs? {
-        guard transferOver, mutable.error == nil, !serialized else { return nil }
-        return SerializationInputs(serializer: storedSerializer, data: mutable.responseData, head: mutable.head)
+    /// The serializer, body and head as they are now; read with `lock` held.
+    private var serializationInputsLocked: SerializationInputs {
+        SerializationInputs(serializer: storedSerializer, data: mutable.responseData, head: mutable.head)
     }
 
     /// Serializes from `inputs` (call without the lock) and stores the result, unless another read
@@ -192,8 +190,8 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         // the serialization a handler will read (serialized below, on this queue, when it is small).
         let configuration = mutable.configuration
         let queue = configuration.effectiveCompletionQueue, group = configuration.effectiveCompletionGroup
-        let mayCache = configuration.cacheBlock != nil || readsCache
-        let inputs = hadHandlers && inline ? serializationInputsLocked() : nil
+        let mayCache = optedIntoCacheLocked
+        let inputs = hadHandlers && inline && mutable.error == nil && !serialized ? serializationInputsLocked : nil
         handlersQueue = queue
         lock.unlock()
         // Captures only the operation (the queue is read back from it), so the closure needs no context of its own.

@@ -32,17 +32,21 @@ extension URLConnectionOperation {
                                            url: request.url))
     }
 
+    /// Whether the operation stores its response (a cache response block, or a request that reads
+    /// the cache); read with `lock` held.
+    var optedIntoCacheLocked: Bool { mutable.configuration.cacheBlock != nil || readsCache }
+
     /// Stores a successful GET response when the operation opted into caching.
     func storeInCacheIfAllowed() {
         // Read for every operation that ends: one acquisition, by hand (a block and a body through
         // `withLock`'s generic result are re-abstracted both ways), and nothing else for an operation
         // that did not opt in.
         lock.lock()
-        let block = mutable.configuration.cacheBlock
-        guard block != nil || readsCache, mutable.error == nil, let data = mutable.responseData else {
+        guard optedIntoCacheLocked, mutable.error == nil, let data = mutable.responseData else {
             lock.unlock()
             return
         }
+        let block = mutable.configuration.cacheBlock
         lock.unlock()
         guard !isCancelled, let response = response as? HTTPURLResponse, response.statusCode == 200,
               request.uppercasedMethod == "GET",
