@@ -157,6 +157,7 @@ final class CurlLoop: RequestLoop, @unchecked Sendable {
                 if let pointer = floor_easy_private(easy) {
                     let operation = Unmanaged<FloorOperation>.fromOpaque(pointer).takeRetainedValue()
                     state = operation.handleState
+                    operation.spendOwnWork(at: 1)
                     if contract { ContractWork.keepResponse(of: operation, status: status) }
                     ended.append(operation)
                 }

@@ -36,6 +36,13 @@ import Glibc
 // With `--contract` as well, each operation also does the per-request work API.md leaves any
 // implementation on corelibs (ContractWork.swift): the composite with everything that cannot be left
 // out, and nothing a library could choose to do otherwise.
+//
+// With `--own-work UNITS`, each operation also spends UNITS units of synthetic work (OwnWork.swift)
+// where a library spends its own: the composite with a library's own cost of a known number of
+// instructions, to price such a number in throughput (bench/README.md, round 17). With
+// `--own-footprint FUNCTIONS`, it also runs that many distinct functions of straight-line code
+// (footprint.c): a library's own code footprint of a known size, with few instructions; with
+// `--own-data LINES`, it reads that many distinct lines of a 1 MiB region (its data footprint).
 
 /// What an operation's `start()` hands itself to: a loop on the one network thread.
 protocol RequestLoop: AnyObject, Sendable {
@@ -55,7 +62,10 @@ struct Delivery: Sendable {
     func deliver(_ batch: [FloorOperation]) {
         delivery.async { [callback] in
             // Where the library validates and serializes; here only `--contract`'s status check.
-            if checksContract { for operation in batch { ContractWork.validate(operation) } }
+            for operation in batch {
+                operation.spendOwnWork(at: 2)
+                if checksContract { ContractWork.validate(operation) }
+            }
             callback.async {
                 for operation in batch {
                     // Posted as `Operation`, as a library posts `self` from its own open operation
@@ -157,6 +167,7 @@ final class NetworkLoop: RequestLoop, @unchecked Sendable {
                 _ = read(wakeRead, &scratch, scratch.count)
                 continue
             }
+            for operation in taken { operation.spendOwnWork(at: 1) }
             let batch = taken
             taken.removeAll(keepingCapacity: true)
             hops.deliver(batch)
@@ -194,10 +205,21 @@ final class FloorOperation: Operation, @unchecked Sendable {
     override var isFinished: Bool { lock.withLock { done } }
 
     override func start() {
+        spendOwnWork(at: 0)
         // corelibs has no KVO: an asynchronous operation announces its state changes itself.
         willChangeValue(forKey: "isExecuting")
         didChangeValue(forKey: "isExecuting")
         loop.submit(self)
+    }
+
+    /// `--own-work` and `--own-footprint`: the synthetic work and code due at `place` (0 start, 1 loop
+    /// thread, 2 delivery), the work under the operation's own lock.
+    func spendOwnWork(at place: Int) {
+        let units = [ownWorkUnits.start, ownWorkUnits.loop, ownWorkUnits.delivery][place]
+        OwnWork.spend(units, lock: lock)
+        let functions = [ownFootprint.start, ownFootprint.loop, ownFootprint.delivery]
+        OwnWork.touchFootprint(first: functions[..<place].reduce(0, +), count: functions[place])
+        OwnWork.touchData(lines: [ownData.start, ownData.loop, ownData.delivery][place])
     }
 
     func finish() {
@@ -286,6 +308,33 @@ let receiveBufferSize = bufferSizeArgument.flatMap { Int($0) }.flatMap { $0 > 0 
 if let bufferSizeArgument, receiveBufferSize == nil {
     fail("floor: --buffer-size needs a positive number of bytes, not \(bufferSizeArgument)", status: 64)
 }
+/// `--own-work UNITS`: synthetic work a request (OwnWork.swift), to price a library's own cost in throughput.
+let ownWorkArgument = option("--own-work")
+let ownWorkTotal = ownWorkArgument.flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
+if let ownWorkArgument, ownWorkTotal == nil {
+    fail("floor: --own-work needs a number of units (0 or more), not \(ownWorkArgument)", status: 64)
+}
+/// The units spent at start, on the loop thread and on the delivery queue.
+let ownWorkUnits = OwnWork.split(ownWorkTotal ?? 0)
+/// `--own-footprint FUNCTIONS`: distinct functions of footprint.c run a request (OwnWork.swift), split
+/// as `--own-work` is; at most as many as footprint.c has.
+let ownFootprintArgument = option("--own-footprint")
+let ownFootprintTotal = ownFootprintArgument.flatMap { Int($0) }
+    .flatMap { (0...floor_footprint_functions()).contains($0) ? $0 : nil }
+if let ownFootprintArgument, ownFootprintTotal == nil {
+    fail("floor: --own-footprint needs 0 to \(floor_footprint_functions()) functions, not \(ownFootprintArgument)",
+         status: 64)
+}
+/// The functions run at start, on the loop thread and on the delivery queue.
+let ownFootprint = OwnWork.split(ownFootprintTotal ?? 0)
+/// `--own-data LINES`: distinct data lines read a request (footprint.c), split as `--own-work` is.
+let ownDataArgument = option("--own-data")
+let ownDataTotal = ownDataArgument.flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
+if let ownDataArgument, ownDataTotal == nil {
+    fail("floor: --own-data needs a number of lines (0 or more), not \(ownDataArgument)", status: 64)
+}
+/// The data lines read at start, on the loop thread and on the delivery queue.
+let ownData = OwnWork.split(ownDataTotal ?? 0)
 /// The harness's client form (`--requests N --concurrency C --method M --body-size B`, bench/README.md):
 /// the composite with both notifications, reporting a `RESULT` line. GET, or POST from memory, over
 /// HTTP/1.1 (`http://` or `https://`), or GET over HTTP/2 with TLS under the harness's `BENCH_H2=1`.
@@ -312,6 +361,7 @@ guard arguments.count == 2 || postsNotifications, let requests = Int(arguments[0
       requests > 0, concurrency > 0 else {
     fail("usage: floor REQUESTS CONCURRENCY [notify] [--url URL [--header LINE] [--read-head] [--contract]\n"
          + "                                          [--read-body] [--ca-cache] [--buffer-size N]]\n"
+         + "                                          [--own-work UNITS] [--own-footprint FUNCTIONS] [--own-data LINES]\n"
          + "       floor --url URL --requests N --concurrency C --method GET|POST --body-size B", status: 64)
 }
 if checksContract && url == nil { fail("floor: --contract needs --url", status: 64) }

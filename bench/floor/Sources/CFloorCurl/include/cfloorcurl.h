@@ -69,4 +69,11 @@ int floor_environment_names_proxy(void);
 /// transfer; without, libcurl reads the environment again. Changes the handle only when `state->direct`
 /// differs.
 void floor_easy_go_direct(CURL *easy, floor_handle_state *state, int direct);
+/// How many distinct footprint functions `floor_footprint` can call (footprint.c).
+long floor_footprint_functions(void);
+/// Calls footprint functions `first` ..< `first + count` (clamped to those there are) in turn on `value`.
+unsigned long long floor_footprint(long first, long count, unsigned long long value);
+/// Reads `lines` distinct 64-byte lines of footprint.c's data region (and writes every fourth), from
+/// where the calling thread's last call stopped.
+unsigned long long floor_data_touch(long lines, unsigned long long value);
 #endif

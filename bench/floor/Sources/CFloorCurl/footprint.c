@@ -1,0 +1,78 @@
+// `floor --own-footprint FUNCTIONS`: a library's own code footprint made synthetic. Each of the
+// functions below is straight-line code of its own (64-bit constants that differ from function to
+// function, so no two can be merged), about 100 instructions in 408 bytes (six or seven 64-byte lines),
+// run once per call. A request that calls N of them touches N functions' worth of code once, as onet's
+// own per-request path touches about 170 functions about once each (bench/README.md, round 17): the
+// instructions are few and cheap, and what they cost is fetching the code. They are called in a
+// scattered order (seven functions, about 3 KiB, apart), as a library's functions lie across its
+// binary: called in address order, the processor's prefetching would hide the fetching. (Each starting
+// a page of its own would crowd them into a few cache sets, which a library's code does not.)
+#include "cfloorcurl.h"
+#include <stdint.h>
+
+#define FLOOR_FP_STEP(k) \
+    x ^= x >> 29; \
+    x *= 0x9E3779B97F4A7C15ull ^ (seed + (k)); \
+    x += (uint64_t)(k) << 7;
+
+#define FLOOR_FP(n) \
+    __attribute__((noinline, aligned(64))) static uint64_t floor_fp_##n(uint64_t x) { \
+        const uint64_t seed = (uint64_t)(n) * 0xD1B54A32D192ED03ull; \
+        FLOOR_FP_STEP(1) FLOOR_FP_STEP(2) FLOOR_FP_STEP(3) FLOOR_FP_STEP(4) \
+        FLOOR_FP_STEP(5) FLOOR_FP_STEP(6) FLOOR_FP_STEP(7) FLOOR_FP_STEP(8) \
+        FLOOR_FP_STEP(9) FLOOR_FP_STEP(10) FLOOR_FP_STEP(11) FLOOR_FP_STEP(12) \
+        FLOOR_FP_STEP(13) FLOOR_FP_STEP(14) FLOOR_FP_STEP(15) FLOOR_FP_STEP(16) \
+        return x; \
+    }
+#define FLOOR_FP10(a) FLOOR_FP(a##0) FLOOR_FP(a##1) FLOOR_FP(a##2) FLOOR_FP(a##3) FLOOR_FP(a##4) \
+    FLOOR_FP(a##5) FLOOR_FP(a##6) FLOOR_FP(a##7) FLOOR_FP(a##8) FLOOR_FP(a##9)
+#define FLOOR_FP100(a) FLOOR_FP10(a##0) FLOOR_FP10(a##1) FLOOR_FP10(a##2) FLOOR_FP10(a##3) FLOOR_FP10(a##4) \
+    FLOOR_FP10(a##5) FLOOR_FP10(a##6) FLOOR_FP10(a##7) FLOOR_FP10(a##8) FLOOR_FP10(a##9)
+
+// Functions 100-399.
+FLOOR_FP100(1) FLOOR_FP100(2) FLOOR_FP100(3)
+
+#define FLOOR_FP_ENTRY(n) floor_fp_##n,
+#define FLOOR_FP_ENTRY10(a) FLOOR_FP_ENTRY(a##0) FLOOR_FP_ENTRY(a##1) FLOOR_FP_ENTRY(a##2) FLOOR_FP_ENTRY(a##3) \
+    FLOOR_FP_ENTRY(a##4) FLOOR_FP_ENTRY(a##5) FLOOR_FP_ENTRY(a##6) FLOOR_FP_ENTRY(a##7) FLOOR_FP_ENTRY(a##8) \
+    FLOOR_FP_ENTRY(a##9)
+#define FLOOR_FP_ENTRY100(a) FLOOR_FP_ENTRY10(a##0) FLOOR_FP_ENTRY10(a##1) FLOOR_FP_ENTRY10(a##2) \
+    FLOOR_FP_ENTRY10(a##3) FLOOR_FP_ENTRY10(a##4) FLOOR_FP_ENTRY10(a##5) FLOOR_FP_ENTRY10(a##6) \
+    FLOOR_FP_ENTRY10(a##7) FLOOR_FP_ENTRY10(a##8) FLOOR_FP_ENTRY10(a##9)
+
+static uint64_t (*const floor_fp_table[])(uint64_t) = {
+    FLOOR_FP_ENTRY100(1) FLOOR_FP_ENTRY100(2) FLOOR_FP_ENTRY100(3)
+};
+
+long floor_footprint_functions(void) {
+    return (long)(sizeof floor_fp_table / sizeof floor_fp_table[0]);
+}
+
+unsigned long long floor_footprint(long first, long count, unsigned long long value) {
+    uint64_t x = value;
+    long end = first + count, size = floor_footprint_functions();
+    if (first < 0) first = 0;
+    if (end > size) end = size;
+    // 7 and 300 are coprime: index -> index * 7 % 300 visits every function once, out of address order.
+    for (long index = first; index < end; index++) x = floor_fp_table[(index * 7) % size](x);
+    return x;
+}
+
+// `floor --own-data LINES`: a library's own data footprint made synthetic. Each call reads LINES
+// distinct 64-byte lines of a 1 MiB region (larger than a level-1 data cache, smaller than the
+// machine's last-level cache, as a library's freshly made and freed objects are) and writes every
+// fourth, each thread from where its last call stopped, in a scattered order (an odd multiplier is a
+// permutation of the 16,384 lines) so that no prefetcher can follow it.
+static unsigned char floor_data[1 << 20] __attribute__((aligned(64)));
+static _Thread_local unsigned long floor_data_cursor;
+
+unsigned long long floor_data_touch(long lines, unsigned long long value) {
+    const unsigned long count = sizeof floor_data / 64;
+    for (long line = 0; line < lines; line++) {
+        unsigned char *byte = floor_data + ((floor_data_cursor * 2654435761ul) % count) * 64;
+        value = value * 31 + *byte;
+        if ((line & 3) == 0) *byte = (unsigned char)value;
+        floor_data_cursor++;
+    }
+    return value;
+}
