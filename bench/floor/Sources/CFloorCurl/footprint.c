@@ -32,6 +32,34 @@
 // Functions 100-399.
 FLOOR_FP100(1) FLOOR_FP100(2) FLOOR_FP100(3)
 
+// `--own-footprint-pages`: the same kind of functions, each carrying about 3.7 KiB of code that is
+// never run (a branch on a flag that is never set, laid out after the function's return), so that
+// each lies on a page of its own at an offset that moves from one to the next (spread over the
+// cache's sets): the footprint of the same lines over as many pages as functions.
+#define FLOOR_FP_PAD16(k) FLOOR_FP_STEP(k + 1) FLOOR_FP_STEP(k + 2) FLOOR_FP_STEP(k + 3) FLOOR_FP_STEP(k + 4) \
+    FLOOR_FP_STEP(k + 5) FLOOR_FP_STEP(k + 6) FLOOR_FP_STEP(k + 7) FLOOR_FP_STEP(k + 8) \
+    FLOOR_FP_STEP(k + 9) FLOOR_FP_STEP(k + 10) FLOOR_FP_STEP(k + 11) FLOOR_FP_STEP(k + 12) \
+    FLOOR_FP_STEP(k + 13) FLOOR_FP_STEP(k + 14) FLOOR_FP_STEP(k + 15) FLOOR_FP_STEP(k + 16)
+static volatile int floor_fp_never;   // never set: what keeps the padding code in the binary
+#define FLOOR_FPP(n) \
+    __attribute__((noinline, aligned(64))) static uint64_t floor_fpp_##n(uint64_t x) { \
+        const uint64_t seed = (uint64_t)(n) * 0xD1B54A32D192ED03ull; \
+        FLOOR_FP_PAD16(0) \
+        if (__builtin_expect(floor_fp_never, 0)) { \
+            FLOOR_FP_PAD16(100) FLOOR_FP_PAD16(200) FLOOR_FP_PAD16(300) FLOOR_FP_PAD16(400) \
+            FLOOR_FP_PAD16(500) FLOOR_FP_PAD16(600) FLOOR_FP_PAD16(700) FLOOR_FP_PAD16(800) \
+            FLOOR_FP_PAD16(900) \
+        } \
+        return x; \
+    }
+#define FLOOR_FPP10(a) FLOOR_FPP(a##0) FLOOR_FPP(a##1) FLOOR_FPP(a##2) FLOOR_FPP(a##3) FLOOR_FPP(a##4) \
+    FLOOR_FPP(a##5) FLOOR_FPP(a##6) FLOOR_FPP(a##7) FLOOR_FPP(a##8) FLOOR_FPP(a##9)
+#define FLOOR_FPP100(a) FLOOR_FPP10(a##0) FLOOR_FPP10(a##1) FLOOR_FPP10(a##2) FLOOR_FPP10(a##3) \
+    FLOOR_FPP10(a##4) FLOOR_FPP10(a##5) FLOOR_FPP10(a##6) FLOOR_FPP10(a##7) FLOOR_FPP10(a##8) FLOOR_FPP10(a##9)
+
+// Paged functions 100-299.
+FLOOR_FPP100(1) FLOOR_FPP100(2)
+
 #define FLOOR_FP_ENTRY(n) floor_fp_##n,
 #define FLOOR_FP_ENTRY10(a) FLOOR_FP_ENTRY(a##0) FLOOR_FP_ENTRY(a##1) FLOOR_FP_ENTRY(a##2) FLOOR_FP_ENTRY(a##3) \
     FLOOR_FP_ENTRY(a##4) FLOOR_FP_ENTRY(a##5) FLOOR_FP_ENTRY(a##6) FLOOR_FP_ENTRY(a##7) FLOOR_FP_ENTRY(a##8) \
@@ -43,6 +71,32 @@ FLOOR_FP100(1) FLOOR_FP100(2) FLOOR_FP100(3)
 static uint64_t (*const floor_fp_table[])(uint64_t) = {
     FLOOR_FP_ENTRY100(1) FLOOR_FP_ENTRY100(2) FLOOR_FP_ENTRY100(3)
 };
+
+#define FLOOR_FPP_ENTRY(n) floor_fpp_##n,
+#define FLOOR_FPP_ENTRY10(a) FLOOR_FPP_ENTRY(a##0) FLOOR_FPP_ENTRY(a##1) FLOOR_FPP_ENTRY(a##2) FLOOR_FPP_ENTRY(a##3) \
+    FLOOR_FPP_ENTRY(a##4) FLOOR_FPP_ENTRY(a##5) FLOOR_FPP_ENTRY(a##6) FLOOR_FPP_ENTRY(a##7) FLOOR_FPP_ENTRY(a##8) \
+    FLOOR_FPP_ENTRY(a##9)
+#define FLOOR_FPP_ENTRY100(a) FLOOR_FPP_ENTRY10(a##0) FLOOR_FPP_ENTRY10(a##1) FLOOR_FPP_ENTRY10(a##2) \
+    FLOOR_FPP_ENTRY10(a##3) FLOOR_FPP_ENTRY10(a##4) FLOOR_FPP_ENTRY10(a##5) FLOOR_FPP_ENTRY10(a##6) \
+    FLOOR_FPP_ENTRY10(a##7) FLOOR_FPP_ENTRY10(a##8) FLOOR_FPP_ENTRY10(a##9)
+
+static uint64_t (*const floor_fpp_table[])(uint64_t) = {
+    FLOOR_FPP_ENTRY100(1) FLOOR_FPP_ENTRY100(2)
+};
+
+long floor_footprint_paged_functions(void) {
+    return (long)(sizeof floor_fpp_table / sizeof floor_fpp_table[0]);
+}
+
+unsigned long long floor_footprint_paged(long first, long count, unsigned long long value) {
+    uint64_t x = value;
+    long end = first + count, size = floor_footprint_paged_functions();
+    if (first < 0) first = 0;
+    if (end > size) end = size;
+    // 7 and 200 are coprime: a scattered order, as for the compact functions.
+    for (long index = first; index < end; index++) x = floor_fpp_table[(index * 7) % size](x);
+    return x;
+}
 
 long floor_footprint_functions(void) {
     return (long)(sizeof floor_fp_table / sizeof floor_fp_table[0]);

@@ -63,10 +63,12 @@ enum OwnWork {
     }
 
     /// `--own-footprint FUNCTIONS`: calls `count` of footprint.c's distinct functions, from `first`, so
-    /// that each place runs code of its own.
-    static func touchFootprint(first: Int, count: Int) {
+    /// that each place runs code of its own; with `paged`, functions that each lie on a page of their own.
+    static func touchFootprint(first: Int, count: Int, paged: Bool) {
         guard count > 0 else { return }
-        keep(Int(truncatingIfNeeded: floor_footprint(first, count, UInt64(truncatingIfNeeded: first))))
+        let seed = UInt64(truncatingIfNeeded: first)
+        keep(Int(truncatingIfNeeded: paged ? floor_footprint_paged(first, count, seed)
+                                           : floor_footprint(first, count, seed)))
     }
 
     /// `--own-data LINES`: reads `lines` lines of footprint.c's data region (and writes every fourth).

@@ -42,7 +42,8 @@ import Glibc
 // instructions, to price such a number in throughput (bench/README.md, round 17). With
 // `--own-footprint FUNCTIONS`, it also runs that many distinct functions of straight-line code
 // (footprint.c): a library's own code footprint of a known size, with few instructions; with
-// `--own-data LINES`, it reads that many distinct lines of a 1 MiB region (its data footprint).
+// `--own-data LINES`, it reads that many distinct lines of a 1 MiB region (its data footprint);
+// `--own-footprint-pages` puts each of those functions on a page of its own.
 
 /// What an operation's `start()` hands itself to: a loop on the one network thread.
 protocol RequestLoop: AnyObject, Sendable {
@@ -218,7 +219,8 @@ final class FloorOperation: Operation, @unchecked Sendable {
         let units = [ownWorkUnits.start, ownWorkUnits.loop, ownWorkUnits.delivery][place]
         OwnWork.spend(units, lock: lock)
         let functions = [ownFootprint.start, ownFootprint.loop, ownFootprint.delivery]
-        OwnWork.touchFootprint(first: functions[..<place].reduce(0, +), count: functions[place])
+        OwnWork.touchFootprint(first: functions[..<place].reduce(0, +), count: functions[place],
+                               paged: ownFootprintPaged)
         OwnWork.touchData(lines: [ownData.start, ownData.loop, ownData.delivery][place])
     }
 
@@ -318,12 +320,15 @@ if let ownWorkArgument, ownWorkTotal == nil {
 let ownWorkUnits = OwnWork.split(ownWorkTotal ?? 0)
 /// `--own-footprint FUNCTIONS`: distinct functions of footprint.c run a request (OwnWork.swift), split
 /// as `--own-work` is; at most as many as footprint.c has.
+/// With `--own-footprint-pages` as well, functions that each lie on a page of their own.
+let ownFootprintPaged = arguments.contains("--own-footprint-pages")
+arguments.removeAll { $0 == "--own-footprint-pages" }
 let ownFootprintArgument = option("--own-footprint")
+let ownFootprintLimit = ownFootprintPaged ? floor_footprint_paged_functions() : floor_footprint_functions()
 let ownFootprintTotal = ownFootprintArgument.flatMap { Int($0) }
-    .flatMap { (0...floor_footprint_functions()).contains($0) ? $0 : nil }
+    .flatMap { (0...ownFootprintLimit).contains($0) ? $0 : nil }
 if let ownFootprintArgument, ownFootprintTotal == nil {
-    fail("floor: --own-footprint needs 0 to \(floor_footprint_functions()) functions, not \(ownFootprintArgument)",
-         status: 64)
+    fail("floor: --own-footprint needs 0 to \(ownFootprintLimit) functions, not \(ownFootprintArgument)", status: 64)
 }
 /// The functions run at start, on the loop thread and on the delivery queue.
 let ownFootprint = OwnWork.split(ownFootprintTotal ?? 0)
@@ -361,7 +366,8 @@ guard arguments.count == 2 || postsNotifications, let requests = Int(arguments[0
       requests > 0, concurrency > 0 else {
     fail("usage: floor REQUESTS CONCURRENCY [notify] [--url URL [--header LINE] [--read-head] [--contract]\n"
          + "                                          [--read-body] [--ca-cache] [--buffer-size N]]\n"
-         + "                                          [--own-work UNITS] [--own-footprint FUNCTIONS] [--own-data LINES]\n"
+         + "                                          [--own-work UNITS] [--own-footprint FUNCTIONS [--own-footprint-pages]]\n"
+         + "                                          [--own-data LINES]\n"
          + "       floor --url URL --requests N --concurrency C --method GET|POST --body-size B", status: 64)
 }
 if checksContract && url == nil { fail("floor: --contract needs --url", status: 64) }

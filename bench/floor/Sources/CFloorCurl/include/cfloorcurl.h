@@ -73,6 +73,10 @@ void floor_easy_go_direct(CURL *easy, floor_handle_state *state, int direct);
 long floor_footprint_functions(void);
 /// Calls footprint functions `first` ..< `first + count` (clamped to those there are) in turn on `value`.
 unsigned long long floor_footprint(long first, long count, unsigned long long value);
+/// How many distinct page-apart footprint functions `floor_footprint_paged` can call (footprint.c).
+long floor_footprint_paged_functions(void);
+/// As `floor_footprint`, with functions that each lie on a page of their own.
+unsigned long long floor_footprint_paged(long first, long count, unsigned long long value);
 /// Reads `lines` distinct 64-byte lines of footprint.c's data region (and writes every fourth), from
 /// where the calling thread's last call stopped.
 unsigned long long floor_data_touch(long lines, unsigned long long value);
