@@ -60,41 +60,30 @@ static volatile int floor_fp_never;   // never set: what keeps the padding code 
 // Paged functions 100-299.
 FLOOR_FPP100(1) FLOOR_FPP100(2)
 
-#define FLOOR_FP_ENTRY(n) floor_fp_##n,
-#define FLOOR_FP_ENTRY10(a) FLOOR_FP_ENTRY(a##0) FLOOR_FP_ENTRY(a##1) FLOOR_FP_ENTRY(a##2) FLOOR_FP_ENTRY(a##3) \
-    FLOOR_FP_ENTRY(a##4) FLOOR_FP_ENTRY(a##5) FLOOR_FP_ENTRY(a##6) FLOOR_FP_ENTRY(a##7) FLOOR_FP_ENTRY(a##8) \
-    FLOOR_FP_ENTRY(a##9)
-#define FLOOR_FP_ENTRY100(a) FLOOR_FP_ENTRY10(a##0) FLOOR_FP_ENTRY10(a##1) FLOOR_FP_ENTRY10(a##2) \
-    FLOOR_FP_ENTRY10(a##3) FLOOR_FP_ENTRY10(a##4) FLOOR_FP_ENTRY10(a##5) FLOOR_FP_ENTRY10(a##6) \
-    FLOOR_FP_ENTRY10(a##7) FLOOR_FP_ENTRY10(a##8) FLOOR_FP_ENTRY10(a##9)
+#define FLOOR_ENTRY(prefix, n) prefix##n,
+#define FLOOR_ENTRY10(prefix, a) FLOOR_ENTRY(prefix, a##0) FLOOR_ENTRY(prefix, a##1) FLOOR_ENTRY(prefix, a##2) \
+    FLOOR_ENTRY(prefix, a##3) FLOOR_ENTRY(prefix, a##4) FLOOR_ENTRY(prefix, a##5) FLOOR_ENTRY(prefix, a##6) \
+    FLOOR_ENTRY(prefix, a##7) FLOOR_ENTRY(prefix, a##8) FLOOR_ENTRY(prefix, a##9)
+#define FLOOR_ENTRY100(prefix, a) FLOOR_ENTRY10(prefix, a##0) FLOOR_ENTRY10(prefix, a##1) \
+    FLOOR_ENTRY10(prefix, a##2) FLOOR_ENTRY10(prefix, a##3) FLOOR_ENTRY10(prefix, a##4) \
+    FLOOR_ENTRY10(prefix, a##5) FLOOR_ENTRY10(prefix, a##6) FLOOR_ENTRY10(prefix, a##7) \
+    FLOOR_ENTRY10(prefix, a##8) FLOOR_ENTRY10(prefix, a##9)
 
 static uint64_t (*const floor_fp_table[])(uint64_t) = {
-    FLOOR_FP_ENTRY100(1) FLOOR_FP_ENTRY100(2) FLOOR_FP_ENTRY100(3)
+    FLOOR_ENTRY100(floor_fp_, 1) FLOOR_ENTRY100(floor_fp_, 2) FLOOR_ENTRY100(floor_fp_, 3)
 };
-
-#define FLOOR_FPP_ENTRY(n) floor_fpp_##n,
-#define FLOOR_FPP_ENTRY10(a) FLOOR_FPP_ENTRY(a##0) FLOOR_FPP_ENTRY(a##1) FLOOR_FPP_ENTRY(a##2) FLOOR_FPP_ENTRY(a##3) \
-    FLOOR_FPP_ENTRY(a##4) FLOOR_FPP_ENTRY(a##5) FLOOR_FPP_ENTRY(a##6) FLOOR_FPP_ENTRY(a##7) FLOOR_FPP_ENTRY(a##8) \
-    FLOOR_FPP_ENTRY(a##9)
-#define FLOOR_FPP_ENTRY100(a) FLOOR_FPP_ENTRY10(a##0) FLOOR_FPP_ENTRY10(a##1) FLOOR_FPP_ENTRY10(a##2) \
-    FLOOR_FPP_ENTRY10(a##3) FLOOR_FPP_ENTRY10(a##4) FLOOR_FPP_ENTRY10(a##5) FLOOR_FPP_ENTRY10(a##6) \
-    FLOOR_FPP_ENTRY10(a##7) FLOOR_FPP_ENTRY10(a##8) FLOOR_FPP_ENTRY10(a##9)
-
 static uint64_t (*const floor_fpp_table[])(uint64_t) = {
-    FLOOR_FPP_ENTRY100(1) FLOOR_FPP_ENTRY100(2)
+    FLOOR_ENTRY100(floor_fpp_, 1) FLOOR_ENTRY100(floor_fpp_, 2)
 };
 
-long floor_footprint_paged_functions(void) {
-    return (long)(sizeof floor_fpp_table / sizeof floor_fpp_table[0]);
-}
-
-unsigned long long floor_footprint_paged(long first, long count, unsigned long long value) {
-    uint64_t x = value;
-    long end = first + count, size = floor_footprint_paged_functions();
+/// Runs functions `first` ..< `first + count` of `table` (clamped to its `size`) in turn on `x`. `size`
+/// is 300 or 200, both coprime with 7, so index -> index * 7 % size visits each function once, out of
+/// address order.
+static uint64_t floor_run(uint64_t (*const *table)(uint64_t), long size, long first, long count, uint64_t x) {
+    long end = first + count;
     if (first < 0) first = 0;
     if (end > size) end = size;
-    // 7 and 200 are coprime: a scattered order, as for the compact functions.
-    for (long index = first; index < end; index++) x = floor_fpp_table[(index * 7) % size](x);
+    for (long index = first; index < end; index++) x = table[(index * 7) % size](x);
     return x;
 }
 
@@ -103,13 +92,15 @@ long floor_footprint_functions(void) {
 }
 
 unsigned long long floor_footprint(long first, long count, unsigned long long value) {
-    uint64_t x = value;
-    long end = first + count, size = floor_footprint_functions();
-    if (first < 0) first = 0;
-    if (end > size) end = size;
-    // 7 and 300 are coprime: index -> index * 7 % 300 visits every function once, out of address order.
-    for (long index = first; index < end; index++) x = floor_fp_table[(index * 7) % size](x);
-    return x;
+    return floor_run(floor_fp_table, floor_footprint_functions(), first, count, value);
+}
+
+long floor_footprint_paged_functions(void) {
+    return (long)(sizeof floor_fpp_table / sizeof floor_fpp_table[0]);
+}
+
+unsigned long long floor_footprint_paged(long first, long count, unsigned long long value) {
+    return floor_run(floor_fpp_table, floor_footprint_paged_functions(), first, count, value);
 }
 
 // `floor --own-data LINES`: a library's own data footprint made synthetic. Each call reads LINES
