@@ -77,8 +77,13 @@ enum OwnWork {
         keep(Int(truncatingIfNeeded: floor_data_touch(lines, UInt64(truncatingIfNeeded: lines))))
     }
 
-    /// The units spent at each of the three places, in order: start, loop thread, delivery.
-    static func split(_ units: Int) -> (start: Int, loop: Int, delivery: Int) {
-        (units / 3, units / 3, units - 2 * (units / 3))
+    /// A per-request amount shared among the three places (0 `start()`, 1 the loop thread, 2 the
+    /// delivery queue): a third each, the rest to the delivery.
+    struct Split: Sendable {
+        let total: Int
+        /// The part spent at `place`.
+        func at(_ place: Int) -> Int { place < 2 ? total / 3 : total - 2 * (total / 3) }
+        /// The parts spent at the places before `place` (where `place`'s own functions start).
+        func before(_ place: Int) -> Int { (0..<place).reduce(0) { $0 + at($1) } }
     }
 }

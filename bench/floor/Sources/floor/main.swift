@@ -216,12 +216,10 @@ final class FloorOperation: Operation, @unchecked Sendable {
     /// `--own-work` and `--own-footprint`: the synthetic work and code due at `place` (0 start, 1 loop
     /// thread, 2 delivery), the work under the operation's own lock.
     func spendOwnWork(at place: Int) {
-        let units = [ownWorkUnits.start, ownWorkUnits.loop, ownWorkUnits.delivery][place]
-        OwnWork.spend(units, lock: lock)
-        let functions = [ownFootprint.start, ownFootprint.loop, ownFootprint.delivery]
-        OwnWork.touchFootprint(first: functions[..<place].reduce(0, +), count: functions[place],
+        OwnWork.spend(ownWorkUnits.at(place), lock: lock)
+        OwnWork.touchFootprint(first: ownFootprint.before(place), count: ownFootprint.at(place),
                                paged: ownFootprintPaged)
-        OwnWork.touchData(lines: [ownData.start, ownData.loop, ownData.delivery][place])
+        OwnWork.touchData(lines: ownData.at(place))
     }
 
     func finish() {
@@ -310,36 +308,26 @@ let receiveBufferSize = bufferSizeArgument.flatMap { Int($0) }.flatMap { $0 > 0 
 if let bufferSizeArgument, receiveBufferSize == nil {
     fail("floor: --buffer-size needs a positive number of bytes, not \(bufferSizeArgument)", status: 64)
 }
-/// `--own-work UNITS`: synthetic work a request (OwnWork.swift), to price a library's own cost in throughput.
-let ownWorkArgument = option("--own-work")
-let ownWorkTotal = ownWorkArgument.flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
-if let ownWorkArgument, ownWorkTotal == nil {
-    fail("floor: --own-work needs a number of units (0 or more), not \(ownWorkArgument)", status: 64)
+/// `name COUNT` taken out of the arguments as a split of COUNT among the three places (OwnWork.swift);
+/// 0 when absent, and a usage error unless COUNT is a whole number in `limit`.
+@MainActor func ownSplit(_ name: String, of what: String, limit: ClosedRange<Int> = 0...Int.max) -> OwnWork.Split {
+    guard let argument = option(name) else { return OwnWork.Split(total: 0) }
+    guard let total = Int(argument), limit.contains(total) else {
+        fail("floor: \(name) needs \(limit.upperBound == Int.max ? "0 or more" : "0 to \(limit.upperBound)") \(what), "
+             + "not \(argument)", status: 64)
+    }
+    return OwnWork.Split(total: total)
 }
-/// The units spent at start, on the loop thread and on the delivery queue.
-let ownWorkUnits = OwnWork.split(ownWorkTotal ?? 0)
-/// `--own-footprint FUNCTIONS`: distinct functions of footprint.c run a request (OwnWork.swift), split
-/// as `--own-work` is; at most as many as footprint.c has.
-/// With `--own-footprint-pages` as well, functions that each lie on a page of their own.
+/// `--own-work UNITS`: synthetic work a request (OwnWork.swift), to price a library's own cost in throughput.
+let ownWorkUnits = ownSplit("--own-work", of: "units")
+/// `--own-footprint-pages`: with `--own-footprint`, functions that each lie on a page of their own.
 let ownFootprintPaged = arguments.contains("--own-footprint-pages")
 arguments.removeAll { $0 == "--own-footprint-pages" }
-let ownFootprintArgument = option("--own-footprint")
-let ownFootprintLimit = ownFootprintPaged ? floor_footprint_paged_functions() : floor_footprint_functions()
-let ownFootprintTotal = ownFootprintArgument.flatMap { Int($0) }
-    .flatMap { (0...ownFootprintLimit).contains($0) ? $0 : nil }
-if let ownFootprintArgument, ownFootprintTotal == nil {
-    fail("floor: --own-footprint needs 0 to \(ownFootprintLimit) functions, not \(ownFootprintArgument)", status: 64)
-}
-/// The functions run at start, on the loop thread and on the delivery queue.
-let ownFootprint = OwnWork.split(ownFootprintTotal ?? 0)
-/// `--own-data LINES`: distinct data lines read a request (footprint.c), split as `--own-work` is.
-let ownDataArgument = option("--own-data")
-let ownDataTotal = ownDataArgument.flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
-if let ownDataArgument, ownDataTotal == nil {
-    fail("floor: --own-data needs a number of lines (0 or more), not \(ownDataArgument)", status: 64)
-}
-/// The data lines read at start, on the loop thread and on the delivery queue.
-let ownData = OwnWork.split(ownDataTotal ?? 0)
+/// `--own-footprint FUNCTIONS`: distinct functions of footprint.c run a request, at most as many as it has.
+let ownFootprint = ownSplit("--own-footprint", of: "functions",
+                            limit: 0...(ownFootprintPaged ? floor_footprint_paged_functions() : floor_footprint_functions()))
+/// `--own-data LINES`: distinct data lines read a request (footprint.c).
+let ownData = ownSplit("--own-data", of: "lines")
 /// The harness's client form (`--requests N --concurrency C --method M --body-size B`, bench/README.md):
 /// the composite with both notifications, reporting a `RESULT` line. GET, or POST from memory, over
 /// HTTP/1.1 (`http://` or `https://`), or GET over HTTP/2 with TLS under the harness's `BENCH_H2=1`.
