@@ -15,13 +15,17 @@
     x *= 0x9E3779B97F4A7C15ull ^ (seed + (k)); \
     x += (uint64_t)(k) << 7;
 
+// Sixteen steps, `k + 1` to `k + 16`: a function's whole body, or a block of the paged ones' padding.
+#define FLOOR_FP_STEPS16(k) FLOOR_FP_STEP((k) + 1) FLOOR_FP_STEP((k) + 2) FLOOR_FP_STEP((k) + 3) \
+    FLOOR_FP_STEP((k) + 4) FLOOR_FP_STEP((k) + 5) FLOOR_FP_STEP((k) + 6) FLOOR_FP_STEP((k) + 7) \
+    FLOOR_FP_STEP((k) + 8) FLOOR_FP_STEP((k) + 9) FLOOR_FP_STEP((k) + 10) FLOOR_FP_STEP((k) + 11) \
+    FLOOR_FP_STEP((k) + 12) FLOOR_FP_STEP((k) + 13) FLOOR_FP_STEP((k) + 14) FLOOR_FP_STEP((k) + 15) \
+    FLOOR_FP_STEP((k) + 16)
+
 #define FLOOR_FP(n) \
     __attribute__((noinline, aligned(64))) static uint64_t floor_fp_##n(uint64_t x) { \
         const uint64_t seed = (uint64_t)(n) * 0xD1B54A32D192ED03ull; \
-        FLOOR_FP_STEP(1) FLOOR_FP_STEP(2) FLOOR_FP_STEP(3) FLOOR_FP_STEP(4) \
-        FLOOR_FP_STEP(5) FLOOR_FP_STEP(6) FLOOR_FP_STEP(7) FLOOR_FP_STEP(8) \
-        FLOOR_FP_STEP(9) FLOOR_FP_STEP(10) FLOOR_FP_STEP(11) FLOOR_FP_STEP(12) \
-        FLOOR_FP_STEP(13) FLOOR_FP_STEP(14) FLOOR_FP_STEP(15) FLOOR_FP_STEP(16) \
+        FLOOR_FP_STEPS16(0) \
         return x; \
     }
 #define FLOOR_FP10(a) FLOOR_FP(a##0) FLOOR_FP(a##1) FLOOR_FP(a##2) FLOOR_FP(a##3) FLOOR_FP(a##4) \
@@ -36,19 +40,15 @@ FLOOR_FP100(1) FLOOR_FP100(2) FLOOR_FP100(3)
 // never run (a branch on a flag that is never set, laid out after the function's return), so that
 // each lies on a page of its own at an offset that moves from one to the next (spread over the
 // cache's sets): the footprint of the same lines over as many pages as functions.
-#define FLOOR_FP_PAD16(k) FLOOR_FP_STEP(k + 1) FLOOR_FP_STEP(k + 2) FLOOR_FP_STEP(k + 3) FLOOR_FP_STEP(k + 4) \
-    FLOOR_FP_STEP(k + 5) FLOOR_FP_STEP(k + 6) FLOOR_FP_STEP(k + 7) FLOOR_FP_STEP(k + 8) \
-    FLOOR_FP_STEP(k + 9) FLOOR_FP_STEP(k + 10) FLOOR_FP_STEP(k + 11) FLOOR_FP_STEP(k + 12) \
-    FLOOR_FP_STEP(k + 13) FLOOR_FP_STEP(k + 14) FLOOR_FP_STEP(k + 15) FLOOR_FP_STEP(k + 16)
 static volatile int floor_fp_never;   // never set: what keeps the padding code in the binary
 #define FLOOR_FPP(n) \
     __attribute__((noinline, aligned(64))) static uint64_t floor_fpp_##n(uint64_t x) { \
         const uint64_t seed = (uint64_t)(n) * 0xD1B54A32D192ED03ull; \
-        FLOOR_FP_PAD16(0) \
+        FLOOR_FP_STEPS16(0) \
         if (__builtin_expect(floor_fp_never, 0)) { \
-            FLOOR_FP_PAD16(100) FLOOR_FP_PAD16(200) FLOOR_FP_PAD16(300) FLOOR_FP_PAD16(400) \
-            FLOOR_FP_PAD16(500) FLOOR_FP_PAD16(600) FLOOR_FP_PAD16(700) FLOOR_FP_PAD16(800) \
-            FLOOR_FP_PAD16(900) \
+            FLOOR_FP_STEPS16(100) FLOOR_FP_STEPS16(200) FLOOR_FP_STEPS16(300) FLOOR_FP_STEPS16(400) \
+            FLOOR_FP_STEPS16(500) FLOOR_FP_STEPS16(600) FLOOR_FP_STEPS16(700) FLOOR_FP_STEPS16(800) \
+            FLOOR_FP_STEPS16(900) \
         } \
         return x; \
     }
