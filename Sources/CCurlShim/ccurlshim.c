@@ -27,6 +27,10 @@ CURLcode ccurl_easy_setopt_seek_function(CURL *handle, curl_seek_callback callba
 CURLcode ccurl_easy_setopt_prereq_function(CURL *handle, curl_prereq_callback callback) {
     return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
 }
+
+CURLcode ccurl_easy_setopt_ssl_ctx_function(CURL *handle, curl_ssl_ctx_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_SSL_CTX_FUNCTION, callback);
+}
 CURLcode ccurl_easy_setopt_opensocket_function(CURL *handle, curl_opensocket_callback callback) {
     return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
 }

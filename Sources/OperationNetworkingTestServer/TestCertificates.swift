@@ -12,6 +12,12 @@ public struct TestIdentity: Sendable {
 
     /// The certificate followed by its intermediates: what a server presents.
     public var chain: [Data] { [certificate] + intermediates }
+
+    /// The same identity presenting `certificates` after its own chain, as an attacker appends a
+    /// pinned certificate (public data) to a chain of its own.
+    public func appending(_ certificates: [Data]) -> TestIdentity {
+        TestIdentity(certificate: certificate, intermediates: intermediates + certificates, privateKeyPEM: privateKeyPEM)
+    }
 }
 
 /// A certificate authority made in memory for tests: issues server and client certificates with

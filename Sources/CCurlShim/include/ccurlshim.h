@@ -31,6 +31,7 @@ CURLcode ccurl_easy_setopt_write_function(CURL *handle, CURLoption option, curl_
 CURLcode ccurl_easy_setopt_read_function(CURL *handle, curl_read_callback callback);
 CURLcode ccurl_easy_setopt_seek_function(CURL *handle, curl_seek_callback callback);
 CURLcode ccurl_easy_setopt_prereq_function(CURL *handle, curl_prereq_callback callback);
+CURLcode ccurl_easy_setopt_ssl_ctx_function(CURL *handle, curl_ssl_ctx_callback callback);
 CURLcode ccurl_easy_setopt_opensocket_function(CURL *handle, curl_opensocket_callback callback);
 CURLcode ccurl_easy_setopt_closesocket_function(CURL *handle, curl_closesocket_callback callback);
 

@@ -5,12 +5,34 @@ import Foundation
 ///
 /// - Threading: stateless; any thread.
 enum CertificateData {
-    /// Verifies `chain` (leaf first); 0 when it verifies, else an OpenSSL `X509_V_ERR_*` code or -1.
-    static func verify(_ chain: [Data], anchors: [Data], useSystemStore: Bool, host: String?) -> Int32 {
-        withPointers(chain) { chainPointers, chainLengths in
-            withPointers(anchors) { anchorPointers, anchorLengths in
-                ctrust_verify_chain(chainPointers, chainLengths, chain.count, anchorPointers, anchorLengths,
-                                    anchors.count, useSystemStore ? 1 : 0, host)
+    /// The certification path (leaf first, anchor last) that OpenSSL builds from `chain` (leaf first;
+    /// the rest are only candidates) to an anchor of `store`, with `host` matched when not nil; `nil`
+    /// when the chain does not verify. Only this path counts for a pin: a certificate the server
+    /// merely appends is in it only when verification used it.
+    static func verifiedPath(_ chain: [Data], store: TrustStore, host: String?) -> [Data]? {
+        var path = ctrust_path()
+        let result = withPointers(chain) { pointers, lengths in
+            ctrust_verify_chain(store.raw, pointers, lengths, chain.count, host, &path)
+        }
+        defer { ctrust_path_free(&path) }
+        guard result == 0, let bytes = path.bytes, let lengths = path.lengths else { return nil }
+        var certificates: [Data] = []
+        var offset = 0
+        for index in 0..<path.count {
+            let length = lengths[index]
+            certificates.append(Data(bytes: bytes + offset, count: length))
+            offset += length
+        }
+        return certificates
+    }
+
+    /// Whether `certificate`'s signature verifies with the public key of `issuer` (both DER). Names,
+    /// validity and extensions are not looked at.
+    static func isSigned(_ certificate: Data, by issuer: Data) -> Bool {
+        certificate.withUnsafeBytes { subject in
+            issuer.withUnsafeBytes { signer in
+                ctrust_is_signed_by(subject.baseAddress?.assumingMemoryBound(to: UInt8.self), subject.count,
+                                    signer.baseAddress?.assumingMemoryBound(to: UInt8.self), signer.count) == 1
             }
         }
     }
@@ -64,7 +86,7 @@ enum CertificateData {
         }.joined()
     }
 
-    private static func withPointers<R>(_ items: [Data],
+    static func withPointers<R>(_ items: [Data],
                                         _ body: (UnsafePointer<UnsafePointer<UInt8>?>?, UnsafePointer<Int>?) -> R) -> R {
         let buffers = items.map { data -> UnsafeMutableBufferPointer<UInt8> in
             let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(data.count, 1))

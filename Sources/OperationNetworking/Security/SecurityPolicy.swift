@@ -165,33 +165,40 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     }
 
     /// The decision for a snapshot of settings (the transport calls this too): see the rules in
-    /// `evaluateServerTrust` and Migration.md, "Security".
+    /// `evaluateServerTrust`, SECURITY.md and Migration.md, "Security".
     static func evaluate(_ policy: Snapshot, chain: [Data], domain: String?) -> Bool {
-        let (mode, pinned, anchors, allowInvalid, validatesDomain) =
-            (policy.mode, policy.pinned, policy.anchors, policy.allowInvalid, policy.validatesDomainName)
         guard let leaf = chain.first else { return false }
         // AFN's guard: a host name cannot be validated on a certificate nobody vouches for.
-        if domain != nil && allowInvalid && validatesDomain && (mode == .none || pinned.isEmpty) { return false }
-        let host = validatesDomain ? domain : nil
-        switch mode {
+        if domain != nil && policy.allowInvalid && policy.validatesDomainName
+            && (policy.mode == .none || policy.pinned.isEmpty) { return false }
+        let host = policy.validatesDomainName ? domain : nil
+        switch policy.mode {
         case .none:
-            if allowInvalid { return true }
-            return CertificateData.verify(chain, anchors: Array(anchors), useSystemStore: true, host: host) == 0
+            if policy.allowInvalid { return true }
+            guard let store = TrustStore.store(anchors: policy.anchors, includesSystem: true) else { return false }
+            return CertificateData.verifiedPath(chain, store: store, host: host) != nil
         case .certificate:
-            guard !pinned.isEmpty else { return false }
-            if allowInvalid {
-                return chain.contains(where: pinned.contains) && CertificateData.matches(leaf, host: host)
+            let pinned = policy.pinned
+            if policy.allowInvalid {
+                return CertificateData.matches(leaf, host: host)
+                    && PinnedPath.signaturesReachPin(chain, pinned: pinned, isPinned: pinned.contains)
             }
-            return CertificateData.verify(chain, anchors: Array(pinned), useSystemStore: false, host: host) == 0
+            // The pinned certificates are the only anchors, so the path verification builds ends in one.
+            guard let store = TrustStore.store(anchors: pinned, includesSystem: false),
+                  let path = CertificateData.verifiedPath(chain, store: store, host: host) else { return false }
+            return path.contains(where: pinned.contains)
         case .publicKey:
-            guard !pinned.isEmpty else { return false }
-            let pinnedKeys = Set(pinned.compactMap(CertificateData.publicKey))
-            guard chain.contains(where: { CertificateData.publicKey($0).map(pinnedKeys.contains) ?? false }) else {
-                return false
+            let pinnedKeys = Set(policy.pinned.compactMap(CertificateData.publicKey))
+            let carriesPinnedKey = { (certificate: Data) in
+                CertificateData.publicKey(certificate).map(pinnedKeys.contains) ?? false
             }
-            if allowInvalid { return CertificateData.matches(leaf, host: host) }
-            return CertificateData.verify(chain, anchors: Array(pinned.union(anchors)), useSystemStore: true,
-                                          host: host) == 0
+            if policy.allowInvalid {
+                return CertificateData.matches(leaf, host: host)
+                    && PinnedPath.signaturesReachPin(chain, pinned: policy.pinned, isPinned: carriesPinnedKey)
+            }
+            guard let store = TrustStore.store(anchors: policy.pinned.union(policy.anchors), includesSystem: true),
+                  let path = CertificateData.verifiedPath(chain, store: store, host: host) else { return false }
+            return path.contains(where: carriesPinnedKey)
         }
     }
 

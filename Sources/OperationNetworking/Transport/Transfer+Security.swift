@@ -1,5 +1,6 @@
 import CCurl
 import CCurlShim
+import CTrust
 import Foundation
 
 // MARK: - Network thread: enforcing the SecurityPolicy before the first request byte
@@ -54,17 +55,19 @@ final class TrustedConnections {
     }
 }
 
-extension Transfer {
-    /// The system CA bundle libcurl was built to use, read once (for policies that add anchors).
-    private static let systemBundle: String = {
-        guard let easy = CurlEasyHandle(), let path = easy.info(string: CURLINFO_CAINFO),
-              let text = try? String(contentsOfFile: path, encoding: .utf8) else { return "" }
-        return text
-    }()
+/// `CURLOPT_SSL_CTX_FUNCTION` for policies that add anchors: the new connection verifies against the
+/// transfer's `TrustStore` (the system bundle and the anchors, parsed once per process), not a bundle
+/// parsed again for every handshake. `userptr` is the store, kept alive by the transfer.
+let curlInstallTrustStore: curl_ssl_ctx_callback = { _, sslContext, store in
+    guard let sslContext, let store, ctrust_install_store(sslContext, store) == 1 else { return CURLE_SSL_CACERT_BADFILE }
+    return CURLE_OK
+}
 
+extension Transfer {
     /// TLS options for the current hop from the operation's policy and client certificate.
     func configureTLS(_ easy: CurlEasyHandle, url: URL) throws {
         pinsCertificates = false
+        trustStore = nil
         guard url.scheme?.lowercased() == "https" else { return }
         // Trust comes from the CA bundle file alone (Debian's libcurl also names /etc/ssl/certs, the
         // same certificates hashed one per file). Without a directory, libcurl keeps the parsed
@@ -96,12 +99,24 @@ extension Transfer {
                 return
             }
             try easy.set(CURLOPT_SSL_VERIFYHOST, policy.validatesDomainName ? 2 : 0)
-            if !policy.anchors.isEmpty {
-                try setBlob(easy, CURLOPT_CAINFO_BLOB, Transfer.systemBundle + CertificateData.pem(policy.anchors.sorted(by: Transfer.byBytes)))
-            }
+            if !policy.anchors.isEmpty { try installAnchors(easy, policy.anchors, url: url) }
         case .publicKey, .certificate:
             try decideInPrerequest(easy, policy)
         }
+    }
+
+    /// Verification against the system bundle plus `anchors`, through a store built once for them. The
+    /// anchors also go to curl as the CA blob: curl reuses a connection only for the same CA settings,
+    /// so a connection verified with these anchors never serves a transfer without them.
+    private func installAnchors(_ easy: CurlEasyHandle, _ anchors: Set<Data>, url: URL) throws {
+        guard let store = TrustStore.store(anchors: anchors, includesSystem: true) else {
+            throw TransportError.make(.serverCertificateUntrusted,
+                                      "An additional trust anchor is not a certificate.", url: url)
+        }
+        trustStore = store
+        try setBlob(easy, CURLOPT_CAINFO_BLOB, CertificateData.pem(anchors.sorted(by: Transfer.byBytes)))
+        try check(ccurl_easy_setopt_ssl_ctx_function(easy.raw, curlInstallTrustStore))
+        try easy.set(CURLOPT_SSL_CTX_DATA, pointer: store.raw)
     }
 
     /// Leaves the decision to the pre-request callback, from the presented chain.

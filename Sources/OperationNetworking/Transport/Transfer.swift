@@ -188,6 +188,9 @@ final class Transfer: @unchecked Sendable {
     /// Whether the current hop's policy (a pinning one, or a subclass's `evaluateServerTrust`) decides in
     /// the pre-request callback (set by `configureTLS`).
     @exclusivity(unchecked) var pinsCertificates = false
+    /// The trust store the current hop's TLS connection verifies against, when the policy adds anchors
+    /// (set by `configureTLS`; held so the store outlives the handshake that uses it).
+    @exclusivity(unchecked) var trustStore: TrustStore?
     /// Parsing state of the header block currently arriving.
     @exclusivity(unchecked) var headerParser = ResponseHeaderParser()
     /// What the current hop's response is.
