@@ -2,11 +2,13 @@ import CTrust
 import Foundation
 import Synchronization
 
-/// How a `SecurityPolicy` pins the server.
+/// How a `SecurityPolicy` pins the server. A pin counts only on the path from the server's leaf,
+/// never because the server appended it (see `SecurityPolicy`'s rules).
 public enum SSLPinningMode: UInt, Sendable {
     /// No pinning: the chain must verify against the system's trust store (and any added anchors).
     case none = 0
-    /// One certificate of the presented chain must carry the public key of a pinned certificate.
+    /// A certificate on the verified path (or, under `allowInvalidCertificates`, on the leaf's chain
+    /// of signatures) must carry the public key of a pinned certificate.
     case publicKey = 1
     /// The chain must verify with the pinned certificates as its only anchors.
     case certificate = 2
@@ -17,6 +19,23 @@ public enum SSLPinningMode: UInt, Sendable {
 /// never receives the request, and the operation fails with `URLError(.serverCertificateUntrusted)`.
 ///
 /// Certificates are DER `Data`. Verification runs in the same OpenSSL that libcurl uses for TLS.
+///
+/// **The rules** (SECURITY.md states them as promises, each with its test):
+/// - `.none`: the chain verifies against the system CA bundle plus `additionalTrustAnchors`, and the
+///   leaf matches the host when `validatesDomainName`. `allowInvalidCertificates` skips both, except
+///   that with `validatesDomainName` and no pinned certificate it refuses (AFN's guard).
+/// - `.certificate`: the chain verifies with the pinned certificates as its only anchors (partial
+///   chains: a pinned intermediate or leaf is an anchor), and the path verification built holds a
+///   pinned certificate.
+/// - `.publicKey`: the chain verifies against the system bundle, `additionalTrustAnchors` and the
+///   pinned certificates, and a certificate on the path verification built carries a pinned key.
+/// - Under `allowInvalidCertificates` the pinning modes do not ask for a valid chain (dates, issuer
+///   trust, extensions), but the pin must still sign for the leaf: walking up from the leaf while each
+///   certificate's signature verifies with the next presented certificate's key, a certificate on the
+///   walk is pinned (or carries a pinned key), or a pinned certificate's key signed the walk's last
+///   certificate. The host is still checked when `validatesDomainName`.
+/// - A certificate the server appends that is not on that path never counts; an empty pinned set
+///   refuses every server.
 ///
 /// **Subclassing** (AFN apps' "remembering" policies, which accept a certificate the user approved
 /// once): override `evaluateServerTrust(_:forDomain:)`. For an operation whose policy is an instance
