@@ -7,8 +7,15 @@ import FoundationNetworking
 #endif
 
 /// Returns an `XMLParser` for `application/xml` and `text/xml` bodies, not yet parsed
-/// (AFNetworking's `AFXMLParserResponseSerializer`). A body declaring entities is refused, so an
-/// expansion bomb never reaches the parser.
+/// (AFNetworking's `AFXMLParserResponseSerializer`).
+///
+/// No entity of the body is ever expanded or loaded: a body with a document type declaration
+/// (`<!DOCTYPE`) or an entity declaration is refused, whatever its encoding (UTF-8, UTF-16 with or
+/// without byte order mark, UCS-4 big-endian, or the 8-bit encoding its XML declaration names), and
+/// so is a body whose encoding cannot be read exactly as libxml2 reads it (UTF-7, EBCDIC, a
+/// declaration contradicting the byte order mark, a NUL character…): both with
+/// `NSURLErrorCannotDecodeContentData` in `ResponseSerializationErrorDomain`. The parser returned has
+/// `shouldResolveExternalEntities` off and `externalEntityResolvingPolicy` `.never`.
 open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     /// A serializer for the XML content types.
     public required init() {
@@ -26,15 +33,22 @@ open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Senda
     override func decodedObject(from data: Data?, textEncodingName: @autoclosure () -> String?) throws -> Any? {
         guard let data else { return nil }
         try refuseEntityDeclarations(data)
-        return XMLParser(data: data)
+        let parser = XMLParser(data: data)
+        parser.shouldResolveExternalEntities = false
+        parser.externalEntityResolvingPolicy = .never
+        return parser
     }
 }
 
 /// Parses `application/xml` and `text/xml` bodies into an `XMLDocument` (FoundationXML on Linux;
 /// AFNetworking's `AFXMLDocumentResponseSerializer`). A body that is not well-formed XML (`<a><b></a>`)
 /// is an error, `NSURLErrorCannotDecodeContentData` in `ResponseSerializationErrorDomain` — libxml2
-/// would otherwise repair it silently and print to stderr. Entity declarations are refused, so a
-/// "billion laughs" body never reaches the parser.
+/// would otherwise repair it silently and print to stderr.
+///
+/// No entity of the body is ever expanded or loaded: a body with a document type declaration
+/// (`<!DOCTYPE`) or an entity declaration, or whose encoding cannot be read exactly as libxml2 reads
+/// it, is refused with that same error, as `XMLParserResponseSerializer` refuses it; and the document
+/// is parsed with external loading and entity substitution off, whatever `options` say.
 open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     private var storedOptions: XMLNode.Options = []   // guarded by lock
 
@@ -46,7 +60,9 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
     override class var defaultAcceptableContentTypes: Set<String>? { ["application/xml", "text/xml"] }
     override var gatesOnContentType: Bool { true }
 
-    /// `XMLDocument` options. Default none.
+    /// `XMLDocument` options. Default none. `.nodeLoadExternalEntitiesAlways`,
+    /// `.nodeLoadExternalEntitiesSameOriginOnly` and `.documentXInclude` are ignored, and
+    /// `.nodeLoadExternalEntitiesNever` is always added when parsing: a response never loads anything.
     public var options: XMLNode.Options {
         get { lock.withLock { storedOptions } }
         set { lock.withLock { storedOptions = newValue } }
@@ -63,7 +79,7 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
         }
         let document: XMLDocument
         do {
-            document = try XMLDocument(data: data, options: options)
+            document = try XMLDocument(data: data, options: XMLDocumentResponseSerializer.parsingOptions(options))
         } catch {
             throw decodingError("The body is not a well-formed XML document.", underlying: error)
         }
@@ -71,6 +87,15 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
             throw decodingError("The body is not a well-formed XML document.")
         }
         return document
+    }
+
+    /// `options` without a way to load an external entity or substitute one: corelibs turns libxml2's
+    /// entity substitution (which loads external entities) on unless `.nodeLoadExternalEntitiesNever` is set.
+    static func parsingOptions(_ options: XMLNode.Options) -> XMLNode.Options {
+        var safe = options
+        safe.remove([.nodeLoadExternalEntitiesAlways, .nodeLoadExternalEntitiesSameOriginOnly, .documentXInclude])
+        safe.insert(.nodeLoadExternalEntitiesNever)
+        return safe
     }
 
     /// A copy with every setting.
@@ -95,11 +120,14 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
 }
 
 extension HTTPResponseSerializer {
-    /// Refuses XML that declares entities before libxml2 sees it: that is how expansion bombs
-    /// ("billion laughs") start, and responses of an HTTP API have no use for them.
+    /// Refuses XML that could make libxml2 expand or load an entity, before libxml2 sees it: a DTD or
+    /// entity declaration in whatever encoding libxml2 would read, or an encoding that cannot be read
+    /// as libxml2 reads it (`XMLEntityGuard`). Responses of an HTTP API have no use for a DTD.
     func refuseEntityDeclarations(_ data: Data) throws {
-        if data.range(of: Data("<!ENTITY".utf8)) != nil {
-            throw decodingError("XML with entity declarations is not accepted.")
+        do {
+            try XMLEntityGuard.check(data)
+        } catch {
+            throw decodingError(error.description)
         }
     }
 }
