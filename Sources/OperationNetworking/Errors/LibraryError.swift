@@ -29,6 +29,9 @@ public enum RequestSerializationErrorCode: Int, Sendable {
     /// dictionaries and sets: refused before any encoder recurses into them (a deep enough value would
     /// otherwise overflow the stack).
     case nestingTooDeep = 6
+    /// The request's method is not an HTTP token (RFC 9110 §9.1): empty, or with a space, CR, LF,
+    /// NUL or another character that would break the request line. Refused before any connection.
+    case invalidMethod = 7
 }
 
 /// The codes of errors in `ArchiveErrorDomain`: an archive `SafeArchive.unarchive(_:from:)` refuses.
@@ -82,6 +85,12 @@ enum LibraryError {
     static func invalidHeader(_ name: String, url: URL?) -> NSError {
         requestSerialization(.invalidHeader, "The header \"\(name)\" contains CR, LF or NUL, which a header cannot carry.",
                              url: url)
+    }
+
+    /// The error for a method that is not an HTTP token (it would inject into the request line).
+    static func invalidMethod(_ method: String, url: URL?) -> NSError {
+        requestSerialization(.invalidMethod, "The method \(method.debugDescription) is not an HTTP token (RFC 9110 §9.1): "
+                             + "only letters, digits and !#$%&'*+-.^_`|~ may form a method.", url: url)
     }
 
     /// The error for parameters nested deeper than `limit`.

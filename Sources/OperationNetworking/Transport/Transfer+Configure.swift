@@ -42,6 +42,11 @@ extension Transfer {
         let absoluteString = url.absoluteString
         let isHTTPS = try checkedIsHTTPS(url, absoluteString: absoluteString)
         let method = request.uppercasedMethod
+        // The method goes to CURLOPT_CUSTOMREQUEST verbatim: anything but a token would rewrite the
+        // request line (CR LF starts header lines of the caller's choosing). "GET" is one already.
+        if method != "GET", case let given = request.httpMethod ?? "", !HTTPToken.isToken(given) {
+            throw LibraryError.invalidMethod(given, url: url)
+        }
         let timeoutMilliseconds = max(Int(min(timeoutNanoseconds / 1_000_000, UInt64(Int32.max))), 1)
         // The fields once: corelibs builds this dictionary on every call, and looking one name up
         // through `value(forHTTPHeaderField:)` costs more than lowering a few names here.
