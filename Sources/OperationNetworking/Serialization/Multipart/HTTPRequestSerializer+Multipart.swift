@@ -4,8 +4,10 @@ import FoundationNetworking
 #endif
 
 extension HTTPRequestSerializer {
-    /// A `multipart/form-data` request: `parameters` become form fields (AFN's flattening, names
-    /// unescaped), then `block` appends parts. The body is a stream read during the upload, with an
+    /// A `multipart/form-data` request: `parameters` become form fields (AFN's flattening; names
+    /// written as `MultipartFormData` says: `"`, CR, LF and NUL percent-encoded, the rest as is), then
+    /// `block` appends parts; a part header or MIME type it gave that cannot be written throws
+    /// `invalidHeader` once it returns. The body is a stream read during the upload, with an
     /// exact `Content-Length` and a random boundary. `GET` and `HEAD` cannot carry a body: they throw;
     /// so do parameters nested deeper than `maximumParameterNestingDepth` (`nestingTooDeep`).
     /// Without any part the request keeps the empty url-encoded body (AFN).
@@ -16,7 +18,7 @@ extension HTTPRequestSerializer {
                                                     url: URL(string: urlString))
         }
         var request = try self.request(method: method, urlString: urlString, parameters: nil)
-        let builder = MultipartFormDataBuilder()
+        let builder = MultipartFormDataBuilder(requestURL: request.url)
         let encoding = stringEncoding
         var fields: [(name: String, value: Any?)] = []
         if let parameters { fields = try QueryString.flatten(parameters, url: request.url) }
@@ -30,6 +32,7 @@ extension HTTPRequestSerializer {
             if let data { builder.appendPart(withFormData: data, name: name) }
         }
         try block?(builder)
+        if let failure = builder.failure { throw failure }
         guard !builder.parts.isEmpty else { return request }
         let stream = MultipartBodyStream(builder: builder)
         request.httpBody = nil
