@@ -32,6 +32,8 @@ let package = Package(
         pkgConfigLibrary("CZlib", pkgConfig: "zlib", debian: "zlib1g-dev"),
         pkgConfigLibrary("CBrotli", pkgConfig: "libbrotlidec", debian: "libbrotli-dev"),
         pkgConfigLibrary("CZstd", pkgConfig: "libzstd", debian: "libzstd-dev"),
+        // libpsl, the Public Suffix List: a cookie may not claim a public suffix as its domain.
+        pkgConfigLibrary("CPsl", pkgConfig: "libpsl", debian: "libpsl-dev"),
         // libbrotlienc, for the test server's br bodies only; never linked into the library.
         pkgConfigLibrary("CBrotliEncoder", pkgConfig: "libbrotlienc", debian: "libbrotli-dev"),
         // Typed, non-variadic wrappers for curl_easy_setopt / getinfo / curl_multi_setopt.
@@ -47,7 +49,7 @@ let package = Package(
         .target(
             name: "OperationNetworking",
             dependencies: [
-                "CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib", "CBrotli", "CZstd",
+                "CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib", "CBrotli", "CZstd", "CPsl",
                 // `Logger` for LoggingEventMonitor.
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -45,6 +45,7 @@ extension TestServerHandler {
         case ("stall-headers", 1): break  // logged already; deliberately never answered
         case ("huge-headers", 2): hugeHeaders(context, request, argument)
         case ("cookies", 2) where argument == "set": setCookies(context, request)
+        case ("cookies", 2) where argument == "raw": setRawCookies(context, request)
         case ("upload", 1): respondJSON(context, request, UploadPayload(bodyLength: request.record.body.count))
         case ("sink", 1): respondJSON(context, request, UploadPayload(bodyLength: discardedBytes))
         case ("close", 1): respondText(context, request, .ok, "bye", close: true)
@@ -203,6 +204,16 @@ extension TestServerHandler {
         var headers = HTTPHeaders()
         for item in request.uri.items {
             headers.add(name: "Set-Cookie", value: headerSafe("\(item.name)=\(item.value); Path=/"))
+        }
+        respondText(context, request, .ok, "ok", headers: headers)
+    }
+
+    /// `/cookies/raw?set=<field value>&set=...`: one `Set-Cookie` per `set` item, its value exactly as
+    /// given (attributes included), for the tests of which cookies a client accepts.
+    private func setRawCookies(_ context: ChannelHandlerContext, _ request: IncomingRequest) {
+        var headers = HTTPHeaders()
+        for item in request.uri.items where item.name == "set" {
+            headers.add(name: "Set-Cookie", value: headerSafe(item.value))
         }
         respondText(context, request, .ok, "ok", headers: headers)
     }

@@ -113,8 +113,7 @@ struct CurlCommand {
             lines.append((lowered, shown.isEmpty ? "\(name);" : "\(name): \(shown)"))
         }
         if request.httpShouldHandleCookies && !names.contains("cookie"), let url = request.url,
-           case let cookies = CookieScope.cookies(in: HTTPCookieStorage.shared, for: url), !cookies.isEmpty,
-           let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
+           let header = CookieScope.headerValue(in: HTTPCookieStorage.shared, for: url) {
             lines.append(("cookie", "Cookie: \(redactingSecrets ? CurlCommand.redacted : header)"))
         }
         if !names.contains("user-agent") { lines.append(("user-agent", "User-Agent:")) }

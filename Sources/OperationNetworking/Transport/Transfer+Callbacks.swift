@@ -249,12 +249,10 @@ extension Transfer {
                             url: currentRequest.url)
     }
 
+    /// Stores what the response's `Set-Cookie` fields may set for `url` (`CookieAcceptance`'s rules).
     private func storeCookies(from values: [String], url: URL) {
         guard !values.isEmpty else { return }
-        let cookies = values.flatMap { HTTPCookie.cookies(withResponseHeaderFields: ["Set-Cookie": $0], for: url) }
-        if !cookies.isEmpty {
-            Transfer.cookieStorage.setCookies(cookies, for: url, mainDocumentURL: nil)
-        }
+        CookieAcceptance.store(values, from: url, in: Transfer.cookieStorage)
     }
 }
 

@@ -247,9 +247,9 @@ extension Transfer {
         }
         // An empty storage is told cheaply (see `NetworkThread.AdmissionPass`); matching cookies to the
         // URL parses its host (most of the cost).
+        // The line passes the check every header passes (`CookieScope.headerValue`).
         if hopHandlesCookies && !hasCookie, !(network?.cookieStorageIsEmpty() ?? Transfer.cookieStorageIsEmpty()),
-           case let cookies = CookieScope.cookies(in: Transfer.cookieStorage, for: url), !cookies.isEmpty,
-           let header = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"] {
+           let header = CookieScope.headerValue(in: Transfer.cookieStorage, for: url) {
             lines.append("Cookie: \(header)")
         }
         sentRange = false

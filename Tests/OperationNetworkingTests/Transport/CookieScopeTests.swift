@@ -62,6 +62,47 @@ final class CookieScopeTests: ServerTestCase {
         XCTAssertNil(cookieHeader(sentTo: "/echo"), "a deleted cookie is not sent")
     }
 
+    /// The `Cookie` line passes the check every header passes: a stored cookie with CR, LF or NUL in
+    /// its name or value (put there through the storage's API) is left out, the others still go.
+    func testAStoredCookieWithALineBreakNeverBreaksTheCookieLine() throws {
+        let good = try store([:])
+        let badValue = try store([.value: "v\r\nX-Injected: value"])
+        let badName = try store([.name: "onet\(UInt32.random(in: 0...UInt32.max))\nX-Injected-Name: yes"])
+        names.append(badName)
+        let nul = try store([.value: "v\u{0}w"])
+        XCTAssertEqual(cookieHeader(sentTo: "/echo"), "\(good)=v")
+        let received = try XCTUnwrap(server.requests.last)
+        XCTAssertNil(received.header("X-Injected"), "\(received.headers)")
+        XCTAssertNil(received.header("X-Injected-Name"), "\(received.headers)")
+        let description = HTTPRequestOperation(request: request("/echo")).curlDescription(redactingSecrets: false)
+        XCTAssertTrue(description.contains("Cookie: \(good)=v'"), description)
+        for name in [badValue, nul] { XCTAssertFalse(description.contains(name), description) }
+        XCTAssertFalse(description.contains("X-Injected"), description)
+    }
+
+    /// Cookies another client put in the shared storage (corelibs' `URLSession` stores a response's
+    /// `Domain=0.1` or `Domain=localhost` as it is) still go only where RFC 6265 lets them.
+    func testACookieStoredForAnAddressSuffixOrAPublicSuffixGoesToNoOtherSite() throws {
+        let both = try TestServer(host: "0.0.0.0")
+        defer { both.shutdown() }
+        let port = try XCTUnwrap(both.baseURL.port)
+        _ = try store([.domain: ".0.1"])   // what 127.0.0.1 setting Domain=0.1 leaves in corelibs' storage
+        let exact = try store([.domain: "127.0.0.1"])
+        let everyLocalhost = try store([.domain: ".localhost"])
+        let example = try store([.domain: ".example.localhost"])
+        func sent(_ url: String, through proxy: TestServer?) throws -> String? {
+            let operation = HTTPRequestOperation(request: URLRequest(url: try XCTUnwrap(URL(string: url))))
+            operation.proxy = proxy.map { .proxy($0.baseURL) } ?? .direct
+            _ = run(operation)
+            return (proxy ?? both).requests.last?.header("Cookie")
+        }
+        XCTAssertNil(try sent("http://127.5.0.1:\(port)/echo", through: nil), "an address is no domain")
+        XCTAssertEqual(try sent("http://127.0.0.1:\(port)/echo", through: nil), "\(exact)=v")
+        XCTAssertNil(try sent("http://a.localhost/echo", through: server), "localhost is a public suffix")
+        XCTAssertEqual(try sent("http://a.example.localhost/echo", through: server), "\(example)=v")
+        XCTAssertEqual(try sent("http://localhost/echo", through: server), "\(everyLocalhost)=v", "the host itself")
+    }
+
     func testPathMatchingFollowsRFC6265() {
         XCTAssertTrue(CookieScope.pathMatches(cookiePath: "/", requestPath: "/anything"))
         XCTAssertTrue(CookieScope.pathMatches(cookiePath: "/a", requestPath: "/a"))
