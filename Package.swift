@@ -10,8 +10,10 @@ func pkgConfigLibrary(_ name: String, pkgConfig: String, debian: String) -> Targ
 let package = Package(
     name: "OperationNetworking",
     products: [
+        // The library is the one product, so a package that depends on it resolves swift-log alone:
+        // SwiftPM resolves only what a dependency's products use. The `onet` tool, the test server,
+        // the tests and the documentation plugin are the repository's own (`swift run onet` still works).
         .library(name: "OperationNetworking", targets: ["OperationNetworking"]),
-        .executable(name: "onet", targets: ["onet"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),

@@ -26,6 +26,37 @@ final class PackageHygieneTests: XCTestCase {
         XCTAssertTrue(manifest.contains(#".library(name: "OperationNetworking""#))
     }
 
+    /// A package that depends on the library resolves swift-log and nothing else: the tool, the test
+    /// server, SwiftNIO and the documentation plugin are the repository's own, never a consumer's.
+    func testAConsumerOfTheLibraryResolvesOnlySwiftLog() throws {
+        let consumer = FileManager.default.temporaryDirectory.appendingPathComponent("onet-consumer-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: consumer) }
+        let sources = consumer.appendingPathComponent("Sources/App")
+        try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
+        let manifest = """
+            // swift-tools-version:6.0
+            import PackageDescription
+            let package = Package(name: "App", dependencies: [.package(path: "\(root.path)")], targets: [
+                .executableTarget(name: "App", dependencies: [.product(name: "OperationNetworking", package: "\(root.lastPathComponent)")]),
+            ])
+            """
+        try Data(manifest.utf8).write(to: consumer.appendingPathComponent("Package.swift"))
+        try Data("import OperationNetworking\n".utf8).write(to: sources.appendingPathComponent("main.swift"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["swift", "package", "resolve", "--package-path", consumer.path]
+        let log = Pipe()
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        let output = String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, output)
+        let resolved = try Data(contentsOf: consumer.appendingPathComponent("Package.resolved"))
+        let pins = try XCTUnwrap((try JSONSerialization.jsonObject(with: resolved) as? [String: Any])?["pins"] as? [[String: Any]])
+        XCTAssertEqual(pins.compactMap { $0["identity"] as? String }, ["swift-log"])
+    }
+
     func testNoCommentCitesADocumentOutsideTheRepository() throws {
         for (path, text) in try sources(under: "Sources") + sources(under: "Tests") {
             for name in ["API" + ".md", "afn2-" + "api", "shared/" + "bench/"] {
