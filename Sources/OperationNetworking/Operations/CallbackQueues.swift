@@ -16,12 +16,14 @@ enum CallbackQueues {
     }()
 
     /// Where the network thread's batches of transfer starts and ends are delivered: serial, so the
-    /// start and end of one operation are seen in the order they happened. Small response bodies are
-    /// serialized right here, in the same hop.
+    /// start and end of one operation are seen in the order they happened. Nothing whose time a body or
+    /// a caller decides runs here, as every transfer's end waits behind it: only the raw-data
+    /// serializer's check on a body up to 64 KiB is done in this hop (`HTTPRequestOperation.transferDidEnd`).
     static let delivery = DispatchQueue(label: "org.operationnetworking.delivery")
 
-    /// Where large response bodies are serialized: concurrent, off the network thread, the delivery
-    /// queue and the completion queue.
+    /// Where responses are serialized (decoders and callers' serializers): concurrent, off the network
+    /// thread, the delivery queue and the completion queue, so a slow or hostile body holds only its
+    /// own operation.
     static let processing = DispatchQueue(label: "org.operationnetworking.processing", attributes: .concurrent)
 
     /// The default `completionGroup`.

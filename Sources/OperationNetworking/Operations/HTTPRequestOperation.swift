@@ -176,18 +176,30 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         super.releaseBlocksLocked()
     }
 
-    /// Response bodies up to this size are serialized on the delivery queue, in the hop that brings the
-    /// transfer's end off the network thread; larger ones on the concurrent processing queue.
+    /// Response bodies up to this size may be handled on the delivery queue, in the hop that brings the
+    /// transfer's end off the network thread (see `serializesOnDeliveryQueue`); larger ones go to the
+    /// concurrent processing queue.
     static let inlineSerializationLimit = 64 * 1024
+
+    /// Whether serializing with `serializer` may stay on the delivery queue: only for the raw-data
+    /// serializer itself, whose work is a status and content-type check. Every other one — a decoder,
+    /// a caller's subclass — takes a time the body or the caller decides, and the delivery queue is the
+    /// one serial queue every transfer's end goes through: it runs on the concurrent processing queue,
+    /// where it holds only its own operation.
+    private static func serializesOnDeliveryQueue(_ serializer: HTTPResponseSerializer) -> Bool {
+        type(of: serializer) == HTTPResponseSerializer.self
+    }
 
     override func transferDidEnd(batch: CompletionBatch? = nil) {
         lock.lock()
         transferOver = true
         let hadHandlers = success != nil || failure != nil, bodySize = mutable.responseData?.count ?? 0
-        let inline = !hadHandlers || (batch != nil && bodySize <= HTTPRequestOperation.inlineSerializationLimit)
+        // After a transport failure or cancel there is nothing to serialize.
+        let inline = !hadHandlers || (batch != nil && bodySize <= HTTPRequestOperation.inlineSerializationLimit
+            && (mutable.error != nil || HTTPRequestOperation.serializesOnDeliveryQueue(storedSerializer)))
         // Read here, not through `completionQueue` and `completionGroup`: two lock round trips fewer.
         // The same acquisition reads whether the operation opted into the cache, and the inputs of
-        // the serialization a handler will read (serialized below, on this queue, when it is small).
+        // the serialization a handler will read (serialized below, on this queue, for the raw-data serializer).
         let configuration = mutable.configuration
         let queue = configuration.effectiveCompletionQueue, group = configuration.effectiveCompletionGroup
         let mayCache = optedIntoCacheLocked

@@ -4,16 +4,18 @@ import Foundation
 import OperationNetworkingTestServer
 import XCTest
 
-/// Where a finished transfer is handled: always on the delivery queue, whatever the completion queue
-/// and whether or not monitors watch, so responses are never serialized on a completion queue (not
-/// even the library's own callback queue), and a pause reaches its operation even while the callback
-/// queue is busy archiving it.
+/// Where a finished transfer is handled: its end comes through the delivery queue and its response is
+/// serialized on the processing queue, whatever the completion queue and whether or not monitors
+/// watch — never on a completion queue (not even the library's own callback queue), nor on the serial
+/// delivery queue every transfer's end goes through — and a pause reaches its operation even while the
+/// callback queue is busy archiving it.
 final class DeliveryRouteTests: ServerTestCase {
-    /// Names the library's two queues for the serializer below to read.
+    /// Names the library's queues for the serializer below to read.
     static let queueName: DispatchSpecificKey<String> = {
         let key = DispatchSpecificKey<String>()
         CallbackQueues.callback.setSpecific(key: key, value: "org.operationnetworking.callback")
         CallbackQueues.delivery.setSpecific(key: key, value: "org.operationnetworking.delivery")
+        CallbackQueues.processing.setSpecific(key: key, value: "org.operationnetworking.processing")
         return key
     }()
 
@@ -49,17 +51,17 @@ final class DeliveryRouteTests: ServerTestCase {
     }
 
     func testAnOperationOnTheDefaultQueueIsNotSerializedOnItsCompletionQueue() {
-        XCTAssertEqual(serializationQueue(completionQueue: nil), "org.operationnetworking.delivery")
+        XCTAssertEqual(serializationQueue(completionQueue: nil), "org.operationnetworking.processing")
     }
 
-    func testAnOperationWithItsOwnCompletionQueueGoesThroughTheDeliveryQueue() {
+    func testAnOperationWithItsOwnCompletionQueueIsSerializedOnTheProcessingQueue() {
         let own = DispatchQueue(label: "test.own-completion")
-        XCTAssertEqual(serializationQueue(completionQueue: own), "org.operationnetworking.delivery")
+        XCTAssertEqual(serializationQueue(completionQueue: own), "org.operationnetworking.processing")
     }
 
-    func testAnOperationWithMonitorsGoesThroughTheDeliveryQueue() {
+    func testAnOperationWithMonitorsIsSerializedOnTheProcessingQueue() {
         let monitor = RecordingMonitor()
-        XCTAssertEqual(serializationQueue(completionQueue: nil, monitors: [monitor]), "org.operationnetworking.delivery")
+        XCTAssertEqual(serializationQueue(completionQueue: nil, monitors: [monitor]), "org.operationnetworking.processing")
     }
 
     /// Archiving an executing operation pauses it and waits for the pause to settle. Done from the
