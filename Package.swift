@@ -46,6 +46,9 @@ let package = Package(
         // Certificates (P-256 keys, ECDSA signatures) and MD5 for the test server, through the same
         // libcrypto; never linked into the library.
         .target(name: "CTestCrypto", linkerSettings: [.linkedLibrary("crypto")]),
+        // The test server's TLS front (TLS 1.2 and 1.3 over libssl, relaying to its plain HTTP server);
+        // never linked into the library.
+        .target(name: "CTestTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // Netlink sockets for NetworkReachabilityManager (Linux headers only).
         .target(name: "CNetlink"),
         .target(
