@@ -18,7 +18,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
-        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         // `swift package generate-documentation` for the DocC catalog (scripts/docs); a plugin only,
@@ -61,18 +60,16 @@ let package = Package(
         ),
         // In-process HTTP/1.1 and HTTPS loopback server, and certificates made for each test run, for the
         // tests and `onet demo` (never used by the library). A target, not a product: users of the
-        // library never build SwiftNIO or NIOSSL.
+        // library never build SwiftNIO.
         .target(
             name: "OperationNetworkingTestServer",
             dependencies: [
-                // Encoders for the br and zstd routes; certificates and Digest's MD5.
-                "CBrotliEncoder", "CZstd", "CTestCrypto",
+                // Encoders for the br and zstd routes; certificates and Digest's MD5; HTTPS.
+                "CBrotliEncoder", "CZstd", "CTestCrypto", "CTestTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOTLS", package: "swift-nio"),
             ]
         ),
         .executableTarget(

@@ -64,8 +64,9 @@ final class ServerState: @unchecked Sendable {
     private var log: [RecordedRequest] = []
     /// Guarded by `lock`: number of TCP connections accepted so far (also the last connection ID).
     private var accepted = 0
-    /// The ALPN protocol each TLS handshake settled on (`nil`: none); guarded by `lock`.
-    private var protocols: [String?] = []
+    /// Guarded by `lock`: how each TLS handshake ended, in order: whether it completed, and the ALPN
+    /// protocol it chose (`nil`: none).
+    private var handshakes: [(completed: Bool, negotiated: String?)] = []
     /// Guarded by `lock`: child channels that are still open, keyed by connection ID.
     private var open: [Int: any Channel] = [:]
 
@@ -97,8 +98,13 @@ final class ServerState: @unchecked Sendable {
     /// Number of connections accepted so far.
     var acceptedConnections: Int { lock.withLock { accepted } }
 
-    func handshakeCompleted(protocol negotiated: String?) { lock.withLock { protocols.append(negotiated) } }
-    var negotiatedProtocols: [String?] { lock.withLock { protocols } }
+    /// Records how a TLS handshake ended (the TLS front's threads call this).
+    func handshakeEnded(completed: Bool, protocol negotiated: String?) {
+        lock.withLock { handshakes.append((completed, negotiated)) }
+    }
+
+    /// The ALPN protocol of each completed handshake, in order (`nil`: none).
+    var negotiatedProtocols: [String?] { lock.withLock { handshakes.filter(\.completed).map(\.negotiated) } }
 
     /// Number of child channels currently open.
     var openConnections: Int { lock.withLock { open.count } }

@@ -3,8 +3,6 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPCompression
 import NIOPosix
-import NIOSSL
-import NIOTLS
 
 /// An in-process HTTP/1.1 server on an ephemeral loopback port, for tests and demos.
 ///
@@ -13,15 +11,20 @@ import NIOTLS
 /// `/brotli/<n>`, `/zstd/<n>`, `/redirect/<n>`, `/drop/<n>`, `/stall`, ...) that produce
 /// well-defined, sometimes deliberately broken, responses. Call ``shutdown()`` when done (deinit does it otherwise).
 ///
+/// With a TLS identity it serves HTTPS: a TLS front (`TLSFront`) listens on ``port``, terminates TLS and
+/// relays each connection, one to one, to the plain server on 127.0.0.1.
+///
 /// `@unchecked Sendable` is safe: the only mutable property, `isShutDown`, is accessed only
 /// under `lock`; the request log and counters live in `ServerState`, which has its own lock; every
-/// other stored property is an immutable `let` of a thread-safe NIO type.
+/// other stored property is an immutable `let` of a thread-safe NIO type or the Sendable `TLSFront`.
 public final class TestServer: @unchecked Sendable {
     /// The TCP port the server listens on, chosen by the kernel.
     public let port: Int
 
     private let group: MultiThreadedEventLoopGroup
     private let serverChannel: any Channel
+    /// The TLS side of an HTTPS server; `nil` for plain HTTP.
+    private let front: TLSFront?
     private let state: ServerState
     private let base: URL
     private let lock = NSLock()
@@ -32,19 +35,50 @@ public final class TestServer: @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - host: The address to bind; loopback by default.
-    ///   - tls: Serve HTTPS with this identity (its chain is presented); `nil` serves plain HTTP.
-    ///   - clientCertificateAuthority: With `tls`, require a client certificate issued by this CA (DER).
-    /// - Throws: If the socket cannot be bound or the TLS identity is unusable.
-    ///   - applicationProtocols: With `tls`, the ALPN protocols the server accepts, in preference order.
+    ///   - tls: Serve HTTPS (TLS 1.2 and 1.3) with this identity (its chain is presented as given);
+    ///     `nil` serves plain HTTP.
+    ///   - clientCertificateAuthority: With `tls`, require a client certificate issued by this CA (DER);
+    ///     a handshake without one fails.
+    ///   - applicationProtocols: With `tls`, the ALPN protocols the server accepts, in preference order:
+    ///     the first the client also offers is chosen; with none in common, none is.
+    /// - Throws: If a socket cannot be bound, or the TLS identity or a protocol name is unusable.
     public init(host: String = "127.0.0.1", tls: TestIdentity? = nil, clientCertificateAuthority: Data? = nil,
                 applicationProtocols: [String] = ["http/1.1"]) throws {
-        let sslContext = try tls.map {
-            try TestServer.makeTLSContext($0, clientCA: clientCertificateAuthority, protocols: applicationProtocols)
-        }
         // One thread is plenty for tests and keeps every handler on a single, predictable loop.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let state = ServerState()
-        let bootstrap = ServerBootstrap(group: group)
+        do {
+            // Behind a TLS front, the plain server is reached only by the front, over loopback.
+            let plainHost = tls == nil ? host : "127.0.0.1"
+            let channel = try TestServer.bootstrap(group, state).bind(host: plainHost, port: 0).wait()
+            guard let plainPort = channel.localAddress?.port else {
+                throw TestServerError.noLocalAddress
+            }
+            self.serverChannel = channel
+            let front = try tls.map {
+                try TLSFront(host: host, backendPort: plainPort, identity: $0,
+                             clientCertificateAuthority: clientCertificateAuthority,
+                             applicationProtocols: applicationProtocols, state: state)
+            }
+            self.front = front
+            self.port = front?.port ?? plainPort
+            // An IPv6 literal needs brackets inside a URL.
+            let urlHost = host.contains(":") ? "[\(host)]" : host
+            guard let base = URL(string: "\(tls == nil ? "http" : "https")://\(urlHost):\(port)") else {
+                throw TestServerError.invalidBaseURL(host)
+            }
+            self.base = base
+        } catch {
+            try? group.syncShutdownGracefully()
+            throw error
+        }
+        self.group = group
+        self.state = state
+    }
+
+    /// The plain HTTP/1.1 server's bootstrap: every accepted connection gets the server's pipeline.
+    private static func bootstrap(_ group: MultiThreadedEventLoopGroup, _ state: ServerState) -> ServerBootstrap {
+        ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             // Nagle off: otherwise a small response on a reused connection waits ~40 ms for the
@@ -55,10 +89,6 @@ public final class TestServer: @unchecked Sendable {
                     let id = state.connectionOpened(channel)
                     channel.closeFuture.whenComplete { _ in state.connectionClosed(id) }
                     let pipeline = channel.pipeline.syncOperations
-                    if let sslContext {
-                        try pipeline.addHandler(NIOSSLServerHandler(context: sslContext))
-                        try pipeline.addHandler(HandshakeRecorder(state: state))
-                    }
                     try pipeline.configureHTTPServerPipeline()
                     let receivedHead = ReceivedHeadBox()
                     try pipeline.addHandler(RequestPreprocessor(box: receivedHead))
@@ -70,44 +100,10 @@ public final class TestServer: @unchecked Sendable {
                     )
                 }
             }
-        do {
-            let channel = try bootstrap.bind(host: host, port: 0).wait()
-            guard let port = channel.localAddress?.port else {
-                throw TestServerError.noLocalAddress
-            }
-            // An IPv6 literal needs brackets inside a URL.
-            let urlHost = host.contains(":") ? "[\(host)]" : host
-            guard let base = URL(string: "\(tls == nil ? "http" : "https")://\(urlHost):\(port)") else {
-                throw TestServerError.invalidBaseURL(host)
-            }
-            self.serverChannel = channel
-            self.port = port
-            self.base = base
-        } catch {
-            try? group.syncShutdownGracefully()
-            throw error
-        }
-        self.group = group
-        self.state = state
     }
 
     deinit {
         shutdown()
-    }
-
-    private static func makeTLSContext(_ identity: TestIdentity, clientCA: Data?, protocols: [String]) throws -> NIOSSLContext {
-        let chain = try identity.chain.map { try NIOSSLCertificate(bytes: Array($0), format: .der) }
-        let key = try NIOSSLPrivateKey(bytes: Array(identity.privateKeyPEM.utf8), format: .pem)
-        var configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
-        configuration.applicationProtocols = protocols
-        // An idle client never answers close_notify; don't hold shutdown() for the default 5 s.
-        configuration.shutdownTimeout = .milliseconds(50)
-        if let clientCA {
-            configuration.certificateVerification = .noHostnameVerification
-            configuration.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(clientCA), format: .der)])
-        }
-        return try NIOSSLContext(configuration: configuration)
     }
 
     /// `http://<host>:<port>` (or `https://`), without a trailing slash.
@@ -131,8 +127,8 @@ public final class TestServer: @unchecked Sendable {
         preconditionFailure("TestServer.url: cannot form a URL from \(pathAndQuery)")
     }
 
-    /// Stops the server: closes the listening socket and every open connection, then shuts the
-    /// event loop group down synchronously. Safe to call more than once.
+    /// Stops the server: closes the listening sockets and every open connection (the TLS front's
+    /// first), then shuts the event loop group down synchronously. Safe to call more than once.
     ///
     /// Must not be called from the server's own event loop (it waits for that loop).
     public func shutdown() {
@@ -141,6 +137,7 @@ public final class TestServer: @unchecked Sendable {
             return isShutDown
         }
         guard !alreadyShutDown else { return }
+        front?.stop()
         // Failures here only mean a channel was already closed, which is the goal anyway.
         try? serverChannel.close().wait()
         let closing = state.openChannels.map { $0.close() }
@@ -177,28 +174,17 @@ public final class TestServer: @unchecked Sendable {
 enum TestServerError: Error, CustomStringConvertible {
     case noLocalAddress
     case invalidBaseURL(String)
+    /// An ALPN protocol name must be 1 to 255 bytes.
+    case invalidApplicationProtocol(String)
+    /// The TLS front could not start (an unusable identity, or no socket); OpenSSL's reason.
+    case tlsUnavailable(String)
 
     var description: String {
         switch self {
         case .noLocalAddress: return "the bound server channel has no local port"
         case .invalidBaseURL(let host): return "cannot build a URL for host \(host)"
+        case .invalidApplicationProtocol(let name): return "ALPN protocol names are 1 to 255 bytes: \"\(name)\""
+        case .tlsUnavailable(let reason): return "the TLS front did not start: \(reason)"
         }
-    }
-}
-
-/// Records the ALPN result of each TLS handshake (the client's offer is tested through it).
-private final class HandshakeRecorder: ChannelInboundHandler, Sendable {
-    typealias InboundIn = NIOAny
-    private let state: ServerState
-
-    init(state: ServerState) {
-        self.state = state
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case .handshakeCompleted(let negotiated)? = event as? TLSUserEvent {
-            state.handshakeCompleted(protocol: negotiated)
-        }
-        context.fireUserInboundEventTriggered(event)
     }
 }
