@@ -34,6 +34,8 @@ struct Bench: ParsableCommand {
     var multipartFile: String?
     @Option(help: "Where response bodies go: 'stream' (an output stream that counts and drops them) or 'memory' (responseData).")
     var sink: Sink = .stream
+    @Option(help: ArgumentHelp("Trust the CA certificates in this file (PEM or DER) besides the system's.", valueName: "file"))
+    var cacert: String?
 
     @Flag(name: .customLong("enqueue-all"),
           help: "Make every request at once through a manager onto its suspended queue, then run them; prints memory per queued operation.")
@@ -47,6 +49,13 @@ struct Bench: ParsableCommand {
         guard let target = URL(string: url), requests > 0, concurrency > 0 else {
             print("UNSUPPORTED bad arguments")
             throw ExitCode(3)
+        }
+        if enqueueAll && cacert != nil { throw ValidationError("--cacert applies to the timed run, not to --enqueue-all.") }
+        // How a user trusts a private CA besides the system's; nil keeps the default policy.
+        let policy = try cacert.map { path in
+            let policy = SecurityPolicy.default()
+            policy.additionalTrustAnchors = try CertificateFile.load([path], option: "--cacert")
+            return policy
         }
         let body = method == "POST" ? Data(repeating: 0x61, count: bodySize) : nil
         print("# client=onet requests=\(requests) concurrency=\(concurrency) method=\(method) body=\(bodySize) sink=\(sink.rawValue)")
@@ -81,7 +90,7 @@ struct Bench: ParsableCommand {
             template.httpBody = body
             template.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
         }
-        let makeOperation: @Sendable (Feeder) -> HTTPRequestOperation? = { [url, sink, template] feeder in
+        let makeOperation: @Sendable (Feeder) -> HTTPRequestOperation? = { [url, sink, template, policy] feeder in
             var request = template
             if let uploadURL {
                 guard let multipart = try? serializer.multipartFormRequest(method: "POST", urlString: url, parameters: nil, constructingBodyWith: {
@@ -91,6 +100,7 @@ struct Bench: ParsableCommand {
             }
             let operation = HTTPRequestOperation(request: request)
             operation.responseSerializer = responseSerializer
+            if let policy { operation.securityPolicy = policy }
             let stream = sink == .stream ? streams.take() : nil
             operation.outputStream = stream
             let counter = stream?.counted
