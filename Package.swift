@@ -79,6 +79,8 @@ let package = Package(
                 "OperationNetworkingTestServer",
                 // malloc_trim's declaration, for `onet bench --enqueue-all`.
                 "CCurlShim",
+                // zlib, for `onet request`'s gzip/deflate bodies (it offers httpie's Accept-Encoding itself).
+                "CZlib",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

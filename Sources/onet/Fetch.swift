@@ -46,11 +46,12 @@ struct Fetch: ParsableCommand {
     var to: String
 
     /// `--concurrency`: the queue's `maxConcurrentOperationCount`.
-    @Option(name: .long, help: ArgumentHelp("How many files download at the same time.", valueName: "n"))
+    // .unconditional: a negative number is a value to refuse by name, not a missing value.
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("How many files download at the same time.", valueName: "n"))
     var concurrency = 4
 
     /// `--retry`: attempts after the first, through each operation's `RetryPolicy`.
-    @Option(name: .long, help: ArgumentHelp("How many times a failed file is tried again (transport errors, 408, 429, 5xx).",
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("How many times a failed file is tried again (transport errors, 408, 429, 5xx).",
                                             valueName: "n"))
     var retry = 0
 

@@ -20,7 +20,8 @@ struct Onet: ParsableCommand {
     )
 
     /// Parses and runs the command; a usage error is one line on standard error (`onet: …`) with
-    /// status 64, and a command's own `ExitCode` passes through without a message (it printed its own).
+    /// status 64 (1 for `onet request`, as httpie), and a command's own `ExitCode` passes through
+    /// without a message (it printed its own).
     static func main() {
         do {
             var command = try parseAsRoot()
@@ -35,7 +36,9 @@ struct Onet: ParsableCommand {
             if !text.isEmpty {
                 StandardStreams.write("onet: \(text.split(whereSeparator: \.isNewline).joined(separator: " "))\n", to: .standardError)
             }
-            Foundation.exit(code.rawValue)
+            // `onet request` exits as httpie does: 1 for a usage error too.
+            let isRequest = CommandLine.arguments.dropFirst().first == Request.configuration.commandName
+            Foundation.exit(code == .validationFailure && isRequest ? 1 : code.rawValue)
         }
     }
 }

@@ -1,50 +1,147 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 import OperationNetworking
 
-/// `onet request`: one HTTP request, httpie-style, built and sent by the library's manager,
-/// serializers and security policy.
+/// `onet request`: one HTTP request, spelt as httpie 3.2 spells it and sent as httpie sends it, through
+/// the library's manager, operation and security policy.
 struct Request: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "request",
-        abstract: "Send one HTTP request and print the response body (httpie-style items).",
-        discussion: """
-        Words after the URL are request items:
-          Header:value   a header ('Header:' alone removes a default header)
-          name==value    a query parameter (repeated: a[]=1&a[]=2)
-          name=value     a JSON string field; a form field with --form
-          name:=json     a raw JSON value: n:=1 ok:=true tags:='["a"]'
-          name@path      a multipart file part, streamed from disk
+        abstract: "Send one HTTP request, httpie-style: the same words send the same request.",
+        discussion: RequestHelp.discussion,
+        // -h is httpie's --headers; help is --help only.
+        helpNames: [.long])
 
-        The method defaults to GET, or POST when the items carry a body. GET, HEAD and DELETE put fields in the query string, as the library's request serializers do. The URL may omit http:// (':8080/x' means http://localhost:8080/x).
-
-        The body goes to standard output: pretty, coloured JSON on a terminal, the raw bytes otherwise. --verbose writes the request line and headers (Authorization, Proxy-Authorization and Cookie as ***), the response head and the transfer metrics to standard error.
-
-        Exit status: 0 for a 1xx/2xx response, 3 for 3xx, 4 for 4xx, 5 for 5xx; 2 when no complete response came (connection refused, DNS, TLS or pinning refusal, timeout, a body cut short); 1 when the output file cannot be written; 64 for a usage error.
-
-        Examples:
-          onet request httpbin.example/get
-          onet request POST :8080/users name=Ada admin:=true X-Trace:abc
-          onet request --form :8080/login user=ada password=secret
-          onet request :8080/upload avatar@./me.png caption=hello
-          onet request --auth ada:secret --verbose https://api.example/me
-          onet request --pin-key server.pem --retry 2 https://api.example/health
-          onet request --output big.iso example.com/big.iso
-          onet request --curl PUT :8080/items/1 name=x
-        """)
-
-    @Argument(help: ArgumentHelp("[METHOD] URL [items…]", valueName: "word"))
+    @Argument(help: ArgumentHelp("[METHOD] URL [REQUEST_ITEM …]", valueName: "word"))
     var words: [String] = []
 
-    @Flag(help: "Send name=value fields as an application/x-www-form-urlencoded form instead of JSON.")
+    // MARK: Body
+
+    @Flag(name: [.customShort("j"), .long], help: "Data items as a JSON object (the default); sends JSON's Accept and Content-Type even without data.")
+    var json = false
+
+    @Flag(name: [.customShort("f"), .long], help: "Data items as a URL-encoded form (a multipart form when a name@file item is given).")
     var form = false
 
-    @Option(help: ArgumentHelp("Credentials for the server's Basic or Digest challenge.", valueName: "user:password"))
+    @Flag(help: "Data items as a multipart form, files or not.")
+    var multipart = false
+
+    @Option(help: ArgumentHelp("The body, as given (instead of items or standard input).", valueName: "text"))
+    var raw: String?
+
+    @Flag(name: [.customShort("I"), .customLong("ignore-stdin")], help: "Do not read standard input (otherwise, when it is not a terminal, it is the body).")
+    var ignoreStdin = false
+
+    @Flag(name: [.customShort("x"), .long], help: "Deflate the body (Content-Encoding: deflate) when that makes it smaller; -xx always.")
+    var compress: Int
+
+    @Option(name: .customLong("default-scheme"), help: ArgumentHelp("The scheme of a URL written without one.", valueName: "scheme"))
+    var defaultScheme = "http"
+
+    // MARK: Authentication and session
+
+    @Option(name: [.short, .long], help: ArgumentHelp("Credentials: user:password (Basic, sent up front), or the token with --auth-type bearer.",
+                                                      valueName: "user:password"))
     var auth: String?
+
+    @Option(name: [.customShort("A"), .customLong("auth-type")], help: "basic (up front), digest (answering the challenge) or bearer.")
+    var authType: AuthType?
+
+    @Option(help: ArgumentHelp("Keep headers, credentials and cookies in a session (a name, per host, or a file path).", valueName: "name"))
+    var session: String?
+
+    @Option(name: .customLong("session-read-only"), help: ArgumentHelp("Use a session without updating it.", valueName: "name"))
+    var sessionReadOnly: String?
+
+    // MARK: Redirects, output, status
+
+    @Flag(name: [.customShort("F"), .long], help: "Follow redirects (not followed by default).")
+    var follow = false
+
+    @Option(name: .customLong("max-redirects"), parsing: .unconditional, help: ArgumentHelp("Give up after this many redirect responses (exit 6).", valueName: "n"))
+    var maxRedirects = 30
+
+    @Flag(help: "Show the intermediate requests and responses (redirects, challenges) too.")
+    var all = false
+
+    @Option(name: [.customShort("p"), .customLong("print")], help: ArgumentHelp("What to show: H request head, B request body, h response head, b response body, m metadata.",
+                                                                               valueName: "HBhbm"))
+    var printed: String?
+
+    @Flag(name: [.customShort("h"), .customLong("headers")], help: "Show the response head only (-p h).")
+    var headersOnly = false
+
+    @Flag(name: [.customShort("b"), .customLong("body")], help: "Show the response body only (-p b).")
+    var bodyOnly = false
+
+    @Flag(name: [.customShort("m"), .customLong("meta")], help: "Show the response metadata only: elapsed time and timings (-p m).")
+    var metaOnly = false
+
+    @Flag(name: [.short, .long], help: "Show the request and the response (-p HBhb, with --all); -vv adds the metadata.")
+    var verbose: Int
+
+    @Flag(name: [.short, .long], help: "Show nothing (warnings included); the exit status still tells.")
+    var quiet: Int
+
+    @Option(help: "all, colors, format or none (default: all on a terminal, none otherwise).")
+    var pretty: Pretty?
+
+    @Flag(name: [.customShort("S"), .long], help: "Accepted for httpie's sake: onet writes the body as it comes when it is not formatted.")
+    var stream = false
+
+    @Flag(name: .customLong("show-secrets"), help: "Show Authorization, Proxy-Authorization and Cookie values as sent (hidden as *** otherwise).")
+    var showSecrets = false
+
+    @Flag(name: .customLong("check-status"), help: "Exit 3, 4 or 5 for a 3xx (not followed), 4xx or 5xx response.")
+    var checkStatus = false
+
+    @Flag(help: "Print the request and send nothing.")
+    var offline = false
+
+    @Flag(help: "Print the request as a curl command line (secrets as ***) and send nothing.")
+    var curl = false
+
+    // MARK: Download
+
+    @Flag(name: [.short, .long], help: "Save the body to a file (named from the response, or -o), with a progress bar.")
+    var download = false
+
+    @Flag(name: [.customShort("c"), .customLong("continue")], help: "With --download and -o: continue a partial file (Range).")
+    var continueDownload = false
+
+    @Option(name: [.short, .long], help: ArgumentHelp("Write the output (the body, unless -p says more) to this file.", valueName: "file"),
+            completion: .file())
+    var output: String?
+
+    // MARK: Network and TLS
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to connect, and without progress, before failing (exit 2; default 60).",
+                                                        valueName: "seconds"))
+    var timeout: Double?
+
+    // .unconditional: `--retry -1` is a value to refuse by name, not a missing value.
+    @Option(parsing: .unconditional, help: ArgumentHelp("Send a failed GET, HEAD, PUT or DELETE again up to this many times (408, 429, 5xx, transport errors).",
+                               valueName: "count"))
+    var retry = 0
+
+    @Option(help: ArgumentHelp("protocol:URL — requests of that scheme go through this proxy (repeatable).", valueName: "protocol:url"))
+    var proxy: [String] = []
+
+    @Option(help: ArgumentHelp("yes (default), no (accept any certificate), or a CA bundle file to trust.", valueName: "yes|no|file"))
+    var verify: String?
+
+    @Option(help: ArgumentHelp("Client certificate (PEM, possibly with its key) for servers that ask for one.", valueName: "file"),
+            completion: .file())
+    var cert: String?
+
+    @Option(name: .customLong("cert-key"), help: ArgumentHelp("The client certificate's private key.", valueName: "file"), completion: .file())
+    var certKey: String?
+
+    @Option(name: .customLong("cert-key-pass"), help: ArgumentHelp("The passphrase of an encrypted key.", valueName: "passphrase"))
+    var certKeyPass: String?
 
     @Option(name: .customLong("pin-cert"), help: ArgumentHelp(
         "Pin this certificate (PEM or DER file; repeatable): the server must present it.", valueName: "file"),
@@ -60,147 +157,69 @@ struct Request: ParsableCommand {
             completion: .file())
     var cacert: String?
 
-    @Flag(help: "Accept any certificate chain and host name (pins still apply).")
+    @Flag(help: "Accept any certificate chain and host name (pins still apply); --verify no says the same.")
     var insecure = false
 
-    @Option(help: ArgumentHelp("Seconds to connect, and without progress, before failing (default 60).", valueName: "seconds"))
-    var timeout: Double?
+    /// `--auth-type`.
+    enum AuthType: String, ExpressibleByArgument, CaseIterable {
+        case basic, digest, bearer
+    }
 
-    @Option(help: ArgumentHelp("Send a failed GET, HEAD, PUT or DELETE again up to this many times (408, 429, 5xx, transport errors).",
-                               valueName: "count"))
-    var retry = 0
-
-    @Option(name: [.short, .long], help: ArgumentHelp("Write the body to this file instead of standard output.", valueName: "file"),
-            completion: .file())
-    var output: String?
-
-    @Flag(name: [.short, .long], help: "Print the request and response heads and the transfer metrics on standard error.")
-    var verbose = false
-
-    @Flag(help: "Print the request as a curl command line (secrets as ***) and exit without sending it.")
-    var curl = false
+    /// `--pretty`.
+    enum Pretty: String, ExpressibleByArgument, CaseIterable {
+        case all, colors, format, none
+    }
 
     func validate() throws {
         if let timeout, !(timeout > 0 && timeout.isFinite) { throw ValidationError("--timeout must be a positive number of seconds.") }
-        if retry < 0 || retry > 100 { throw ValidationError("--retry must be between 0 and 100.") }
+        if !(0...100).contains(retry) { throw ValidationError("--retry must be between 0 and 100 (got \(retry)).") }
+        if maxRedirects < 0 { throw ValidationError("--max-redirects must be 0 or more (got \(maxRedirects)).") }
         if !pinCertificates.isEmpty && !pinKeys.isEmpty {
             throw ValidationError("--pin-cert and --pin-key exclude each other: pin certificates or public keys.")
         }
-        if let auth, !auth.contains(":") { throw ValidationError("--auth must be user:password.") }
-        _ = try RequestPlan(words: words, form: form)   // a bad word is a usage error before anything is sent
+        if [json, form, multipart].filter({ $0 }).count > 1 { throw ValidationError("--json, --form and --multipart exclude each other.") }
+        if let printed, OutputSelection(letters: printed) == nil {
+            throw ValidationError("Unknown output options: --print=\(printed) (use the letters H, B, h, b and m).")
+        }
+        if continueDownload && !download { throw ValidationError("--continue only works with --download") }
+        if continueDownload && output == nil { throw ValidationError("--continue requires --output to be specified") }
+        if certKey != nil && cert == nil { throw ValidationError("--cert-key needs --cert.") }
+        for entry in proxy where !entry.contains(":") || entry.hasPrefix(":") {
+            throw ValidationError("--proxy '\(entry)': expected protocol:URL (http:http://proxy:3128).")
+        }
+        if session != nil && sessionReadOnly != nil { throw ValidationError("--session and --session-read-only exclude each other.") }
     }
 
     func run() throws {
-        let plan = try RequestPlan(words: words, form: form)
-        let manager = try makeManager()
-        let request = try buildRequest(plan, serializer: manager.requestSerializer)
-        let failure = Locked<Error?>(nil)
-        let operation = manager.httpRequestOperation(with: request, success: nil, failure: { _, error in
-            failure.set(error)
-        })
-        if curl {
-            print(operation.curlDescription)
-            return
+        do {
+            try RequestRun(self).execute()
+        } catch let failure as RequestFailure {
+            StandardStreams.write("onet: error: \(failure.message)\n", to: .standardError)
+            throw ExitCode(failure.status)
         }
-        if let output { operation.outputStream = OutputStream(toFileAtPath: output, append: false) }
-        if verbose {
-            ResponsePrinter.writeRequestHead(operation.request, to: .standardError)
-            operation.eventMonitors = [VerboseRetryMonitor()]
-        }
-        manager.operationQueue.addOperation(operation)
-        operation.waitUntilFinished()   // the handlers ran before the operation turned finished
-        try report(operation, error: failure.value)
     }
 
-    /// A manager configured from the options: serializers, credential, security policy, retries.
-    private func makeManager() throws -> HTTPRequestOperationManager {
-        let manager = HTTPRequestOperationManager(baseURL: nil)
-        manager.requestSerializer = form ? HTTPRequestSerializer() : JSONRequestSerializer()
-        if let timeout { manager.requestSerializer.timeoutInterval = timeout }
-        // Every status reaches the success block: the command reports 4xx and 5xx bodies as they are.
-        let responseSerializer = HTTPResponseSerializer()
-        responseSerializer.acceptableStatusCodes = nil
-        manager.responseSerializer = responseSerializer
-        manager.completionQueue = DispatchQueue(label: "onet.request.completion")
-        if retry > 0 { manager.retryPolicy = RetryPolicy(maxAttempts: retry + 1) }
-        if let auth, let colon = auth.firstIndex(of: ":") {
-            manager.credential = URLCredential(user: String(auth[..<colon]), password: String(auth[auth.index(after: colon)...]),
-                                               persistence: .none)
-        }
-        manager.securityPolicy = try makeSecurityPolicy()
-        return manager
-    }
+    /// The request type the flags choose (`nil`: JSON by default, without JSON's headers when there is no data).
+    var requestType: RequestType? { multipart ? .multipart : form ? .form : json ? .json : nil }
 
-    /// The security policy the pinning, CA and --insecure options ask for.
-    private func makeSecurityPolicy() throws -> SecurityPolicy {
-        let policy: SecurityPolicy
-        if !pinCertificates.isEmpty {
-            policy = SecurityPolicy(pinningMode: .certificate,
-                                    withPinnedCertificates: try CertificateFile.load(pinCertificates, option: "--pin-cert"))
-        } else if !pinKeys.isEmpty {
-            policy = SecurityPolicy(pinningMode: .publicKey,
-                                    withPinnedCertificates: try CertificateFile.load(pinKeys, option: "--pin-key"))
+    /// What to show, from `--print`, `-h`, `-b`, `-m`, `-v`, `--offline` and whether output is a terminal.
+    func selection(outputIsTerminal: Bool) -> OutputSelection {
+        let letters: String
+        if let printed {
+            letters = printed
+        } else if headersOnly || bodyOnly || metaOnly {
+            letters = (headersOnly ? "h" : "") + (bodyOnly ? "b" : "") + (metaOnly ? "m" : "")
+        } else if verbose >= 2 {
+            letters = "HBhbm"
+        } else if verbose == 1 {
+            letters = "HBhb"
+        } else if offline {
+            letters = "HB"
         } else {
-            policy = SecurityPolicy.default()
+            letters = outputIsTerminal ? "hb" : "b"
         }
-        if let cacert { policy.additionalTrustAnchors = try CertificateFile.load([cacert], option: "--cacert") }
-        if insecure {
-            policy.allowInvalidCertificates = true
-            policy.validatesDomainName = false
-        }
-        return policy
-    }
-
-    /// The request the library's serializers build from the plan: the query first (through a plain
-    /// serializer, so it lands in the URL whatever the method), then the body.
-    private func buildRequest(_ plan: RequestPlan, serializer: HTTPRequestSerializer) throws -> URLRequest {
-        for (name, value) in plan.headers { serializer.setValue(value, forHTTPHeaderField: name) }
-        var url = plan.url
-        if !plan.query.isEmpty {
-            let withQuery = try HTTPRequestSerializer().request(method: "GET", urlString: url, parameters: plan.query)
-            url = withQuery.url?.absoluteString ?? url
-        }
-        if !plan.files.isEmpty {
-            let fields = plan.fields.compactMapValues { $0 as? String }
-            return try serializer.multipartFormRequest(method: plan.method, urlString: url, parameters: fields) { form in
-                for file in plan.files {
-                    try form.appendPart(withFileURL: URL(fileURLWithPath: file.path), name: file.name)
-                }
-            }
-        }
-        return try serializer.request(method: plan.method, urlString: url, parameters: plan.fields.isEmpty ? nil : plan.fields)
-    }
-
-    /// Writes the body (and, verbose, the response head and metrics); throws the exit status.
-    private func report(_ operation: HTTPRequestOperation, error: Error?) throws {
-        let response = operation.response
-        if verbose, let response { ResponsePrinter.writeResponseHead(response, metrics: operation.metrics, to: .standardError) }
-        if let error = error as NSError? {
-            StandardStreams.write("onet: \(ResponsePrinter.describe(error))\n", to: .standardError)
-            // Writing the output file is a local failure; anything else means no (complete) response.
-            let local = error.domain == NSPOSIXErrorDomain
-                || (error.domain == NSURLErrorDomain && error.code == URLError.cannotWriteToFile.rawValue)
-            throw ExitCode(local ? 1 : 2)
-        }
-        guard let response else { throw ExitCode(2) }
-        if output == nil, let body = operation.responseData, !body.isEmpty,
-           !ResponsePrinter.writeBody(body, contentType: response.value(forHTTPHeaderField: "Content-Type")) {
-            StandardStreams.write("onet: the body could not be written to standard output\n", to: .standardError)
-            throw ExitCode(1)
-        }
-        switch response.statusCode {
-        case 300..<400: throw ExitCode(3)
-        case 400..<500: throw ExitCode(4)
-        case 500...: throw ExitCode(5)
-        default: return
-        }
-    }
-}
-
-/// Tells, on standard error, of each retry the policy makes (--verbose).
-final class VerboseRetryMonitor: EventMonitor {
-    func operation(_ operation: URLConnectionOperation, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {
-        let why = error.map { ResponsePrinter.describe($0 as NSError) } ?? "status \((operation.response as? HTTPURLResponse)?.statusCode ?? 0)"
-        StandardStreams.write(String(format: "* retry: attempt %d in %.2f s after %@\n", attempt, delay, why), to: .standardError)
+        var selection = OutputSelection(letters: letters) ?? OutputSelection()
+        if download { selection.responseBody = false }   // the body goes to the file
+        return selection
     }
 }

@@ -46,10 +46,11 @@ final class OnetConventionsTests: XCTestCase {
     }
 
     func testUnknownSubcommandOrOptionIsOneLineNamingIt() throws {
-        for (arguments, named) in [(["frobnicate"], "frobnicate"), (["request", "--frobnicate", "x"], "--frobnicate"),
-                                   (["bench", "--url"], "--url")] {
+        // `onet request` exits 1 for a usage error, as httpie does; the other commands 64 (EX_USAGE).
+        for (arguments, named, status) in [(["frobnicate"], "frobnicate", Int32(64)), (["request", "--frobnicate", "x"], "--frobnicate", 1),
+                                           (["bench", "--url"], "--url", 64), (["fetch", "--to", "d", "--retry", "-1", "http://h/"], "--retry", 64)] {
             let run = try runOnetCapturing(arguments)
-            XCTAssertEqual(run.status, 64, "\(arguments)")
+            XCTAssertEqual(run.status, status, "\(arguments)")
             XCTAssertTrue(run.stdout.isEmpty, "\(arguments): errors go to standard error")
             XCTAssertEqual(run.stderr.split(separator: "\n").count, 1, "\(arguments): \(run.stderr)")
             XCTAssertTrue(run.stderr.hasPrefix("onet: ") && run.stderr.contains(named), "\(arguments): \(run.stderr)")

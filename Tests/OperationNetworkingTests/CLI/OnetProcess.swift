@@ -118,3 +118,29 @@ final class PipeReader: @unchecked Sendable {
         return lock.withLock { text }
     }
 }
+
+extension XCTestCase {
+    /// Runs `onet` with `input` on its standard input (then closed), `environment` over
+    /// `onetEnvironment()`, in `directory` when given; standard output and error captured.
+    func runOnet(_ arguments: [String], input: Data, environment: [String: String] = [:], directory: URL? = nil,
+                 timeout: TimeInterval = 60) throws -> OnetRun {
+        let process = Process()
+        process.executableURL = try onetExecutable()
+        process.arguments = arguments
+        process.environment = onetEnvironment().merging(environment) { $1 }
+        if let directory { process.currentDirectoryURL = directory }
+        let (feed, output, errors) = (Pipe(), Pipe(), Pipe())
+        process.standardInput = feed
+        process.standardOutput = output
+        process.standardError = errors
+        let exited = expectation(description: "onet exits")
+        process.terminationHandler = { _ in exited.fulfill() }
+        try process.run()
+        let errorText = PipeReader(errors.fileHandleForReading)
+        try feed.fileHandleForWriting.write(contentsOf: input)
+        try feed.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        wait(for: [exited], timeout: timeout)
+        return OnetRun(status: process.terminationStatus, stdout: data, stderr: errorText.wait())
+    }
+}
