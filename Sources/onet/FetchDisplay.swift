@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import OperationNetworking
 
 /// What `onet fetch` shows while it runs: on a terminal, a progress bar per active file and a total
 /// line, redrawn in place with ANSI escape codes; elsewhere (a pipe, a file, `TERM=dumb`) a plain
@@ -97,11 +98,13 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
         }
     }
 
-    /// Prints `text` (a full line) on standard output, or standard error when `error`, above the bars.
+    /// Prints `text` (a full line) on standard output, or standard error when `error` (with the password
+    /// of any URL in it as `***`), above the bars.
     func message(_ text: String, error: Bool = false) {
+        let line = error ? URLRedaction.redactingPasswords(in: text) : text
         lock.withLock {
             clearBars()
-            write(text + "\n", to: error ? FileHandle.standardError : FileHandle.standardOutput)
+            write(line + "\n", to: error ? FileHandle.standardError : FileHandle.standardOutput)
             if timer != nil { drawBars() }
         }
     }

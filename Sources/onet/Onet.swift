@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OperationNetworking
 
 /// `onet`: the OperationNetworking command-line tool.
 @main
@@ -32,7 +33,8 @@ struct Onet: ParsableCommand {
                 print(fullMessage(for: error))
                 Foundation.exit(0)
             }
-            let text = message(for: error)
+            // A URL the user typed may carry a password; no error line shows it.
+            let text = URLRedaction.redactingPasswords(in: message(for: error))
             if !text.isEmpty {
                 StandardStreams.write("onet: \(text.split(whereSeparator: \.isNewline).joined(separator: " "))\n", to: .standardError)
             }

@@ -67,7 +67,8 @@ enum ResponsePrinter {
         }
     }
 
-    /// One line for an error: its description, curl's own message when it adds something, the URL.
+    /// One line for an error: its description, curl's own message when it adds something, the URL;
+    /// the password of any URL in it as `***`.
     static func describe(_ error: NSError) -> String {
         var text = error.localizedDescription
         if let curl = error.userInfo[CurlErrorMessageKey] as? String, !curl.isEmpty, !text.contains(curl) {
@@ -76,7 +77,7 @@ enum ResponsePrinter {
         if let url = (error.userInfo[NSURLErrorFailingURLErrorKey] as? URL)?.absoluteString, !text.contains(url) {
             text += " — \(url)"
         }
-        return text
+        return URLRedaction.redactingPasswords(in: text)
     }
 
     /// The standard reason phrase of common statuses (the server's own is not kept).
