@@ -3,6 +3,10 @@ import Foundation
 /// A client certificate and its private key, offered to servers that ask for one (mutual TLS) — the
 /// Linux counterpart of the identity `URLCredential` AFNetworking used on Apple platforms.
 ///
+/// Its `description`, `debugDescription` and mirror (what `print`, `String(describing:)`,
+/// `String(reflecting:)` and `dump` show) name the formats and sizes only: never the passphrase nor
+/// the key's bytes. It is never archived.
+///
 /// - Threading: an immutable value.
 public struct ClientCertificate: Sendable, Equatable {
     /// How certificate and key bytes are encoded.
@@ -46,4 +50,29 @@ public struct ClientCertificate: Sendable, Equatable {
     private static func format(of data: Data) -> Format {
         data.prefix(64).range(of: Data("-----BEGIN".utf8)) != nil ? .pem : .der
     }
+}
+
+extension ClientCertificate: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The formats and sizes, with whether a passphrase is set, as `***`: never the secret itself.
+    public var description: String {
+        "ClientCertificate(certificate: \(certificate.count) bytes \(certificateFormat.rawValue), "
+            + "privateKey: \(privateKey.count) bytes \(privateKeyFormat.rawValue), passphrase: \(shownPassphrase))"
+    }
+
+    /// The same as `description`.
+    public var debugDescription: String { description }
+
+    /// What `dump` shows: formats and sizes; the key and the passphrase as `***`.
+    public var customMirror: Mirror {
+        Mirror(self, children: [
+            "certificate": "\(certificate.count) bytes",
+            "certificateFormat": certificateFormat,
+            "privateKey": "\(privateKey.count) bytes (\(URLRedaction.placeholder))",
+            "privateKeyFormat": privateKeyFormat,
+            "passphrase": shownPassphrase,
+        ], displayStyle: .struct)
+    }
+
+    /// `***` when there is a passphrase, `nil` otherwise.
+    private var shownPassphrase: String { passphrase == nil ? "nil" : URLRedaction.placeholder }
 }
