@@ -46,9 +46,10 @@ enum TransportError {
         }
     }
 
-    /// A `URLError` for a curl failure, carrying the failing URL, the curl code and curl's message.
+    /// A `URLError` for a curl failure, carrying the failing URL, the curl code and curl's message
+    /// (when it is about this failure: see `currentMessage`).
     static func fromCurl(_ code: CURLcode, message: String?, url: URL?) -> URLError {
-        let detail = message.flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: curl_easy_strerror(code))
+        let detail = currentMessage(message, for: code) ?? String(cString: curl_easy_strerror(code))
         var info: [String: Any] = [
             CurlErrorCodeKey: Int(code.rawValue),
             CurlErrorMessageKey: detail,
@@ -58,13 +59,47 @@ enum TransportError {
         return URLError(urlErrorCode(for: code), userInfo: info)
     }
 
+    /// curl's message when it describes the failure `code` reports, else `nil`. libcurl keeps the first
+    /// message of a transfer: when a request on a reused connection fails because the server had closed
+    /// it ("Send failure: Broken pipe", "Recv failure: Connection reset by peer"), libcurl sends it again
+    /// on a new connection, and if that one fails too (a certificate for another host, a refused
+    /// connection) the message still tells of the first, closed connection.
+    static func currentMessage(_ message: String?, for code: CURLcode) -> String? {
+        guard let message, !message.isEmpty else { return nil }
+        if message.hasPrefix("Send failure") && code != CURLE_SEND_ERROR { return nil }
+        if message.hasPrefix("Recv failure") && code != CURLE_RECV_ERROR { return nil }
+        return message
+    }
+
+    /// The failure of a certificate check libcurl made (curl 60), told precisely: a certificate that
+    /// names other hosts than the one asked for says so. That case is known by curl's message, or, when
+    /// the message is of an earlier connection (see `currentMessage`), by the verification result:
+    /// libcurl checks the host after the chain verified, and reads OpenSSL's result of the chain only
+    /// once the host matched, so the result is still the "not verified" mark (1) it starts from.
+    static func verificationFailure(message: String?, verifyResult: Int, url: URL?) -> URLError {
+        let code = CURLE_PEER_FAILED_VERIFICATION
+        let current = currentMessage(message, for: code)
+        let host = url?.host ?? "the server"
+        let hostMismatch = current.map { $0.contains("target host name") || $0.contains("common name") } ?? (verifyResult == 1)
+        let description: String
+        if hostMismatch {
+            description = "The server's certificate does not match the host \(host): it was issued for other names."
+        } else if let current {
+            description = current
+        } else {
+            description = "The server's certificate could not be verified (\(String(cString: curl_easy_strerror(code))), "
+                + "verification result \(verifyResult))."
+        }
+        return refined(.serverCertificateUntrusted, description, curl: code, message: current, url: url)
+    }
+
     /// A `URLError` for a curl failure the library tells more precisely than curl's code and message:
     /// `code` and `description` say what happened; the curl code and curl's own message stay in `userInfo`.
     static func refined(_ code: URLError.Code, _ description: String, curl: CURLcode, message: String?, url: URL?,
                         underlying: Error? = nil) -> URLError {
         var info: [String: Any] = [
             CurlErrorCodeKey: Int(curl.rawValue),
-            CurlErrorMessageKey: message.flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: curl_easy_strerror(curl)),
+            CurlErrorMessageKey: currentMessage(message, for: curl) ?? String(cString: curl_easy_strerror(curl)),
             NSLocalizedDescriptionKey: description,
         ]
         if let underlying { info[NSUnderlyingErrorKey] = underlying }

@@ -268,10 +268,16 @@ extension Transfer {
     /// hop tells more than the code: before a complete head, an unsupported protocol (curl's word for
     /// an HTTP/0.9 reply or a garbage status line) is a bad server response, and running out of memory
     /// (its word for a header line past its 100 KB limit) an unparseable one; broken chunked framing is
-    /// unparseable, not a lost connection (which callers retry). An exhausted descriptor table says so.
+    /// unparseable, not a lost connection (which callers retry). An exhausted descriptor table says so,
+    /// and a certificate for another host (`TransportError.verificationFailure`). A message libcurl kept
+    /// from a reused connection it replaced is not this failure's (`TransportError.currentMessage`).
     private func failure(_ code: CURLcode, easy: CurlEasyHandle) -> URLError {
-        let message = easy.errorMessage
+        let message = TransportError.currentMessage(easy.errorMessage, for: code)
         let url = currentRequest.url
+        if code == CURLE_PEER_FAILED_VERIFICATION {
+            return TransportError.verificationFailure(message: message, verifyResult: easy.info(long: CURLINFO_SSL_VERIFYRESULT),
+                                                      url: url)
+        }
         let curlSays = message ?? String(cString: curl_easy_strerror(code))
         var refined: (code: URLError.Code, description: String)?
         if hop == .awaitingHead && code == CURLE_UNSUPPORTED_PROTOCOL {
