@@ -25,8 +25,10 @@ extension HTTPRequestOperationManager {
 
     /// Archives the base URL, both serializers, the security policy, `shouldUseCredentialStorage`, the
     /// retry policy (as JSON data) and the proxy setting, with `version` = 1. Never archived: the queue,
-    /// completion queue and group, `credential` and `proxyCredential` (the library writes no secret)
-    /// and `clientCertificate` (it holds a private key). An `Authorization`
+    /// completion queue and group, `credential` and `proxyCredential` (the library writes no secret),
+    /// `clientCertificate` (it holds a private key), and a user and password written in the proxy's URL
+    /// (the URL is archived without them: a restored manager logs into the proxy with its
+    /// `proxyCredential` or the credential stored for the proxy). An `Authorization`
     /// header set on the request serializer *is* archived, as in AFNetworking.
     public func encode(with coder: NSCoder) {
         coder.encode(SerializationCodingVersion, forKey: ManagerCodingKeys.version)

@@ -141,12 +141,13 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     }
 
     /// Copied onto each operation: the proxy its requests go through (see `ProxySetting`). Default
-    /// `.environment`. Archived with the manager.
+    /// `.environment`. Archived with the manager (a user and password in the proxy's URL are not).
     public var proxy: ProxySetting {
         get { self[setting: \.proxy] }
         set { self[setting: \.proxy] = newValue }
     }
-    /// Copied onto each operation: the credential for the proxy, sent when it asks (407). Default `nil`.
+    /// Copied onto each operation: the credential for the proxy, sent when an HTTP proxy asks (407) and
+    /// up front to a SOCKS5 proxy (see `URLConnectionOperation.proxyCredential`). Default `nil`.
     /// Not archived (the library writes no secret).
     public var proxyCredential: URLCredential? {
         get { self[setting: \.proxyCredential] }

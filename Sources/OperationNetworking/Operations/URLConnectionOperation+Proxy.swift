@@ -12,11 +12,55 @@ extension URLConnectionOperation {
         set { self[setting: \.proxy] = newValue }
     }
 
-    /// The credential for the proxy, answering its 407 (for an https request, the 407 to the tunnel's
-    /// `CONNECT`) before `credential` and `URLCredentialStorage.shared`'s credential for the proxy's
-    /// protection space. Default `nil`. Never archived.
+    /// The credential for the proxy. Default `nil`. Never archived, never shown by a description.
+    ///
+    /// - An HTTP or HTTPS proxy: it answers the proxy's 407 (for an https request, the 407 to the
+    ///   tunnel's `CONNECT`), before `credential` and `URLCredentialStorage.shared`'s credential for the
+    ///   proxy's protection space.
+    /// - A SOCKS5 proxy set with `ProxySetting.proxy` (`socks5://` or `socks5h://`): it is sent up front,
+    ///   as RFC 1929's user name and password (a SOCKS5 proxy sends no challenge). Without it, the user
+    ///   and password written in the proxy's URL are sent; without either, with
+    ///   `shouldUseCredentialStorage`, the default credential `URLCredentialStorage.shared` holds for a
+    ///   proxy protection space of the proxy's host and port whose type is
+    ///   `NSURLProtectionSpaceSOCKSProxy` (or the URL's scheme). A login the proxy refuses fails the
+    ///   operation with `URLError(.userAuthenticationRequired)` after one attempt, whatever the retry
+    ///   policy, as an HTTP proxy's last 407 does. (With `.environment`, libcurl logs into a SOCKS5
+    ///   proxy with the user and password of the variable's URL.)
     public var proxyCredential: URLCredential? {
         get { self[setting: \.proxyCredential] }
         set { self[setting: \.proxyCredential] = newValue }
+    }
+}
+
+// MARK: - Network thread: the login to a SOCKS5 proxy
+
+extension URLConnectionOperation: ProxyLoginSource {
+    func transfer(_ transfer: Transfer, loginFor proxy: URL) -> TransferCredential? {
+        let (credential, useStorage) = lock.withLock {
+            (mutable.configuration.proxyCredential, mutable.configuration.shouldUseCredentialStorage)
+        }
+        if let credential, let user = credential.user {
+            return TransferCredential(user: user, password: credential.password ?? "", schemes: 0)
+        }
+        // libcurl sends the user and password written in the URL itself.
+        guard proxy.user == nil, useStorage, let host = proxy.host,
+              let stored = URLConnectionOperation.storedSOCKSCredential(host: host, port: proxy.port ?? 1080,
+                                                                        scheme: proxy.scheme ?? ""),
+              let user = stored.user else { return nil }
+        return TransferCredential(user: user, password: stored.password ?? "", schemes: 0)
+    }
+
+    /// The default credential `URLCredentialStorage.shared` holds for the SOCKS proxy at `host`:`port`
+    /// (any realm and method: a SOCKS5 proxy names neither). Found by comparing fields, as for an
+    /// HTTP proxy's 407.
+    static func storedSOCKSCredential(host: String, port: Int, scheme: String) -> URLCredential? {
+        let types: Set<String> = [NSURLProtectionSpaceSOCKSProxy.lowercased(), scheme.lowercased()]
+        let storage = URLCredentialStorage.shared
+        for (space, credentials) in storage.allCredentials
+        where space.isProxy() && space.host.lowercased() == host.lowercased() && space.port == port
+            && types.contains(space.proxyType?.lowercased() ?? "") {
+            return storage.defaultCredential(for: space) ?? (credentials.count == 1 ? credentials.values.first : nil)
+        }
+        return nil
     }
 }

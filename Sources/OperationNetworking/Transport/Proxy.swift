@@ -17,6 +17,12 @@ public enum ProxySetting: Equatable, Sendable {
     /// `socks5://host:port` or `socks5h://host:port` (the proxy resolves names) — except requests to
     /// the hosts in `bypass` (`no_proxy` syntax: a name matches itself and its subdomains; `*` is
     /// every host). https requests go through a `CONNECT` tunnel.
+    ///
+    /// Give the proxy's credential as `proxyCredential` (or store it in `URLCredentialStorage` for the
+    /// proxy's protection space), never archived. A user and password written in `url`
+    /// (`socks5://user:password@host`) are used in this process only: the manager's archive keeps the
+    /// URL without them, and the setting's `description`, `debugDescription` and mirror (what
+    /// `String(describing:)`, `print` and `dump` show) show the password as `***`.
     case proxy(URL, bypass: [String] = [])
 
     /// The proxy a request to `url` goes through, or `nil` for a direct connection; for
@@ -51,13 +57,41 @@ public enum ProxySetting: Equatable, Sendable {
     }
 }
 
+extension ProxySetting: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// `environment`, `direct`, or `proxy(URL, bypass: […])` with a password in the URL as `***`.
+    public var description: String {
+        switch self {
+        case .environment: return "environment"
+        case .direct: return "direct"
+        case .proxy(let url, let bypass): return "proxy(\(URLRedaction.redactingPassword(of: url)), bypass: \(bypass))"
+        }
+    }
+
+    /// `description`, prefixed with the type's name: never the password.
+    public var debugDescription: String { "ProxySetting.\(description)" }
+
+    /// What `dump` shows: the case, the URL with its password as `***`, and the bypass list.
+    public var customMirror: Mirror {
+        switch self {
+        case .environment, .direct:
+            return Mirror(self, children: [], displayStyle: .enum)
+        case .proxy(let url, let bypass):
+            return Mirror(self, children: ["url": URLRedaction.redactingPassword(of: url), "bypass": bypass],
+                          displayStyle: .enum)
+        }
+    }
+}
+
 extension ProxySetting {
-    /// The archived form: `nil` for `.environment`, `""` for `.direct`, else the URL and the bypass list.
+    /// The archived form: `nil` for `.environment`, `""` for `.direct`, else the URL without its user and
+    /// password (they are never archived) and the bypass list. (A URL they cannot be taken out of is not
+    /// archived at all, rather than archived with them.)
     var archived: (url: String, bypass: [String])? {
         switch self {
         case .environment: return nil
         case .direct: return ("", [])
-        case .proxy(let url, let bypass): return (url.absoluteString, bypass)
+        case .proxy(let url, let bypass):
+            return URLRedaction.removingUserInfo(from: url).map { ($0.absoluteString, bypass) }
         }
     }
 

@@ -163,7 +163,7 @@ extension Transfer {
         // Cancelled while curl ran the hop (the pre-request callback may have stopped it): a cancel.
         if isCancelRequested { return .finish(.cancelled) }
         if let error = abortError { return retryOrFinish(.failed(error)) }
-        if code != CURLE_OK, let tunnel = tunnelEnded() { return tunnel }
+        if code != CURLE_OK, let refusal = proxyRefusalEnded(code: code, easy: easy) { return refusal }
         guard code == CURLE_OK else { return retryOrFinish(.failed(failure(code, easy: easy))) }
         switch hop {
         case .redirect: return redirectEnded()

@@ -5,6 +5,15 @@ import Foundation
 import FoundationNetworking
 #endif
 
+/// Gives a transfer the user and password it logs into a SOCKS5 proxy with before connecting: a
+/// SOCKS5 proxy sends no challenge to answer. The operation (the transfer's delegate) conforms.
+/// - Threading: called on the network thread.
+protocol ProxyLoginSource: AnyObject {
+    /// The login for `proxy` (a `socks5` or `socks5h` URL), or `nil` to send none of the library's
+    /// (libcurl then uses the user and password written in the URL, if any).
+    func transfer(_ transfer: Transfer, loginFor proxy: URL) -> TransferCredential?
+}
+
 // MARK: - Network thread: proxies, and the CONNECT tunnel of an https request
 
 extension Transfer {
@@ -36,7 +45,23 @@ extension Transfer {
             try easy.set(CURLOPT_PROXY, url.absoluteString)
             // Also replaces the environment's no_proxy for this transfer.
             try easy.set(CURLOPT_NOPROXY, bypass.joined(separator: ","))
+            try configureSOCKSLogin(easy, proxy: url)
         }
+    }
+
+    /// Logs into a SOCKS5 proxy up front (user/password, RFC 1929) with the login the operation finds,
+    /// when this hop goes through one.
+    private func configureSOCKSLogin(_ easy: CurlEasyHandle, proxy url: URL) throws {
+        guard Transfer.isSOCKS(url), proxy.proxyURL(for: currentRequest.url) != nil,
+              let login = (delegate as? ProxyLoginSource)?.transfer(self, loginFor: url) else { return }
+        try easy.set(CURLOPT_PROXYUSERNAME, login.user)
+        try easy.set(CURLOPT_PROXYPASSWORD, login.password)
+    }
+
+    /// Whether `url` names a SOCKS5 proxy.
+    static func isSOCKS(_ url: URL) -> Bool {
+        let scheme = url.scheme?.lowercased()
+        return scheme == "socks5" || scheme == "socks5h"
     }
 
     /// Whether the process environment names a proxy libcurl would read for a request (`http_proxy`,
@@ -83,10 +108,35 @@ extension Transfer {
         }
     }
 
-    /// The hop failed after the proxy refused the tunnel: answer its 407 with a credential the
-    /// operation finds (then the hop goes again), or fail with an error that says what happened —
-    /// never the lost connection curl reports, which retry policies would send again.
-    func tunnelEnded() -> HopEndAction? {
+    /// The hop failed with `code` after the proxy refused the tunnel or the login: answer an HTTP
+    /// proxy's 407 with a credential the operation finds (then the hop goes again), or fail with an
+    /// error that says what happened — never the lost connection or refused connection curl reports,
+    /// which retry policies would send again. `nil` when the proxy refused nothing.
+    func proxyRefusalEnded(code: CURLcode, easy: CurlEasyHandle) -> HopEndAction? {
+        if code == CURLE_PROXY, let refusal = socksLoginRefusal(easy) { return .finish(.failed(refusal)) }
+        return tunnelEnded()
+    }
+
+    /// `URLError(.userAuthenticationRequired)` when a SOCKS5 proxy refused the login (the user and
+    /// password, or the lack of them), as an HTTP proxy's last 407 to `CONNECT` fails; `nil` for its
+    /// other refusals (a target it cannot reach stays a connection failure).
+    private func socksLoginRefusal(_ easy: CurlEasyHandle) -> URLError? {
+        let why: String
+        switch CURLproxycode(rawValue: UInt32(truncatingIfNeeded: easy.info(long: CURLINFO_PROXY_ERROR))) {
+        case CURLPX_USER_REJECTED: why = "refused the user name and password"
+        case CURLPX_NO_AUTH: why = "accepts none of the login methods offered (it wants a user name and password)"
+        case CURLPX_LONG_USER, CURLPX_LONG_PASSWD: why = "cannot be sent a user name or password over 255 bytes"
+        default: return nil
+        }
+        let url = currentRequest.url
+        let proxyName = proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "1080")" }
+            ?? "the proxy"
+        return TransportError.refined(.userAuthenticationRequired, "The SOCKS5 proxy \(proxyName) \(why).",
+                                      curl: CURLE_PROXY, message: easy.errorMessage, url: url)
+    }
+
+    /// What `proxyRefusalEnded` does for an HTTP proxy that refused the tunnel.
+    private func tunnelEnded() -> HopEndAction? {
         guard let answer = tunnelAnswer else { return nil }
         let url = currentRequest.url
         let target = url.map { "\($0.host ?? "?"):\($0.port ?? 443)" } ?? "the server"

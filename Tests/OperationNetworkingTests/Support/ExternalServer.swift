@@ -1,21 +1,27 @@
 import Foundation
 import XCTest
 
-/// A real server from Debian (nginx, squid) started for one test on a free loopback port, in a
+/// A real server from Debian (nginx, squid, dante) started for one test on a free loopback port, in a
 /// directory of its own, and stopped (its process and everything it wrote) when the test ends.
-/// Skips the test when the program is not installed (`scripts/setup` installs both).
-final class ExternalServer: @unchecked Sendable {   // immutable after init; `process` is thread-safe
+/// Skips the test when the program is not installed (`scripts/setup` installs them).
+final class ExternalServer: @unchecked Sendable {   // immutable after init but `cleanup`; `process` is thread-safe
     /// The loopback port it listens on.
     let port: Int
     /// Its working directory (configuration, logs, certificates).
     let directory: URL
     private let process: Process
+    /// Undoes what the configuration set up outside `directory`; taken (and run) by the first `stop`.
+    private var cleanup: (@Sendable () -> Void)?   // guarded by cleanupLock
+    private let cleanupLock = NSLock()
 
     /// Writes `configuration(port, directory)` to `directory/<name>.conf`, runs `executable` with
-    /// `arguments(configFile)` and waits (bounded) until the port accepts connections.
+    /// `arguments(configFile)` and waits (bounded) until the port accepts connections. `cleanup` runs
+    /// when the server stops (or fails to start).
     init(executable: String, name: String, arguments: (String) -> [String],
-         configuration: (Int, URL) throws -> String) throws {
+         cleanup: (@Sendable () -> Void)? = nil, configuration: (Int, URL) throws -> String) throws {
+        self.cleanup = cleanup
         guard FileManager.default.isExecutableFile(atPath: executable) else {
+            cleanup?()
             throw XCTSkip("\(executable) is not installed (scripts/setup installs it)")
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("onet-\(name)-\(UUID().uuidString)")
@@ -45,7 +51,7 @@ final class ExternalServer: @unchecked Sendable {   // immutable after init; `pr
         }
     }
 
-    /// Stops the process and (unless `keepingFiles`) removes its directory.
+    /// Stops the process, runs the cleanup, and (unless `keepingFiles`) removes its directory.
     func stop(keepingFiles: Bool = false) {
         if process.isRunning {
             process.terminate()
@@ -53,6 +59,11 @@ final class ExternalServer: @unchecked Sendable {   // immutable after init; `pr
             while process.isRunning && Date() < deadline { usleep(10_000) }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
+        let cleanup = cleanupLock.withLock { () -> (@Sendable () -> Void)? in
+            defer { self.cleanup = nil }
+            return self.cleanup
+        }
+        cleanup?()
         if !keepingFiles { try? FileManager.default.removeItem(at: directory) }
     }
 
@@ -202,4 +213,107 @@ extension ExternalServer {
 
     /// The squid access log's lines so far.
     var squidLog: [Substring] { accessLog }
+}
+
+extension ExternalServer {
+    /// A system user the SOCKS5 tests' dante logs in: dante's `username` method checks the system's
+    /// password database, and has no file of its own. Made for one server, removed when it stops.
+    struct SOCKSUser: Sendable {
+        let name: String
+        let password: String
+    }
+
+    /// dante (`danted`) as a SOCKS5 proxy on loopback, run in the foreground with the configuration in
+    /// its own directory (never the system service). With `user`, it takes only that user's login
+    /// (RFC 1929 user/password, `socksmethod: username`): the user is created with `useradd` (no home,
+    /// no shell) and its password set with `chpasswd` — which needs root, as the tests run here; the
+    /// test is skipped otherwise — and removed with `userdel` when the server stops. Without, no login.
+    /// `danted.log` records each client connection (`tcp/accept`) and each relayed one (`tcp/connect`).
+    static func dante(user: SOCKSUser? = nil) throws -> ExternalServer {
+        let executable = "/usr/sbin/danted"
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw XCTSkip("\(executable) is not installed (scripts/setup installs it)")
+        }
+        if let user { try createSystemUser(user) }
+        var cleanup: (@Sendable () -> Void)?
+        if let name = user?.name {
+            cleanup = { _ = try? ExternalServer.runTool("/usr/sbin/userdel", [name]) }
+        }
+        do {
+            return try startDante(executable, socksMethod: user == nil ? "none" : "username", cleanup: cleanup)
+        } catch {
+            cleanup?()   // a second userdel after stop's own fails harmlessly
+            throw error
+        }
+    }
+
+    /// danted closes every descriptor it inherited, among them the one by which Foundation's `Process`
+    /// learns that a child ended: Foundation would then wait for danted on the thread that reaps every
+    /// child of the test process, and no other `Process` of the test would ever be seen to end. A
+    /// shell holds that descriptor instead, runs danted, and passes it the `terminate()`.
+    private static func startDante(_ executable: String, socksMethod: String,
+                                   cleanup: (@Sendable () -> Void)?) throws -> ExternalServer {
+        let script = "\(executable) -f \"$1\" -p danted.pid & child=$!; "
+            + "trap 'kill -TERM $child; wait $child; exit 0' TERM; wait $child"
+        return try ExternalServer(executable: "/bin/sh", name: "danted", arguments: { ["-c", script, "sh", $0] },
+                                  cleanup: cleanup) { port, directory in
+            """
+            logoutput: \(directory.path)/danted.log
+            internal: 127.0.0.1 port = \(port)
+            external: 127.0.0.1
+            clientmethod: none
+            socksmethod: \(socksMethod)
+            user.privileged: root
+            user.unprivileged: nobody
+            client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 log: connect error }
+            socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 log: connect error }
+            """
+        }
+    }
+
+    /// A fresh system user for one dante server: `onet-socks-` and six random letters.
+    static func socksUser(password: String) -> SOCKSUser {
+        let letters = "abcdefghijklmnopqrstuvwxyz"
+        let suffix = String((0..<6).compactMap { _ in letters.randomElement() })
+        return SOCKSUser(name: "onet-socks-\(suffix)", password: password)
+    }
+
+    private static func createSystemUser(_ user: SOCKSUser) throws {
+        guard getuid() == 0 else {
+            throw XCTSkip("the SOCKS5 login tests create a system user for dante, which needs root")
+        }
+        guard try runTool("/usr/sbin/useradd", ["--system", "--no-create-home", "--no-user-group", "--gid", "nogroup",
+                                                "--shell", "/usr/sbin/nologin", user.name]) == 0 else {
+            throw NSError(domain: "ExternalServer", code: 2, userInfo: [NSLocalizedDescriptionKey: "useradd \(user.name) failed"])
+        }
+        guard try runTool("/usr/sbin/chpasswd", [], input: "\(user.name):\(user.password)\n") == 0 else {
+            _ = try? runTool("/usr/sbin/userdel", [user.name])
+            throw NSError(domain: "ExternalServer", code: 3, userInfo: [NSLocalizedDescriptionKey: "chpasswd failed"])
+        }
+    }
+
+    /// Runs `tool` with `arguments` (and `input` on its standard input); its exit status.
+    @discardableResult
+    private static func runTool(_ tool: String, _ arguments: [String], input: String? = nil) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let pipe = Pipe()
+        if input != nil { process.standardInput = pipe }
+        try process.run()
+        if let input {
+            try pipe.fileHandleForWriting.write(contentsOf: Data(input.utf8))
+            try pipe.fileHandleForWriting.close()
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// The lines of dante's log so far.
+    var danteLog: [Substring] {
+        let text = (try? String(contentsOf: directory.appendingPathComponent("danted.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n")
+    }
 }
