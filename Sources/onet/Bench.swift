@@ -17,6 +17,12 @@ struct Bench: ParsableCommand {
         discussion: """
         The benchmark client of ../shared/bench: its last line is the harness's RESULT line.
 
+        Exit status: 0 when every request got a 2xx or 3xx; 1 when some did not (each distinct reason is one
+        line on standard error, with its count: "onet: bench: 20 of 20 failed: Could not connect to the
+        server — http://127.0.0.1:1/"); 3 with a last line starting UNSUPPORTED for a workload onet bench does
+        not run (a --method other than GET or POST); 64 for a usage error (a count that is not positive, a URL
+        that is not http or https), one line naming the option.
+
         Examples:
           onet bench --url http://127.0.0.1:8080/small --requests 20000 --concurrency 32
           onet bench --url http://127.0.0.1:8080/echo --method POST --body-size 65536 --concurrency 8
@@ -24,10 +30,12 @@ struct Bench: ParsableCommand {
         """)
 
     @Option(help: "URL to request.") var url: String
-    @Option(help: "Number of requests.") var requests: Int = 1000
-    @Option(help: "Requests in flight at most (the queue's maxConcurrentOperationCount).") var concurrency: Int = 1
-    @Option(help: "GET or POST.") var method: String = "GET"
-    @Option(name: .customLong("body-size"), help: "Request body bytes for POST.") var bodySize: Int = 0
+    // .unconditional: a negative count is a value to refuse by name, not a missing value.
+    @Option(parsing: .unconditional, help: "Number of requests.") var requests: Int = 1000
+    @Option(parsing: .unconditional, help: "Requests in flight at most (the queue's maxConcurrentOperationCount).")
+    var concurrency: Int = 1
+    @Option(help: "GET or POST (the harness's methods; others are reported UNSUPPORTED).") var method: String = "GET"
+    @Option(name: .customLong("body-size"), parsing: .unconditional, help: "Request body bytes for POST.") var bodySize: Int = 0
     @Option(name: .customLong("max-host-conns"), help: "Accepted for harness compatibility; the queue bounds connections.")
     var maxHostConnections: Int = 0
     @Option(name: .customLong("multipart-file"), help: "POST this file as a streamed multipart part in every request.")
@@ -45,9 +53,30 @@ struct Bench: ParsableCommand {
         case stream, memory
     }
 
+    /// Why a request failed, in one line naming its URL: the status, or the transport error.
+    static func reason(_ error: Error, of operation: HTTPRequestOperation?) -> String {
+        if let response = operation?.response, !(200..<400).contains(response.statusCode) {
+            return "HTTP \(response.statusCode) \(ResponsePrinter.reasonPhrase(response.statusCode)) — "
+                + (operation?.request.url?.absoluteString ?? "")
+        }
+        return ResponsePrinter.describe(error as NSError)
+    }
+
+    /// The methods the harness runs.
+    static let supportedMethods: Set<String> = ["GET", "POST"]
+
+    func validate() throws {
+        guard requests > 0 else { throw ValidationError("--requests must be at least 1 (got \(requests))") }
+        guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1 (got \(concurrency))") }
+        guard bodySize >= 0 else { throw ValidationError("--body-size must be 0 or more (got \(bodySize))") }
+        guard FetchPlan.httpURL(url) != nil else { throw ValidationError("--url: not an http(s) URL: '\(url)'") }
+    }
+
     func run() throws {
-        guard let target = URL(string: url), requests > 0, concurrency > 0 else {
-            print("UNSUPPORTED bad arguments")
+        guard let target = URL(string: url) else { throw ValidationError("--url: not an http(s) URL: '\(url)'") }
+        guard Bench.supportedMethods.contains(method) else {
+            StandardStreams.write("onet: bench: --method \(method) is not supported (GET or POST)\n", to: .standardError)
+            print("UNSUPPORTED onet bench sends GET or POST, not \(method)")
             throw ExitCode(3)
         }
         if enqueueAll && cacert != nil { throw ValidationError("--cacert applies to the timed run, not to --enqueue-all.") }
@@ -66,6 +95,11 @@ struct Bench: ParsableCommand {
             if errors > 0 { throw ExitCode(1) }
             return
         }
+        try timedRun(target, body: body, policy: policy)
+    }
+
+    /// The harness's run: N requests through one queue, C at a time; the RESULT line last.
+    private func timedRun(_ target: URL, body: Data?, policy: SecurityPolicy?) throws {
         let tally = Tally()
         let streams = CountingStreamPool()
         let queue = OperationQueue()
@@ -111,14 +145,16 @@ struct Bench: ParsableCommand {
                     done.signal()
                 }
                 feeder.feed(1)
-            }, failure: { _, _ in
-                if tally.record(bytes: 0, failed: true) == total { done.signal() }
+            }, failure: { operation, error in
+                if tally.record(bytes: 0, failed: true, reason: Bench.reason(error, of: operation)) == total {
+                    done.signal()
+                }
                 feeder.feed(1)
             })
             return operation
         }
         let feeder = Feeder(total: requests, queue: queue, make: makeOperation) {
-            if tally.record(bytes: 0, failed: true) == total { done.signal() }
+            if tally.record(bytes: 0, failed: true, reason: "the multipart request could not be built") == total { done.signal() }
         }
         let start = DispatchTime.now()
         feeder.feed(max(2 * concurrency, 64))
@@ -127,6 +163,7 @@ struct Bench: ParsableCommand {
         let (finished, errors, bytes) = tally.snapshot
         let rps = Double(finished - errors) / wall
         let mbps = Double(bytes) / 1e6 / wall
+        tally.reportReasons(of: finished)
         print(String(format: "RESULT requests=%d errors=%d wall_s=%.6f rps=%.2f mbps=%.3f bytes=%lld",
                      finished, errors, wall, rps, mbps, bytes))
         if errors > 0 { throw ExitCode(1) }
@@ -174,16 +211,34 @@ final class Tally: @unchecked Sendable {
     @exclusivity(unchecked) private var errors = 0        // guarded by lock
     @exclusivity(unchecked) private var bytes: Int64 = 0  // guarded by lock
 
-    /// Records one request; returns how many have finished.
-    func record(bytes: Int64, failed: Bool) -> Int {
+    /// Why requests failed, with how many each (at most `maximumReasons` distinct ones, in order).
+    @exclusivity(unchecked) private var reasons: [(text: String, count: Int)] = []   // guarded by lock
+    private static let maximumReasons = 5
+
+    /// Records one request (`reason`: why it failed); returns how many have finished.
+    func record(bytes: Int64, failed: Bool, reason: String? = nil) -> Int {
         lock.withLock {
             finished += 1
             if failed { errors += 1 } else { self.bytes += bytes }
+            if failed, let reason {
+                if let index = reasons.firstIndex(where: { $0.text == reason }) {
+                    reasons[index].count += 1
+                } else if reasons.count < Tally.maximumReasons {
+                    reasons.append((reason, 1))
+                }
+            }
             return finished
         }
     }
 
     var snapshot: (Int, Int, Int64) { lock.withLock { (finished, errors, bytes) } }
+
+    /// One line on standard error per reason requests failed: `onet: bench: 3 of 20 failed: HTTP 500 …`.
+    func reportReasons(of total: Int) {
+        for (text, count) in lock.withLock({ reasons }) {
+            StandardStreams.write("onet: bench: \(count) of \(total) failed: \(text)\n", to: .standardError)
+        }
+    }
 }
 
 /// Counting streams of finished requests, handed to new ones: corelibs builds a CoreFoundation stream

@@ -38,8 +38,8 @@ enum QueuedMemory {
         for _ in 0..<requests {
             manager.GET(url, parameters: nil, success: { operation, _ in
                 if counts.record(bytes: Int64(operation.responseData?.count ?? 0), failed: false) == requests { done.signal() }
-            }, failure: { _, _ in
-                if counts.record(bytes: 0, failed: true) == requests { done.signal() }
+            }, failure: { operation, error in
+                if counts.record(bytes: 0, failed: true, reason: Bench.reason(error, of: operation)) == requests { done.signal() }
             })
         }
         let queued = residentBytes()
@@ -59,6 +59,7 @@ enum QueuedMemory {
               + "drained_mib=\(mib(drained)) idle_mib=\(mib(idle)) trimmed_mib=\(mib(trimmed)) "
               + "bytes_per_queued_operation=\((queued - baseline) / max(requests, 1))")
         let (finished, errors, bytes) = counts.snapshot
+        counts.reportReasons(of: finished)
         return (finished, errors, bytes, wall)
     }
 }

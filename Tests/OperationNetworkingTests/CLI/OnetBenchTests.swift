@@ -38,5 +38,34 @@ final class OnetBenchTests: ServerTestCase {
         let failing = try runOnetCapturing(["bench", "--url", server.url("/status/500").absoluteString, "--requests", "5"])
         XCTAssertEqual(failing.status, 1)
         XCTAssertEqual(try result(failing)["errors"], "5")
+        XCTAssertEqual(failing.stderr, "onet: bench: 5 of 5 failed: HTTP 500 Internal Server Error — \(server.url("/status/500"))\n")
+    }
+
+    /// `errors=N` comes with its reason: one line per distinct cause, naming the URL.
+    func testARefusedPortIsReportedWithItsReason() throws {
+        let run = try runOnetCapturing(["bench", "--url", "http://127.0.0.1:1/x", "--requests", "6", "--concurrency", "2"])
+        XCTAssertEqual(run.status, 1)
+        XCTAssertEqual(try result(run)["errors"], "6")
+        let lines = run.stderr.split(separator: "\n")
+        XCTAssertEqual(lines.count, 1, run.stderr)
+        XCTAssertTrue(run.stderr.hasPrefix("onet: bench: 6 of 6 failed: ") && run.stderr.contains("http://127.0.0.1:1/x")
+                      && run.stderr.lowercased().contains("connect"), run.stderr)
+    }
+
+    /// A method the harness does not run is UNSUPPORTED (its convention: last line, status 3), named on
+    /// standard error; a count that makes no sense is a usage error naming the option.
+    func testUnsupportedMethodsAndBadNumbersAreOneLineNamingThem() throws {
+        let put = try runOnetCapturing(["bench", "--url", server.url("/echo").absoluteString, "--method", "PUT"])
+        XCTAssertEqual(put.status, 3)
+        XCTAssertTrue(put.text.split(separator: "\n").last?.hasPrefix("UNSUPPORTED") ?? false, put.text)
+        XCTAssertEqual(put.stderr, "onet: bench: --method PUT is not supported (GET or POST)\n")
+        XCTAssertTrue(server.requests.isEmpty)
+        for (arguments, named) in [(["--requests", "-5"], "--requests"), (["--concurrency", "0"], "--concurrency"),
+                                   (["--body-size", "-1"], "--body-size")] {
+            let run = try runOnetCapturing(["bench", "--url", server.url("/echo").absoluteString] + arguments)
+            XCTAssertEqual(run.status, 64, "\(arguments)")
+            XCTAssertEqual(run.stderr.split(separator: "\n").count, 1, run.stderr)
+            XCTAssertTrue(run.stderr.contains(named) && !run.stderr.contains("Missing value"), run.stderr)
+        }
     }
 }
