@@ -17,21 +17,24 @@ extension URLConnectionOperation {
     /// the method, the URL, every header the library sends (the request serializer's defaults included,
     /// and the cookies `HTTPCookieStorage.shared` adds), a text body inline with `--data-binary`
     /// (any other in-memory body through `printf`), `--compressed` when the library asks for compressed
-    /// bodies (it does unless the request sets `Accept-Encoding`), and `--anyauth --user` for the
-    /// operation's `credential` (the library answers challenges with it). A body stream (a multipart
-    /// form, a file) is not read: a comment names its size and the command sends no body.
+    /// bodies (it does unless the request sets `Accept-Encoding`), `--anyauth --user` for the
+    /// operation's `credential` (the library answers challenges with it), and the operation's `proxy`
+    /// (see `CurlCommand.proxyArguments`: `--proxy`, `--socks5`, `--socks5-hostname`, `--noproxy`,
+    /// `--proxy-user`). A body stream (a multipart form, a file) is not read: a comment names its size
+    /// and the command sends no body.
     ///
     /// Each argument is single-quoted, so `'`, `"`, `$`, backquotes and newlines reach curl as they are.
     /// - Parameter redactingSecrets: `true` shows the `Authorization`, `Proxy-Authorization` and `Cookie`
-    ///   values, the credential's password and a password in the URL as `***`; `false` shows them
-    ///   (the command then sends exactly what the library sends).
+    ///   values, the credential's and the proxy credential's passwords and a password in the URL or the
+    ///   proxy's URL as `***`; `false` shows them (the command then sends exactly what the library sends).
     /// - Threading: any thread; it reads the request and settings under the operation's lock.
     public func curlDescription(redactingSecrets: Bool) -> String {
-        let (request, credential, insecure) = lock.withLock {
-            (mutable.request, mutable.configuration.credential, mutable.configuration.securityPolicy?.allowInvalidCertificates ?? false)
+        let (request, credential, insecure, proxy, proxyCredential) = lock.withLock {
+            (mutable.request, mutable.configuration.credential, mutable.configuration.securityPolicy?.allowInvalidCertificates ?? false,
+             mutable.configuration.proxy, mutable.configuration.proxyCredential)
         }
-        return CurlCommand(request: request, credential: credential, insecure: insecure,
-                           redactingSecrets: redactingSecrets).text
+        return CurlCommand(request: request, credential: credential, insecure: insecure, proxy: proxy,
+                           proxyCredential: proxyCredential, redactingSecrets: redactingSecrets).text
     }
 }
 
@@ -42,6 +45,8 @@ struct CurlCommand {
     let request: URLRequest
     let credential: URLCredential?
     let insecure: Bool
+    let proxy: ProxySetting
+    let proxyCredential: URLCredential?
     let redactingSecrets: Bool
 
     /// What a redacted secret is shown as.
@@ -79,6 +84,7 @@ struct CurlCommand {
             arguments.append("--anyauth --user \(CurlCommand.quote("\(user):\(password)"))")
         }
         if insecure { arguments.append("--insecure") }
+        arguments += proxyArguments
         let url = urlString
         if url.contains(where: { "[]{}".contains($0) }) { arguments.append("--globoff") }   // no URL globbing
         arguments.append(CurlCommand.quote(url))
@@ -141,10 +147,7 @@ struct CurlCommand {
     /// The URL, its password (if any) redacted.
     private var urlString: String {
         guard let url = request.url else { return "" }
-        guard redactingSecrets, url.password != nil,
-              var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return url.absoluteString }
-        components.password = CurlCommand.redacted
-        return components.string ?? url.absoluteString
+        return redactingSecrets ? URLRedaction.redactingPassword(of: url) : url.absoluteString
     }
 
     /// `text` in single quotes, for a POSIX shell: inside them every character is literal except `'`

@@ -64,3 +64,54 @@ extension URLConnectionOperation: ProxyLoginSource {
         return nil
     }
 }
+
+// MARK: - curlDescription: the proxy
+
+extension CurlCommand {
+    /// The options that send the command through the operation's proxy as the transport does
+    /// (Transfer+Proxy.swift), in the spelling of curl's tool: nothing for `.environment` (curl reads
+    /// the same variables libcurl does), `--noproxy '*'` for `.direct`; for `.proxy`, `--proxy URL` for an
+    /// HTTP or HTTPS proxy, `--socks5 host:port` or `--socks5-hostname host:port` for a SOCKS5 one,
+    /// `--noproxy` with the bypass list, and `--proxy-user` with the login (the proxy credential, or
+    /// the user and password written in the URL; the password as `***` when redacting), with
+    /// `--proxy-anyauth` for the proxy credential of an HTTP proxy, which the library sends in answer to
+    /// the scheme the proxy's 407 offers. The credential storage is not read.
+    var proxyArguments: [String] {
+        switch proxy {
+        case .environment:
+            return []
+        case .direct:
+            return ["--noproxy '*'"]
+        case .proxy(let url, let bypass):
+            guard let bare = URLRedaction.removingUserInfo(from: url), let host = bare.host else {
+                let shown = redactingSecrets ? URLRedaction.redactingPassword(of: url) : url.absoluteString
+                return ["--proxy \(CurlCommand.quote(shown))"]
+            }
+            var arguments: [String]
+            switch bare.scheme?.lowercased() {
+            case "socks5", "socks5h":
+                let option = bare.scheme?.lowercased() == "socks5h" ? "--socks5-hostname" : "--socks5"
+                let name = host.contains(":") ? "[\(host)]" : host
+                arguments = ["\(option) \(CurlCommand.quote("\(name):\(bare.port ?? 1080)"))"]
+            default:
+                arguments = ["--proxy \(CurlCommand.quote(bare.absoluteString))"]
+            }
+            if !bypass.isEmpty { arguments.append("--noproxy \(CurlCommand.quote(bypass.joined(separator: ",")))") }
+            if let login = proxyLogin(url) {
+                let password = redactingSecrets ? CurlCommand.redacted : login.password
+                let anyAuth = login.answersChallenges && !Transfer.isSOCKS(url) ? "--proxy-anyauth " : ""
+                arguments.append("\(anyAuth)--proxy-user \(CurlCommand.quote("\(login.user):\(password)"))")
+            }
+            return arguments
+        }
+    }
+
+    /// The proxy login the transport sends: the proxy credential (which answers an HTTP proxy's 407),
+    /// else the user and password written in the proxy's URL.
+    private func proxyLogin(_ url: URL) -> (user: String, password: String, answersChallenges: Bool)? {
+        if let user = proxyCredential?.user { return (user, proxyCredential?.password ?? "", true) }
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: true)
+        guard let user = components?.user else { return nil }
+        return (user, components?.password ?? "", false)
+    }
+}

@@ -37,13 +37,16 @@ final class CurlDescriptionTests: ServerTestCase {
     /// the same method, target, headers and body. Returns the description.
     @discardableResult
     private func assertSameOnTheWire(_ request: URLRequest, credential: URLCredential? = nil,
+                                     configure: (HTTPRequestOperation) -> Void = { _ in },
                                      file: StaticString = #filePath, line: UInt = #line) throws -> String {
         server.clearLog()
         let operation = HTTPRequestOperation(request: request)
         operation.credential = credential
+        configure(operation)
         let command = operation.curlDescription(redactingSecrets: false)
         _ = run(operation)
         let fromLibrary = server.requests
+        XCTAssertFalse(fromLibrary.isEmpty, "the library sent nothing:\n\(command)", file: file, line: line)
         server.clearLog()
         XCTAssertEqual(try runShell(command), 0, "sh failed to run:\n\(command)", file: file, line: line)
         let fromCurl = server.requests
@@ -156,5 +159,87 @@ final class CurlDescriptionTests: ServerTestCase {
         XCTAssertFalse(command.contains("Content-Length"), command)
         XCTAssertEqual(try runShell(command), 0, command)
         XCTAssertEqual(server.requests.last?.header("Content-Type"), request.value(forHTTPHeaderField: "Content-Type"))
+    }
+}
+
+// MARK: - The proxy
+
+extension CurlDescriptionTests {
+    private func squid(user: String? = nil, password: String? = nil) throws -> ExternalServer {
+        let squid = try ExternalServer.squid(user: user, password: password)
+        addTeardownBlock { squid.stop() }
+        return squid
+    }
+
+    func testARequestThroughAnHTTPProxyGoesThroughItTheSameWay() throws {
+        let squid = try self.squid()
+        let proxy = try XCTUnwrap(URL(string: "http://127.0.0.1:\(squid.port)"))
+        let command = try assertSameOnTheWire(request("echo?via=proxy")) { $0.proxy = .proxy(proxy) }
+        XCTAssertTrue(command.contains("--proxy 'http://127.0.0.1:\(squid.port)'"), command)
+        XCTAssertNotNil(server.requests.first?.header("Via"), "curl's request came through squid")
+        squid.stop(keepingFiles: true)   // squid writes its log out when it stops
+        // squid logs URLs without their query (strip_query_terms).
+        XCTAssertEqual(squid.squidLog.filter { $0.contains("/echo") }.count, 2, "the library's and curl's")
+    }
+
+    func testTheProxyLoginIsSentLikeTheLibrarysAndRedacted() throws {
+        let squid = try self.squid(user: "ada", password: "it's-L0velace")
+        let plain = try XCTUnwrap(URL(string: "http://127.0.0.1:\(squid.port)"))
+        let withUserInfo = try XCTUnwrap(URL(string: "http://ada:it's-L0velace@127.0.0.1:\(squid.port)"))
+        let credential = URLCredential(user: "ada", password: "it's-L0velace", persistence: .none)
+        let answered = try assertSameOnTheWire(request("echo?login=credential")) {
+            $0.proxy = .proxy(plain)
+            $0.proxyCredential = credential
+        }
+        XCTAssertTrue(answered.contains("--proxy-anyauth --proxy-user 'ada:it'\\''s-L0velace'"), answered)
+        XCTAssertNotNil(server.requests.first?.header("Via"))
+        let upFront = try assertSameOnTheWire(request("echo?login=url")) { $0.proxy = .proxy(withUserInfo) }
+        XCTAssertTrue(upFront.contains("--proxy 'http://127.0.0.1:\(squid.port)'"), upFront)
+        XCTAssertNotNil(server.requests.first?.header("Via"))
+
+        let operation = HTTPRequestOperation(request: request("echo"))
+        operation.proxy = .proxy(withUserInfo)
+        XCTAssertFalse(operation.curlDescription.contains("L0velace"), operation.curlDescription)
+        XCTAssertTrue(operation.curlDescription.contains("--proxy-user 'ada:***'"), operation.curlDescription)
+        operation.proxyCredential = credential
+        XCTAssertFalse(operation.curlDescription.contains("L0velace"), operation.curlDescription)
+        XCTAssertTrue(operation.curlDescription.contains("--proxy-anyauth --proxy-user 'ada:***'"), operation.curlDescription)
+    }
+
+    func testTheBypassListAndDirectKeepCurlOffTheProxy() throws {
+        let squid = try self.squid()
+        let proxy = try XCTUnwrap(URL(string: "http://127.0.0.1:\(squid.port)"))
+        let bypassed = try assertSameOnTheWire(request("echo?bypass=1")) { $0.proxy = .proxy(proxy, bypass: ["example.invalid", "127.0.0.1"]) }
+        XCTAssertTrue(bypassed.contains("--noproxy 'example.invalid,127.0.0.1'"), bypassed)
+        XCTAssertNil(server.requests.first?.header("Via"), "the bypass list sends curl straight to the server")
+        // The environment names the proxy; .direct ignores it, and so must the command.
+        setenv("http_proxy", proxy.absoluteString, 1)
+        defer { unsetenv("http_proxy") }
+        let direct = try assertSameOnTheWire(request("echo?direct=1")) { $0.proxy = .direct }
+        XCTAssertTrue(direct.contains("--noproxy '*'"), direct)
+        XCTAssertNil(server.requests.first?.header("Via"), ".direct sends curl straight to the server")
+        squid.stop(keepingFiles: true)
+        XCTAssertFalse(squid.squidLog.contains { $0.contains("/echo") }, squid.squidLog.joined(separator: "\n"))
+    }
+
+    func testARequestThroughASOCKS5ProxyLogsInAndGoesThroughIt() throws {
+        let user = ExternalServer.socksUser(password: "s0cks-it's-5ecret")
+        let dante = try ExternalServer.dante(user: user)
+        addTeardownBlock { dante.stop() }
+        let credential = URLCredential(user: user.name, password: user.password, persistence: .none)
+        for scheme in ["socks5h", "socks5"] {
+            let proxy = try XCTUnwrap(URL(string: "\(scheme)://127.0.0.1:\(dante.port)"))
+            let relayed = { dante.danteLog.filter { $0.contains("tcp/connect [") && $0.contains("username%\(user.name)@") }.count }
+            let before = relayed()
+            let command = try assertSameOnTheWire(request("echo?scheme=\(scheme)")) {
+                $0.proxy = .proxy(proxy)
+                $0.proxyCredential = credential
+            }
+            let option = scheme == "socks5h" ? "--socks5-hostname" : "--socks5"
+            XCTAssertTrue(command.contains("\(option) '127.0.0.1:\(dante.port)'"), command)
+            XCTAssertTrue(command.contains("--proxy-user '\(user.name):s0cks-it'\\''s-5ecret'"), command)
+            XCTAssertFalse(command.contains("--proxy-anyauth"), "a SOCKS5 login is sent up front: \(command)")
+            XCTAssertEqual(relayed(), before + 2, "the library's and curl's request: \(dante.danteLog.joined(separator: "\n"))")
+        }
     }
 }
