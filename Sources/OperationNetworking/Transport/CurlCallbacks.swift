@@ -60,11 +60,14 @@ let curlReadCallback: curl_read_callback = { buffer, size, count, userdata in
 
 /// `CURLOPT_OPENSOCKETFUNCTION`: opens the connection's socket as libcurl would (plus close-on-exec),
 /// so that the reason a socket could not be made (`EMFILE`) reaches the error; curl keeps no errno for it.
+/// A transfer marked cancelled opens none (`CURL_SOCKET_BAD`): its `cancel()` may have returned while
+/// the network thread had not yet read the cancel command, and no connection may follow it.
 let curlOpenSocketCallback: curl_opensocket_callback = { userdata, _, address in
-    guard let address else { return -1 }
+    let owner = transfer(userdata)
+    guard let address, owner?.isCancelRequested != true else { return -1 }
     let socketType = address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue)
     let descriptor = socket(address.pointee.family, socketType, address.pointee.protocol)
-    guard let transfer = transfer(userdata) else { return descriptor }
+    guard let transfer = owner else { return descriptor }
     if descriptor < 0 {
         transfer.socketOpenError = errno
     } else {

@@ -4,8 +4,9 @@ import Foundation
 
 /// The sockets of the connections a network thread's multi handle holds, and when its idle
 /// connections are due to be closed: all of them once no transfer has run for the idle lifetime;
-/// one whose peer closed it (its socket would sit in CLOSE-WAIT) at once, alone. libcurl itself looks
-/// at idle connections only when a new request needs one, so without traffic they would stay open.
+/// one whose peer closed it (its socket would sit in CLOSE-WAIT) within a second or so, alone, whether
+/// or not other transfers run. libcurl itself looks at idle connections only when a new request needs
+/// one, so without new requests they would stay open.
 /// - Threading: network thread only (owned by `NetworkThread`; the socket callbacks run there), so its
 ///   fields skip the runtime's exclusivity checks, as the loop's own do.
 final class IdleConnections {
@@ -34,8 +35,15 @@ final class IdleConnections {
         shutDown.remove(socket)
     }
 
-    /// Something runs: the idle clock stops.
-    func busy() { idleSince = nil }
+    /// Something runs at `now`: the idle clock stops. Once a second, shuts down each connection its
+    /// peer closed that no transfer runs on: `localPortsInUse` names the local ports of the connections
+    /// transfers run on (asked only when some peer closed one).
+    func busy(now: UInt64, localPortsInUse: () -> Set<Int>) {
+        idleSince = nil
+        guard !sockets.isEmpty, now &- lastCheck >= IdleConnections.checkInterval else { return }
+        lastCheck = now
+        shutDownClosedByPeer(sparing: localPortsInUse)
+    }
 
     /// A transfer ended.
     func transferEnded() { endedSinceTrim &+= 1 }
@@ -65,16 +73,46 @@ final class IdleConnections {
     /// which stay ready for reuse. `shutdown` answers the peer's FIN at once, so the socket leaves
     /// CLOSE-WAIT, while its descriptor stays curl's to close; curl finds it dead (readable at EOF)
     /// the next time it looks for a connection and closes it then. A socket that is only readable
-    /// (an HTTP/2 peer's PING or SETTINGS) is left alone.
-    private func shutDownClosedByPeer() {
+    /// (an HTTP/2 peer's PING or SETTINGS) is left alone, and so is one whose local port `sparing`
+    /// names: a transfer still reads what its peer sent before closing.
+    private func shutDownClosedByPeer(sparing: () -> Set<Int> = { [] }) {
         var descriptors = sockets.subtracting(shutDown).map {
             pollfd(fd: $0, events: IdleConnections.pollReadHangUp, revents: 0)
         }
         guard !descriptors.isEmpty, poll(&descriptors, nfds_t(descriptors.count), 0) > 0 else { return }
         let hungUp = IdleConnections.pollReadHangUp | Int16(POLLHUP) | Int16(POLLERR)
+        var inUse: Set<Int>?
         for descriptor in descriptors where descriptor.revents & hungUp != 0 {
+            let ports = inUse ?? sparing()
+            inUse = ports
+            if !ports.isEmpty {
+                // A port that cannot be read may be in use: the socket is left for the next look.
+                guard let port = IdleConnections.localPort(of: descriptor.fd), !ports.contains(port) else { continue }
+            }
             shutdown(descriptor.fd, Int32(SHUT_RDWR))
             shutDown.insert(descriptor.fd)
+        }
+    }
+
+    /// The local port `socket` is bound to (IPv4 or IPv6), or `nil` if it cannot be read.
+    private static func localPort(of socket: Int32) -> Int? {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let read = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) == 0 }
+        }
+        guard read else { return nil }
+        switch Int32(address.ss_family) {
+        case AF_INET:
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+            }
+        case AF_INET6:
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+            }
+        default:
+            return nil
         }
     }
 }

@@ -97,13 +97,14 @@ extension NetworkThread {
         return multi
     }
 
-    /// With nothing running, shuts down the idle connections their peers closed and closes every idle
-    /// connection once the idle lifetime is over (see `IdleConnections`): libcurl closes a multi
-    /// handle's connections only when asked for a new one or when the handle goes, so for the
-    /// lifetime the handle is made again (TLS sessions stay in the share handle).
+    /// Shuts down the idle connections their peers closed, also while transfers run, and with nothing
+    /// running closes every idle connection once the idle lifetime is over (see `IdleConnections`):
+    /// libcurl closes a multi handle's connections only when asked for a new one or when the handle
+    /// goes, so for the lifetime the handle is made again (TLS sessions stay in the share handle; the
+    /// loop polls the handle `multi` holds after this, never the one it replaced).
     func closeIdleConnectionsIfDue(now: UInt64) {
         guard active.isEmpty, waitingHead >= waiting.count, delayed.isEmpty, pausedUploads.isEmpty else {
-            idleConnections.busy()
+            idleConnections.busy(now: now) { localPortsInUse() }
             return
         }
         guard idleConnections.idle(now: now, lifetime: idleConnectionLifetime),
@@ -112,6 +113,18 @@ extension NetworkThread {
         multi = fresh
         serialTransfers = 0
         hostCapLifted = false   // a fresh multi handle starts capped
+    }
+}
+
+extension NetworkThread {
+    /// The local ports of the connections the transfers on curl run on (0, left out, for one that has
+    /// none yet: libcurl clears the port when a hop starts and sets it once the hop has a connection).
+    func localPortsInUse() -> Set<Int> {
+        var ports = Set<Int>()
+        for transfer in active {
+            if let port = transfer.easy?.info(long: CURLINFO_LOCAL_PORT), port > 0 { ports.insert(port) }
+        }
+        return ports
     }
 }
 

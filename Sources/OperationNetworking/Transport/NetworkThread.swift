@@ -249,8 +249,9 @@ final class NetworkThread: @unchecked Sendable {
                 parked = inbox.isEmpty && !canAdmit
                 return parked
             }
-            // A shut-down command taken this turn ends the loop now, not after one more idle poll.
-            if idle && shutDownSignal == nil { poll(multi, timeout: timeout) }
+            // A shut-down command taken this turn ends the loop now, not after one more idle poll. The
+            // handle is read again: closing idle connections may have replaced the one this turn began with.
+            if idle && shutDownSignal == nil, let live = self.multi { poll(live, timeout: timeout) }
         }
         // Shut down: every transfer was ended by its owner before (tests only), so only handles are left.
         flushEvents(now: monotonicNow(), holdingStarts: false)

@@ -30,6 +30,22 @@ final class IdleConnectionTests: ServerTestCase {
                       "a socket its peer closed stayed in CLOSE-WAIT")
     }
 
+    func testAConnectionItsPeerClosedLeavesCloseWaitWhileADownloadRuns() throws {
+        let raw = try XCTUnwrap(RawServer("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))   // then it closes
+        defer { raw.stop() }
+        // About 8 s of body: 100 pieces of 1,000 bytes, 80 ms apart.
+        let download = HTTPRequestOperation(request: request("/chunked/100000?chunkSize=1000&chunkDelayMs=80", timeout: 30))
+        let (downloaded, _) = recordOutcome(of: download)
+        startAndAwaitBytes(download, atLeast: 2_000)
+        let outcome = run(HTTPRequestOperation(request: URLRequest(url: try XCTUnwrap(raw.url))))
+        XCTAssertTrue(outcome.isSuccess, "\(String(describing: outcome.error))")
+        XCTAssertTrue(eventually(timeout: 2.5) { [port = raw.port] in IdleConnectionTests.sockets(toPort: port, states: ["08"]) == 0 },
+                      "a socket its peer closed stayed in CLOSE-WAIT while a download ran")
+        XCTAssertFalse(download.isFinished, "the download ended before the check, so nothing else was running")
+        download.cancel()
+        wait(for: [downloaded], timeout: 10)
+    }
+
     func testAPeerClosingOneConnectionLeavesTheOthersForReuse() throws {
         let raw = try XCTUnwrap(RawServer("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))   // then it closes
         defer { raw.stop() }
