@@ -10,7 +10,7 @@ extension NetworkThread {
     func putOnCurl(_ transfer: Transfer, easy: CurlEasyHandle, multi: UnsafeMutableRawPointer) {
         transfer.activeIndex = active.count
         active.append(transfer)
-        let serial = transfer.tlsOrigin.map { serialTLSOrigins.contains($0) } ?? true
+        let serial = transfer.tlsOrigin.map { origins.serial.contains($0) } ?? true
         transfer.countedAsSerial = serial
         if serial {
             serialTransfers += 1
@@ -28,9 +28,9 @@ extension NetworkThread {
     }
 
     /// Forgets a transfer curl no longer runs (its handle already removed from the multi handle); learns
-    /// whether its https origin is HTTP/1.x; restores the per-host cap when no transfer needs its own
-    /// connection any more and others still run. False when the transfer was not on curl (nothing
-    /// changes then).
+    /// whether its https origin is HTTP/1.x or HTTP/2; restores the per-host cap when no transfer needs
+    /// its own connection any more and others still run. False when the transfer was not on curl
+    /// (nothing changes then).
     @discardableResult
     func takeOffCurl(_ transfer: Transfer, multi: UnsafeMutableRawPointer) -> Bool {
         let index = transfer.activeIndex
@@ -42,11 +42,11 @@ extension NetworkThread {
             last.activeIndex = index
         }
         transfer.activeIndex = -1
-        if let origin = transfer.tlsOrigin, !transfer.countedAsSerial,
+        if let origin = transfer.tlsOrigin,
            case let version = transfer.easy?.info(long: CURLINFO_HTTP_VERSION) ?? 0, version > 0,
-           version < Int(CURL_HTTP_VERSION_2_0) {
-            if serialTLSOrigins.count >= 4096 { serialTLSOrigins.removeAll() }
-            serialTLSOrigins.insert(origin)
+           case let http1 = version < Int(CURL_HTTP_VERSION_2_0),
+           !(http1 ? origins.serial : origins.multiplexing).contains(origin) {
+            origins.learn(origin, http1: http1)
         }
         if transfer.countedAsSerial {
             transfer.countedAsSerial = false

@@ -87,8 +87,8 @@ final class NetworkThread: @unchecked Sendable {
     /// The header lines the last request with fields of its own made of them (see
     /// `Transfer.FieldLinesMemo`): a manager's requests carry the same fields one after another.
     @exclusivity(unchecked) var fieldLinesMemo: Transfer.FieldLinesMemo?
-    /// https origins whose connections turned out HTTP/1.x (they cannot multiplex).
-    @exclusivity(unchecked) var serialTLSOrigins: Set<String> = []
+    /// What each https origin speaks, and the probes of those not known yet (see `OriginProtocols`).
+    @exclusivity(unchecked) var origins = OriginProtocols()
     /// Transfers on curl that need a connection each: plain http, or https to an origin known to be HTTP/1.x.
     @exclusivity(unchecked) var serialTransfers = 0
     /// Whether the multi handle's per-host cap is lifted (see `putOnCurl`).
@@ -218,6 +218,7 @@ final class NetworkThread: @unchecked Sendable {
             admitWaiting(multi)
             curl_multi_perform(multi, &running)
             readFinished(multi)
+            if !origins.probes.isEmpty { learnProbedOrigins() }
             let now = monotonicNow()
             clockCell.pointee = now
             if now &- lastTimeoutScan >= NetworkThread.timeoutScanInterval {
@@ -322,7 +323,7 @@ final class NetworkThread: @unchecked Sendable {
         while active.count < activeLimit && waitingHead < waiting.count {
             let transfer = waiting[waitingHead]
             waitingHead += 1
-            guard case .waiting = transfer.state else { continue }
+            guard case .waiting = transfer.state, !holdsForProbe(transfer) else { continue }
             start(transfer, multi)
         }
         if waitingHead == waiting.count {
@@ -360,6 +361,7 @@ final class NetworkThread: @unchecked Sendable {
             return
         }
         putOnCurl(transfer, easy: easy, multi: multi)
+        probeIfUnknown(transfer)
     }
 
     /// Carries out what each transfer decides about its hop that curl reports done.
@@ -489,7 +491,8 @@ final class NetworkThread: @unchecked Sendable {
     }
 
     private func publishStatistics() {
-        let current = Statistics(active: active.count, waiting: waiting.count - waitingHead, pooledHandles: pool.count,
+        let current = Statistics(active: active.count, waiting: waiting.count - waitingHead + origins.heldCount,
+                                 pooledHandles: pool.count,
                                  connections: idleConnections.sockets.count)
         statisticsLock.withLock { publishedStatistics = current }
     }

@@ -136,6 +136,19 @@ final class HTTP1ConcurrencyTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(server.acceptedConnections, 12)
     }
 
+    func testAFirstBurstToAnHTTPSOriginThatSpeaksOnlyHTTP1IsNotCapped() throws {
+        // Cold: nothing is known of the origin when the burst starts, so it must not be taken for an
+        // HTTP/2 one (capped) until a connection says otherwise.
+        let authority = try TestCertificateAuthority(commonName: "OperationNetworking cold HTTP/1 Test Root")
+        let server = try TestServer(tls: try authority.issue(), applicationProtocols: ["http/1.1"])
+        defer { server.shutdown() }
+        let policy = SecurityPolicy.default()
+        policy.additionalTrustAnchors = [authority.certificate]
+        let reused = concurrentSlowRequests(16, to: server, policy: policy)
+        XCTAssertEqual(server.acceptedConnections, 16, "one connection per concurrent request (\(reused) of 16 reused one)")
+        XCTAssertEqual(server.requests(path: "/delay/300").count, 16)
+    }
+
     func testAnHTTPSOriginThatSpeaksHTTP1IsNotCappedOnceKnown() throws {
         let authority = try TestCertificateAuthority(commonName: "OperationNetworking HTTP/1 Test Root")
         let server = try TestServer(tls: try authority.issue())
