@@ -388,18 +388,29 @@ final class NetworkThread: @unchecked Sendable {
                 guard let failure = sendNextHop(transfer, easy: easy, multi: multi) else { continue }
                 recycle(easy)
                 end(transfer, failure)
+            case .resendOnFreshConnection:
+                guard let failure = sendNextHop(transfer, easy: easy, multi: multi, onFreshConnection: true) else { continue }
+                recycle(easy)
+                end(transfer, failure)
             }
         }
     }
 
-    /// Sends the transfer's next hop (a redirect or a challenge answer) on the same easy handle:
-    /// `nil` when it is back on curl, else how the transfer ends.
-    private func sendNextHop(_ transfer: Transfer, easy: CurlEasyHandle, multi: UnsafeMutableRawPointer) -> TransferOutcome? {
+    /// Sends the transfer's next hop (a redirect or a challenge answer), or its current one again, on
+    /// the same easy handle: `nil` when it is back on curl, else how the transfer ends. The reset also
+    /// starts libcurl's own count of resends over (`curl_easy_reset` is the only thing that does).
+    private func sendNextHop(_ transfer: Transfer, easy: CurlEasyHandle, multi: UnsafeMutableRawPointer,
+                             onFreshConnection: Bool = false) -> TransferOutcome? {
         easy.reset()
         do {
             try transfer.configure(easy)
         } catch {
             return .failed(error)
+        }
+        if onFreshConnection {
+            _ = ccurl_easy_setopt_long(easy.raw, CURLOPT_FRESH_CONNECT, 1)
+            // Reset when recycled, so that the next transfer on the handle may reuse connections again.
+            easy.plainConfiguration = nil
         }
         guard curl_multi_add_handle(multi, easy.raw) == CURLM_OK else {
             return .failed(TransportError.make(.unknown, "libcurl refused the next hop.", url: transfer.currentRequest.url))

@@ -78,6 +78,7 @@ extension Transfer {
     func sendBody(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
         assertOnNetworkThread()
         guard let upload else { return 0 }
+        restartBodyIfRequestWasSentAgain()
         let count = upload.read(into: buffer, capacity: capacity)
         if count == UploadSource.mustWait {
             // Throttled: curl pauses the upload; the network thread resumes it when the delay is over.
@@ -104,6 +105,18 @@ extension Transfer {
         guard let upload, upload.rewind() else { return false }
         bytesSent = 0
         return true
+    }
+
+    /// libcurl sends a request again on its own (a refused HTTP/2 stream, a reused connection that
+    /// died), but asks for the body to be rewound only when some of it went out: a body it had read and
+    /// not yet sent would be skipped, and the request go out with an empty or cut body. Its count of
+    /// request-head bytes grows with each sending, so a body read that finds it grown starts over.
+    private func restartBodyIfRequestWasSentAgain() {
+        guard let easy else { return }
+        let headBytes = easy.info(long: CURLINFO_REQUEST_SIZE)
+        guard headBytes != requestHeadBytesAtBody else { return }
+        if bytesSent > 0 { _ = rewindBody() }
+        requestHeadBytesAtBody = headBytes
     }
 
     // MARK: - Private

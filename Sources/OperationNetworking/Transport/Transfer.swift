@@ -144,6 +144,9 @@ final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) var originalRequest: URLRequest
     /// The attempt under way, 1 for the first.
     @exclusivity(unchecked) var attempt = 1
+    /// Hops sent again because their server never processed them (`Transfer+Resend.swift`); counted
+    /// apart from `attempt`, which the retry policy bounds.
+    @exclusivity(unchecked) var unprocessedResends = 0
     /// The network thread that admitted the transfer (set when it takes the transfer in).
     @exclusivity(unchecked) var network: NetworkThread?
     /// The last complete response head.
@@ -214,6 +217,9 @@ final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) var upload: UploadSource?
     /// Upload bytes handed to curl so far.
     @exclusivity(unchecked) var bytesSent: Int64 = 0
+    /// libcurl's count of request-head bytes sent when the body was last read (see
+    /// `restartBodyIfRequestWasSentAgain`).
+    @exclusivity(unchecked) var requestHeadBytesAtBody = 0
     /// Whether the current hop asked for a byte range (a resumed download).
     @exclusivity(unchecked) var sentRange = false
     /// The single range of the caller's own `Range` header (first transfer only); `nil` when it sent

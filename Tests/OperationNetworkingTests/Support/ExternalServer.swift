@@ -108,9 +108,10 @@ extension ExternalServer {
     /// `streams` concurrent streams per connection; `/small` is 1 KiB, and the access log
     /// (`access.log`) records each request's connection serial number.
     /// With `large`, `/large` serves those bytes at 4 MB/s (slow enough to pause mid-way), honouring Range.
-    /// nginx closes a connection idle for `keepaliveSeconds`.
+    /// nginx closes a connection idle for `keepaliveSeconds`, and ends one (HTTP/2: GOAWAY) after
+    /// `keepaliveRequests` requests.
     static func nginxHTTP2(certificatePEM: String, keyPEM: String, streams: Int = 128, large: Data? = nil,
-                           keepaliveSeconds: Int = 75) throws -> ExternalServer {
+                           keepaliveSeconds: Int = 75, keepaliveRequests: Int = 100_000) throws -> ExternalServer {
         try ExternalServer(executable: "/usr/sbin/nginx", name: "nginx", arguments: { ["-p", ".", "-c", $0] }) { port, directory in
             try certificatePEM.write(to: directory.appendingPathComponent("cert.pem"), atomically: true, encoding: .utf8)
             try keyPEM.write(to: directory.appendingPathComponent("key.pem"), atomically: true, encoding: .utf8)
@@ -132,7 +133,7 @@ extension ExternalServer {
                 scgi_temp_path \(path)/scgi;
                 log_format conn '$connection $request_uri $server_protocol $status "$http_range" "$http_if_range"';
                 access_log \(path)/access.log conn;
-                keepalive_requests 100000;
+                keepalive_requests \(keepaliveRequests);
                 keepalive_timeout \(keepaliveSeconds)s;
                 server {
                     listen 127.0.0.1:\(port) ssl http2;
