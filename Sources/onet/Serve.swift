@@ -8,14 +8,7 @@ import OperationNetworkingTestServer
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the embedded loopback test server (127.0.0.1 only) until Ctrl-C or --seconds.",
-        discussion: """
-        Prints its base URL first. Routes: /echo (the request as JSON), /bytes/N (N bytes, Range supported), /status/N, /delay/MS, /flaky/N/KEY (N failures, then 200), /redirect/N, /gzip, /auth/basic/USER/PASSWORD, /auth/digest/USER/PASSWORD, /upload.
-
-        Examples:
-          onet serve
-          onet serve --seconds 60 &
-          onet request http://127.0.0.1:PORT/echo name=Ada
-        """)
+        discussion: ServeHelp.discussion)
 
     @Option(help: "Stop after this many seconds (default: run until interrupted).")
     var seconds: Double?
@@ -42,4 +35,25 @@ struct Serve: ParsableCommand {
         sources.forEach { $0.cancel() }
         print("Served \(server.requests.count) request(s).")
     }
+}
+
+/// `onet serve --help`: every route the server answers, its query parameters and one example each,
+/// written from `RouteCatalog` (the list the tests hold against the server's dispatch).
+enum ServeHelp {
+    static let discussion: String = {
+        var text = "Prints its base URL first (BASE below). Routes, with their query parameters and an example each:\n"
+        for route in RouteCatalog.routes {
+            text += "\n  \(route.path): \(route.summary)\n"
+            for parameter in route.parameters { text += "    \(parameter.name)=  \(parameter.meaning)\n" }
+            text += "    example: onet request 'BASE\(route.example)'\n"
+        }
+        return text + """
+
+        Examples:
+          onet serve
+          onet serve --seconds 60 &
+          onet request http://127.0.0.1:PORT/echo name=Ada
+          onet request -d -o big.bin 'http://127.0.0.1:PORT/bytes/10485760?chunkSize=65536&chunkDelayMs=100'
+        """
+    }()
 }
