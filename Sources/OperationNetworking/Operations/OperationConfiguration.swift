@@ -88,3 +88,21 @@ struct OperationConfiguration {
         self.cacheBlock = nil
     }
 }
+
+/// What `dump` and other reflection show of an operation's or a manager's settings: credentials by
+/// user alone, never their password (corelibs' `URLCredential` reflects its password in the clear).
+extension OperationConfiguration.Settings: CustomReflectable {
+    var customMirror: Mirror {
+        func shown(_ credential: URLCredential?) -> String {
+            guard let credential else { return "nil" }
+            return "URLCredential(user: \(credential.user ?? "nil"), password: \(URLRedaction.placeholder))"
+        }
+        return Mirror(self, children: [
+            "shouldUseCredentialStorage": shouldUseCredentialStorage, "credential": shown(credential),
+            "securityPolicy": securityPolicy as Any, "clientCertificate": clientCertificate as Any,
+            "maximumResponseSize": maximumResponseSize as Any, "retryPolicy": retryPolicy, "proxy": proxy,
+            "proxyCredential": shown(proxyCredential), "completionQueue": completionQueue as Any,
+            "completionGroup": completionGroup as Any,
+        ], displayStyle: .struct)
+    }
+}

@@ -99,11 +99,14 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
         certificates(in: bundle.resourceURL ?? bundle.bundleURL)
     }
 
-    /// Why a pinning policy refused a server, for the refusal's error: an empty pinned set is named as
-    /// the cause, since it refuses everything.
-    static func refusalReason(_ policy: Snapshot) -> String {
+    /// Why a policy refused the server presenting `chain` for `domain`, for the refusal's error: a leaf
+    /// for another host, or an empty pinned set (which refuses everything), is named as the cause.
+    static func refusalReason(_ policy: Snapshot, chain: [Data], domain: String?) -> String {
         if let evaluator = policy.evaluator {
             return "\(type(of: evaluator.policy)).evaluateServerTrust(_:forDomain:) refused the server's certificate chain."
+        }
+        if policy.validatesDomainName, let domain, let leaf = chain.first, !CertificateData.matches(leaf, host: domain) {
+            return "The server's certificate does not match the host \(domain): it was issued for other names."
         }
         guard policy.mode != .none, policy.pinned.isEmpty else {
             return "The server's certificate chain does not satisfy the pinning policy."

@@ -145,7 +145,7 @@ extension Transfer {
         let trusted = policy.evaluator.map { $0.policy.evaluateServerTrust(chain, forDomain: url.host) }
             ?? SecurityPolicy.evaluate(policy, chain: chain, domain: url.host)
         guard trusted else {
-            refuse(SecurityPolicy.refusalReason(policy), url: url)
+            refuse(SecurityPolicy.refusalReason(policy, chain: chain, domain: url.host), url: url)
             return false
         }
         network?.trustedConnections.insert(key)

@@ -137,6 +137,19 @@ final class PinningAttackTests: XCTestCase {
         XCTAssertFalse(rootPinned.evaluateServerTrust(f.attackerTrusted.chain + [f.root.certificate], forDomain: "localhost"))
     }
 
+    /// A pinned server whose certificate names another host is refused, and the error says so.
+    func testAPinnedCertificateForAnotherHostSaysSo() throws {
+        let f = try fixtures
+        let other = try f.intermediate.issue(commonName: "example.com", dnsNames: ["example.com"], ipAddresses: ["10.9.9.9"])
+        for mode in [SSLPinningMode.certificate, .publicKey] {
+            let (error, received) = try attempt(other, policy(mode, pinning: f.root.certificate, allowInvalid: false))
+            XCTAssertEqual((error as? URLError)?.code, .serverCertificateUntrusted, "\(mode)")
+            XCTAssertEqual(received, 0)
+            let description = (error as NSError?)?.localizedDescription ?? ""
+            XCTAssertTrue(description.contains("does not match the host 127.0.0.1"), "\(mode): \(description)")
+        }
+    }
+
     /// Added anchors reach TLS connections through a trust store built once: new connections with
     /// added anchors read no CA bundle again (the bundle is hundreds of KiB; the process's read bytes
     /// are counted in /proc/self/io).
