@@ -216,13 +216,16 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
         return "\(name) [\(bar)] \(padded)  \(amounts)"
     }
 
-    /// `Total  2/5 files  1.2 MB / 3.4 MB  640.0 KB/s  ETA 0:03`. Caller holds `lock`.
+    /// `Total  2/5 files  1.2 MB / 3.4 MB  640.0 KB/s  ETA 0:03` (`2/5 files, 1 failed` once one
+    /// failed): only saved files count as done. Caller holds `lock`.
     private func totalLine() -> String {
-        let finished = files.filter { $0.phase == .done || $0.phase == .failed }.count
+        let saved = files.filter { $0.phase == .done }.count
+        let failed = files.filter { $0.phase == .failed }.count
+        let finished = saved + failed
         let received = FetchDisplay.sum(files.map(\.received))
         let sizesKnown = files.allSatisfy { $0.expected >= 0 || $0.phase == .failed }
         let expected = FetchDisplay.sum(files.map { max(0, $0.expected) })
-        var line = "Total  \(finished)/\(files.count) files  \(FetchDisplay.bytes(received))"
+        var line = "Total  \(saved)/\(files.count) files" + (failed > 0 ? ", \(failed) failed" : "") + "  \(FetchDisplay.bytes(received))"
         line += sizesKnown ? " / \(FetchDisplay.bytes(expected))" : " / ?"
         let speed = rate()
         line += "  " + (speed.map { FetchDisplay.bytes(Int64(min($0, 9e18))) + "/s" } ?? "--/s")

@@ -92,7 +92,7 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
     /// The operation for `job`: new, or restored from its archive to continue with a Range request.
     private func makeOperation(_ index: Int, _ job: FetchJob) -> HTTPRequestOperation {
         let path = directory.appendingPathComponent(job.name).path
-        var operation = HTTPRequestOperation(request: URLRequest(url: job.url))
+        var operation = HTTPRequestOperation(request: FetchSession.request(for: job.url))
         var continued: (archive: Data, bytes: Int64)?
         if case .paused(let archive, let bytes) = job.start {
             do {
@@ -138,6 +138,13 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
             self.record(index, .failed(reason, resumable: nil))
         })
         return operation
+    }
+
+    /// A GET of `url` with the library's default headers (its User-Agent, Accept-Language), as the
+    /// request serializer makes it; a plain request if the serializer refuses the URL (it was checked).
+    static func request(for url: URL) -> URLRequest {
+        (try? HTTPRequestSerializer().request(method: "GET", urlString: url.absoluteString, parameters: nil))
+            ?? URLRequest(url: url)
     }
 
     /// Cuts the file at `path` back to `length` bytes; false if it is shorter or cannot be written.

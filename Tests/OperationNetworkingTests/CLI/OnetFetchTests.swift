@@ -42,6 +42,8 @@ final class OnetFetchTests: ServerTestCase {
         XCTAssertEqual(server.requests(path: "/bytes/100000").count, 2, "one request per URL")
         XCTAssertEqual(server.requests(path: "/bytes/250000").count, 1)
         XCTAssertEqual(server.requests(path: "/bytes/0").count, 1)
+        let userAgent = try XCTUnwrap(server.requests.first?.header("User-Agent"), "the library's User-Agent is sent")
+        XCTAssertTrue(userAgent.hasPrefix("onet (") && userAgent.contains(" OperationNetworking/"), userAgent)
         XCTAssertEqual(run.text.split(separator: "\n").filter { $0.hasPrefix("saved ") }.count, 4, run.description)
         XCTAssertFalse(run.stderr.contains("\u{1B}["), "no escape codes when stderr is not a terminal")
         XCTAssertTrue(run.stderr.contains("Total  4/4 files"), run.description)
@@ -92,6 +94,7 @@ final class OnetFetchTests: ServerTestCase {
         XCTAssertEqual(try Data(contentsOf: target.appendingPathComponent("5000")), deterministicBytes(5000))
         XCTAssertFalse(FileManager.default.fileExists(atPath: target.appendingPathComponent("404").path),
                        "a failed file (here the error page) is not left behind")
+        XCTAssertTrue(run.stderr.contains("Total  1/3 files, 2 failed"), "only the saved file counts as done: \(run.description)")
         let state = try loadState(target)
         XCTAssertEqual(state.files.map(\.status), ["done", "failed", "failed"], "a rerun fetches only the failed ones")
     }
@@ -105,7 +108,7 @@ final class OnetFetchTests: ServerTestCase {
         XCTAssertEqual(run.status, 1, run.description)
         let failures = run.stderr.split(separator: "\n").filter { $0.hasPrefix("onet fetch: failed: ") }
         XCTAssertEqual(failures.count, 2, run.description)
-        XCTAssertTrue(run.stderr.contains("Total  2/2 files"), run.description)
+        XCTAssertTrue(run.stderr.contains("Total  0/2 files, 2 failed"), "failed files are not done: \(run.description)")
     }
 
     /// `--retry 2` against /flaky: three requests on the wire and the last body saved; without it, one request and a failure.
