@@ -194,7 +194,8 @@ struct Request: ParsableCommand {
         do {
             try RequestRun(self).execute()
         } catch let failure as RequestFailure {
-            StandardStreams.write("onet: error: \(failure.message)\n", to: .standardError)
+            // A URL the user typed may carry a password; no error line shows it.
+            StandardStreams.write("onet: error: \(URLRedaction.redactingPasswords(in: failure.message))\n", to: .standardError)
             throw ExitCode(failure.status)
         }
     }

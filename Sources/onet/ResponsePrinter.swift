@@ -5,68 +5,9 @@ import FoundationNetworking
 #endif
 import OperationNetworking
 
-/// How `onet request` shows a request and its response: heads and metrics on standard error
-/// (--verbose), the body on standard output.
+/// Texts `onet` shows about responses and errors: one line for an error, a status's reason phrase.
+/// (How `onet request` lays out requests and responses: `ExchangePrinter`.)
 enum ResponsePrinter {
-    /// Request headers whose values are never printed.
-    static let secretHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
-
-    /// `> METHOD target HTTP/1.1`, the Host and the request's headers (secrets as `***`), a blank `>`.
-    static func writeRequestHead(_ request: URLRequest?, to handle: FileHandle) {
-        guard let request, let url = request.url else { return }
-        var target = url.path.isEmpty ? "/" : url.path
-        if let query = url.query { target += "?" + query }
-        var lines = ["> \(request.httpMethod ?? "GET") \(target) HTTP/1.1"]
-        if let host = url.host { lines.append("> Host: \(host)\(url.port.map { ":\($0)" } ?? "")") }
-        for (name, value) in (request.allHTTPHeaderFields ?? [:]).sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
-            lines.append("> \(name): \(secretHeaders.contains(name.lowercased()) ? "***" : value)")
-        }
-        lines.append(">")
-        StandardStreams.write(lines.joined(separator: "\n") + "\n", to: handle)
-    }
-
-    /// `< HTTP/x 200 OK`, the response headers, a blank `<`, then one `*` line of metrics.
-    static func writeResponseHead(_ response: HTTPURLResponse, metrics: TransferMetrics?, to handle: FileHandle) {
-        let version = metrics?.httpVersion.map { $0.hasPrefix("HTTP") ? $0 : "HTTP/" + $0 } ?? "HTTP/1.1"
-        var lines = ["< \(version) \(response.statusCode) \(reasonPhrase(response.statusCode))"]
-        let headers = response.allHeaderFields.compactMap { key, value -> (String, String)? in
-            guard let name = key as? String else { return nil }
-            return (name, "\(value)")
-        }
-        for (name, value) in headers.sorted(by: { $0.0.lowercased() < $1.0.lowercased() }) {
-            lines.append("< \(name): \(value)")
-        }
-        lines.append("<")
-        if let metrics {
-            func ms(_ seconds: TimeInterval) -> String { String(format: "%.1f ms", seconds * 1000) }
-            lines.append("* \(metrics.remoteAddress ?? "?"): DNS \(ms(metrics.nameLookup)), connect \(ms(metrics.connect)), "
-                         + (response.url?.scheme == "https" ? "TLS \(ms(metrics.tlsHandshake)), " : "") + "first byte \(ms(metrics.firstByte)), total \(ms(metrics.total)); "
-                         + "connection \(metrics.connectionReused ? "reused" : "new"), redirects \(metrics.redirectCount), "
-                         + "attempts \(metrics.attempts)")
-        }
-        StandardStreams.write(lines.joined(separator: "\n") + "\n", to: handle)
-    }
-
-    /// The body on standard output: raw bytes when it is not a terminal; on a terminal, JSON indented
-    /// and coloured, text as it is, and a note instead of binary data. False when standard output
-    /// refused the bytes (a full disk, a closed descriptor).
-    static func writeBody(_ body: Data, contentType: String?) -> Bool {
-        guard isatty(STDOUT_FILENO) == 1 else {
-            return StandardStreams.write(body, to: .standardOutput)
-        }
-        let declaredJSON = contentType?.lowercased().contains("json") ?? false
-        if (declaredJSON || body.first.map { $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "[") } ?? false),
-           (try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])) != nil {
-            return StandardStreams.write(JSONHighlighter(colours: true).format(body), to: .standardOutput)
-        } else if let text = String(data: body, encoding: .utf8), !text.contains("\u{0}") {
-            return StandardStreams.write(text.hasSuffix("\n") ? text : text + "\n", to: .standardOutput)
-        } else {
-            StandardStreams.write("onet: binary body (\(body.count) bytes) not shown on a terminal; use --output FILE or a pipe\n",
-                                  to: .standardError)
-            return true
-        }
-    }
-
     /// One line for an error: its description, curl's own message when it adds something, the URL;
     /// the password of any URL in it as `***`.
     static func describe(_ error: NSError) -> String {
