@@ -70,4 +70,34 @@ final class RepositoryDocumentsTests: XCTestCase {
             XCTAssertTrue(runs.contains(String(file)), "bench/runs/README.md lists \(file), which is not there")
         }
     }
+    /// Every promise SECURITY.md states names at least one test, and every test it names exists: a
+    /// promise without a test, or with a renamed one, is a bug.
+    func testEverySecurityPromiseNamesTestsThatExist() throws {
+        var known = Set<String>()
+        let enumerator = FileManager.default.enumerator(at: root.appendingPathComponent("Tests"), includingPropertiesForKeys: nil)
+        while let url = enumerator?.nextObject() as? URL {
+            guard url.pathExtension == "swift" else { continue }
+            for line in try String(contentsOf: url, encoding: .utf8).components(separatedBy: "\n") {
+                for keyword in ["func test", "class "] {
+                    guard let range = line.range(of: keyword) else { continue }
+                    let name = line[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" }
+                    known.insert((keyword == "func test" ? "test" : "") + name)
+                }
+            }
+        }
+        let rows = try text("SECURITY.md").components(separatedBy: "\n")
+            .filter { $0.hasPrefix("| ") && !$0.hasPrefix("| Promise") && !$0.hasPrefix("|---") }
+        XCTAssertGreaterThan(rows.count, 30)
+        for row in rows {
+            let cells = row.split(separator: "|", omittingEmptySubsequences: false)
+            let tests = cells.count > 2 ? cells[cells.count - 2].split(separator: "`").enumerated()
+                .filter { $0.offset % 2 == 1 }.map { String($0.element) } : []
+            XCTAssertFalse(tests.isEmpty, "a promise without a test: \(row)")
+            for reference in tests {
+                for name in reference.split(separator: ".") where !name.isEmpty {
+                    XCTAssertTrue(known.contains(String(name)), "SECURITY.md names \(name), which no test file has")
+                }
+            }
+        }
+    }
 }
