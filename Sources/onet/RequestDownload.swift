@@ -20,6 +20,9 @@ final class BodySink: OutputStream {   // every stored var is guarded by lock
     private let lock = NSLock()
     private let target: Target
     private let resumeOffset: Int64
+    /// Whether every byte is appended to what the file holds (a paused operation's continuation: the
+    /// library itself drops a prefix a server sends again).
+    private let appends: Bool
     private let decodes: Bool
     private let keepsOnly2xx: Bool
     /// The response head as the first write sees it, and the file name for a download without `-o`.
@@ -37,11 +40,12 @@ final class BodySink: OutputStream {   // every stored var is guarded by lock
 
     /// A sink into `target`; `resumeOffset` bytes are already in the file (`--continue`); `decodes`
     /// inflates a gzip/deflate body; `keepsOnly2xx` drops the body of any other status (a download).
-    init(target: Target, resumeOffset: Int64 = 0, decodes: Bool, keepsOnly2xx: Bool,
+    init(target: Target, resumeOffset: Int64 = 0, appends: Bool = false, decodes: Bool, keepsOnly2xx: Bool,
          response: @escaping @Sendable () -> HTTPURLResponse?,
          nameFor: @escaping @Sendable (HTTPURLResponse?) -> String = { _ in "index" }) {
         self.target = target
         self.resumeOffset = resumeOffset
+        self.appends = appends
         self.decodes = decodes
         self.keepsOnly2xx = keepsOnly2xx
         self.response = response
@@ -52,6 +56,7 @@ final class BodySink: OutputStream {   // every stored var is guarded by lock
     required init(toMemory: ()) {
         target = .standardOutput
         resumeOffset = 0
+        appends = false
         decodes = false
         keepsOnly2xx = false
         response = { nil }
@@ -146,7 +151,7 @@ final class BodySink: OutputStream {   // every stored var is guarded by lock
                 }
             }
             resumed = continues
-            let fd = Foundation.open(path, O_WRONLY | O_CREAT | (continues ? O_APPEND : O_TRUNC), 0o644)
+            let fd = Foundation.open(path, O_WRONLY | O_CREAT | (continues || appends ? O_APPEND : O_TRUNC), 0o644)
             guard fd >= 0 else {
                 throw RequestFailure(status: 1, message: "cannot write '\(path)': \(String(cString: strerror(errno)))")
             }
