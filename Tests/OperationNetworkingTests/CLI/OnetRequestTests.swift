@@ -156,6 +156,12 @@ final class OnetRequestTests: ServerTestCase {
         XCTAssertEqual(run.status, 0, run.stderr)
         XCTAssertTrue(run.stdout.isEmpty)
         XCTAssertEqual(try Data(contentsOf: file), deterministicBytes(200_000))
+        // A missing folder: one line naming the file (no CoreFoundation noise), nothing sent.
+        server.clearLog()
+        let unwritable = try runOnetCapturing(["request", "-I", "--output", "/nonexistent-dir/x", url("/bytes/10")])
+        XCTAssertEqual(unwritable.status, 1, unwritable.stderr)
+        XCTAssertEqual(unwritable.stderr, "onet: error: cannot write '/nonexistent-dir/x': No such file or directory\n")
+        XCTAssertTrue(server.requests.isEmpty)
     }
 
     /// A standard output that refuses the body (a full disk) is a reported local failure, not a crash.
