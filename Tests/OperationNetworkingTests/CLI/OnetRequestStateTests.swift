@@ -62,18 +62,21 @@ final class OnetRequestStateTests: ServerTestCase {
         XCTAssertEqual(try Data(contentsOf: file), before)
     }
 
-    /// Without `--session` nothing is kept: a cookie with an expiry (which corelibs' storage would
-    /// write to disk) is neither sent by the next run nor left in the storage's file.
+    /// Without `--session` nothing is kept: a cookie with an expiry (which corelibs' storage writes to
+    /// `~/.local/share/<program>/.cookies.shared` and reads back in the next process) is neither sent
+    /// by the next run nor left in the storage's file.
     func testWithoutASessionNoCookieOutlivesTheRun() throws {
-        let set = try onet([url("/cookies/raw?set=kept%3D1%3B%20Max-Age%3D3600%3B%20Path%3D%2F")])
+        let expiring = "kept=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT; Path=/"
+        let set = try onet([url("/cookies/raw?set=\(expiring.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")")])
         XCTAssertEqual(set.status, 0, set.stderr)
-        XCTAssertNotNil(server.requests.last, "the cookie was set")
+        XCTAssertEqual(server.requests.last?.uri.contains("Expires"), true)
         server.clearLog()
         XCTAssertEqual(try onet([url("/echo")]).status, 0)
         XCTAssertNil(try XCTUnwrap(server.requests.last).header("Cookie"), "the next run sends no cookie")
-        let stored = home.appendingPathComponent(".local/share/onet/.cookies.shared")
-        if let data = FileManager.default.contents(atPath: stored.path) {
-            XCTAssertNil(data.range(of: Data("kept".utf8)), "the cookie is not left in the storage's file")
+        let share = home.appendingPathComponent(".local/share")
+        for case let file as URL in FileManager.default.enumerator(at: share, includingPropertiesForKeys: nil)?.allObjects ?? []
+        where file.lastPathComponent == ".cookies.shared" {
+            XCTAssertNil(try Data(contentsOf: file).range(of: Data("kept".utf8)), "the cookie is left in \(file.path)")
         }
     }
 

@@ -211,6 +211,7 @@ final class OnetRequestTests: ServerTestCase {
             let lines = run.stderr.split(separator: "\n")
             XCTAssertEqual(lines.count, 1, "\(arguments): \(run.stderr)")
             XCTAssertTrue(run.stderr.hasPrefix("onet: ") && run.stderr.contains(named), "\(arguments): \(run.stderr)")
+            XCTAssertFalse(run.stderr.contains("Missing value"), "a bad number is refused as such: \(run.stderr)")
         }
         XCTAssertTrue(server.requests.isEmpty, "a usage error sends nothing")
     }
