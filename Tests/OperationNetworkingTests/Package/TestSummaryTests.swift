@@ -87,7 +87,10 @@ final class TestSummaryTests: XCTestCase {
         XCTAssertEqual(status, 3, shown(output))
         let lines = output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         XCTAssertEqual(lines.dropLast().last, "4 passed, 2 failed, 2 skipped", shown(output))
-        XCTAssertTrue(lines.contains("swift test --sanitize=thread --scratch-path .build-tsan --filter PinningTests"), shown(output))
+        let command = try XCTUnwrap(lines.first { $0.hasPrefix("swift test ") }, shown(output))
+        XCTAssertTrue(command.hasPrefix("swift test --sanitize=thread --scratch-path .build-tsan --skip "), command)
+        XCTAssertTrue(command.hasSuffix(" --filter PinningTests"), command)
+        XCTAssertTrue(command.contains("Swift6PortTests"), "the sanitizer pass leaves out the tests that run once: \(command)")
         XCTAssertTrue(output.contains("Test Case 'ATests.testTwo' failed (0.105 seconds)"), "swift test's own output passes through")
     }
 
