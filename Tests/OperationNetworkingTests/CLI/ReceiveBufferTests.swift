@@ -20,7 +20,7 @@ final class ReceiveBufferTests: ServerTestCase {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: strace)
         process.arguments = ["-f", "-qq", "-c", "-e", "trace=recvfrom", "-o", counts.path,
-                             try onetExecutable().path, "request", "--output", body.path,
+                             try onetExecutable().path, "request", "--ignore-stdin", "--output", body.path,
                              server.url("/bytes/\(size)").absoluteString]
         process.environment = onetEnvironment()
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
