@@ -4,7 +4,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import OperationNetworking
+@_spi(Tool) import OperationNetworking
 
 /// `onet archive`: what the library archives, written and read by onet itself — a manager saved from
 /// options, restored and shown; a paused download (`onet fetch`'s state file, or one archived

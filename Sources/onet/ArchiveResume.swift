@@ -4,7 +4,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import OperationNetworking
+@_spi(Tool) import OperationNetworking
 
 extension Archive {
     /// Continues paused downloads: the entries of `onet fetch`'s state file, or one archived operation.

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import OperationNetworking
+@_spi(Tool) import OperationNetworking
 
 /// What `onet fetch` shows while it runs: on a terminal, a progress bar per active file and a total
 /// line, redrawn in place with ANSI escape codes; elsewhere (a pipe, a file, `TERM=dumb`) a plain

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import OperationNetworking
+@_spi(Tool) import OperationNetworking
 
 /// `onet`: the OperationNetworking command-line tool.
 @main

@@ -3,7 +3,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import OperationNetworking
+@_spi(Tool) import OperationNetworking
 
 /// `onet request`: one HTTP request, spelt as httpie 3.2 spells it and sent as httpie sends it, through
 /// the library's manager, operation and security policy.

@@ -3,7 +3,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import OperationNetworking
+@_spi(Tool) import OperationNetworking
 
 /// Texts `onet` shows about responses and errors: one line for an error, a status's reason phrase.
 /// (How `onet request` lays out requests and responses: `ExchangePrinter`.)

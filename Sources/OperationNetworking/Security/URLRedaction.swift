@@ -5,8 +5,10 @@ import Foundation
 /// lines of the `onet` tool, so a URL written `scheme://user:password@host` is shown everywhere as
 /// `scheme://user:***@host`.
 ///
+/// Not part of the library's public API: the `onet` tool reaches it as
+/// `@_spi(Tool) import OperationNetworking`.
 /// - Threading: pure functions; call from any thread.
-public enum URLRedaction {
+@_spi(Tool) public enum URLRedaction {
     /// What a hidden password is shown as.
     public static let placeholder = "***"
 

@@ -1,5 +1,5 @@
 import Foundation
-import OperationNetworking
+@_spi(Tool) import OperationNetworking
 import OperationNetworkingTestServer
 import XCTest
 
