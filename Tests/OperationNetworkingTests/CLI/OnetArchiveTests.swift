@@ -103,23 +103,4 @@ final class OnetArchiveTests: ServerTestCase {
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: state)) as? [String: Any]
         return try XCTUnwrap(object?["files"] as? [[String: Any]])
     }
-
-    /// Starts `onet fetch` of `url`, interrupts it (SIGINT) once `file` has bytes; it exits 130 with a state file.
-    private func interruptFetch(of url: URL, into target: URL, file: URL) throws {
-        let process = Process()
-        process.executableURL = try onetExecutable()
-        process.arguments = ["fetch", "--to", target.path, url.absoluteString]
-        process.environment = onetEnvironment()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let exited = expectation(description: "onet fetch exits")
-        process.terminationHandler = { _ in exited.fulfill() }
-        try process.run()
-        XCTAssertTrue(eventually(timeout: 20) {
-            ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0) > 0
-        }, "no bytes arrived")
-        process.interrupt()
-        wait(for: [exited], timeout: 30)
-        XCTAssertEqual(process.terminationStatus, 130)
-    }
 }

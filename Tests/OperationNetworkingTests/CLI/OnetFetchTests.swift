@@ -225,26 +225,6 @@ final class OnetFetchTests: ServerTestCase {
 
     // MARK: - Helpers
 
-    /// Starts `onet fetch` of `url` into `target`, sends SIGINT (no terminal) once `file` has bytes,
-    /// and checks that it exited 130 (paused and saved).
-    func interruptFetch(of url: URL, into target: URL, file: URL) throws {
-        let process = Process()
-        process.executableURL = try onetExecutable()
-        process.arguments = ["fetch", "--to", target.path, url.absoluteString]
-        process.environment = onetEnvironment()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let exited = expectation(description: "onet exits")
-        process.terminationHandler = { _ in exited.fulfill() }
-        try process.run()
-        XCTAssertTrue(eventually(timeout: 20) {
-            ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0) > 0
-        }, "no bytes arrived")
-        process.interrupt()
-        wait(for: [exited], timeout: 30)
-        XCTAssertEqual(process.terminationStatus, 130)
-    }
-
     /// A fresh temporary directory, removed after the test.
     func makeDirectory() throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("onet-fetch-\(UUID().uuidString)")

@@ -144,3 +144,45 @@ extension XCTestCase {
         return OnetRun(status: process.terminationStatus, stdout: data, stderr: errorText.wait())
     }
 }
+
+extension XCTestCase {
+    /// Starts `onet fetch` of `url` into `target`, sends SIGINT (no terminal) once `file` has bytes,
+    /// and checks that it exited 130 (paused and saved).
+    func interruptFetch(of url: URL, into target: URL, file: URL) throws {
+        let process = Process()
+        process.executableURL = try onetExecutable()
+        process.arguments = ["fetch", "--to", target.path, url.absoluteString]
+        process.environment = onetEnvironment()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let exited = expectation(description: "onet exits")
+        process.terminationHandler = { _ in exited.fulfill() }
+        try process.run()
+        XCTAssertTrue(eventually(timeout: 20) {
+            ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0) > 0
+        }, "no bytes arrived")
+        process.interrupt()
+        wait(for: [exited], timeout: 30)
+        XCTAssertEqual(process.terminationStatus, 130)
+    }
+}
+
+/// A test case whose `onet` runs get a home folder of their own (httpie-style sessions and
+/// corelibs' cookie files live under it), removed after each test.
+class OnetHomeTestCase: ServerTestCase {
+    private(set) var home: URL!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        home = FileManager.default.temporaryDirectory.appendingPathComponent("onet-home-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: home)
+        super.tearDown()
+    }
+
+    /// The test server's URL for `path`, as text.
+    func url(_ path: String) -> String { server.url(path).absoluteString }
+}

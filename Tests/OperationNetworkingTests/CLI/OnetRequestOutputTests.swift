@@ -5,21 +5,7 @@ import XCTest
 /// Issue 46, "what it prints is what was sent": every request head `onet request -v` shows is the head
 /// the server received — each redirect hop, each authentication round, the stored cookies, the
 /// transport's own fields — and its timings never count a retry's backoff as a connection phase.
-final class OnetRequestOutputTests: ServerTestCase {
-    private var home: URL!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        home = FileManager.default.temporaryDirectory.appendingPathComponent("onet-out-home-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(at: home)
-        super.tearDown()
-    }
-
-    private func url(_ path: String) -> String { server.url(path).absoluteString }
+final class OnetRequestOutputTests: OnetHomeTestCase {
 
     private func onet(_ arguments: [String]) throws -> OnetRun {
         try runOnet(["request", "-I"] + arguments, input: Data(), environment: ["HOME": home.path, "XDG_CONFIG_HOME": ""])

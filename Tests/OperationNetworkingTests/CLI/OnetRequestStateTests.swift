@@ -5,21 +5,7 @@ import XCTest
 /// `onet request`'s state between runs: `--session` files (one per host, as httpie keeps them, the
 /// cookies going through the library's cookie storage), no cookie kept without one, and `--download`
 /// with `--continue`.
-final class OnetRequestStateTests: ServerTestCase {
-    private var home: URL!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        home = FileManager.default.temporaryDirectory.appendingPathComponent("onet-state-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(at: home)
-        super.tearDown()
-    }
-
-    private func url(_ path: String) -> String { server.url(path).absoluteString }
+final class OnetRequestStateTests: OnetHomeTestCase {
 
     private func onet(_ arguments: [String]) throws -> OnetRun {
         try runOnet(["request", "-I"] + arguments, input: Data(), environment: ["HOME": home.path, "XDG_CONFIG_HOME": ""],
