@@ -3,7 +3,8 @@
 // declare, a missing stream, a file on disk, bad file URLs) and a fuzzed packet size, then reads the
 // MultipartBodyStream out in fuzzed chunk sizes.
 //
-// Invariants besides not crashing: no read returns more than asked or more than the packet size; a body
+// Invariants besides not crashing: building fails with `invalidHeader` exactly when a part header or MIME
+// type cannot be written (CR, LF, NUL; a name that is not a token); no read returns more than asked or more than the packet size; a body
 // whose parts all deliver their declared length comes out exactly `Content-Length` bytes long, framed by
 // the boundary, and ends with status `.atEnd`; one with a short part fails with -1 and a `streamError`
 // before reaching `Content-Length`.
@@ -25,6 +26,21 @@ private let attachment: URL? = {
 private final class Plan {
     var shortPart = false
     var packetSize = Int.max
+    /// A part header that cannot be written (a name that is not a token, a value or MIME type with CR,
+    /// LF or NUL) was appended: building the request must then fail with `invalidHeader`, and only then.
+    var unwritableHeader = false
+
+    func note(headerName name: String, value: String) {
+        if !HTTPToken.isToken(name) || !isWritable(value) { unwritableHeader = true }
+    }
+
+    func note(mimeType: String) {
+        if !isWritable(mimeType) { unwritableHeader = true }
+    }
+
+    private func isWritable(_ value: String) -> Bool {
+        !value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }
+    }
 }
 
 private func appendParts(_ input: inout FuzzInput, to form: MultipartFormData, plan: Plan) throws {
@@ -32,12 +48,16 @@ private func appendParts(_ input: inout FuzzInput, to form: MultipartFormData, p
         switch input.byte() % 8 {
         case 0: form.appendPart(withFormData: Data(input.bytes()), name: input.string(limit: 16))
         case 1:
-            form.appendPart(withFileData: Data(input.bytes()), name: input.string(limit: 16), fileName: input.string(limit: 16),
-                            mimeType: input.string(limit: 16))
+            let (data, name, fileName, mimeType) = (Data(input.bytes()), input.string(limit: 16), input.string(limit: 16),
+                                                    input.string(limit: 16))
+            plan.note(mimeType: mimeType)
+            form.appendPart(withFileData: data, name: name, fileName: fileName, mimeType: mimeType)
         case 2:
             var headers: [String: String] = [:]
             for _ in 0..<(input.byte() % 4) { headers[input.string(limit: 16)] = input.string(limit: 16) }
-            form.appendPart(withHeaders: input.bool() ? nil : headers, body: Data(input.bytes()))
+            let given = input.bool() ? nil : headers
+            given?.forEach { plan.note(headerName: $0.key, value: $0.value) }
+            form.appendPart(withHeaders: given, body: Data(input.bytes()))
         case 3:
             // A stream declaring up to 4 bytes more or fewer than it holds: more is a short part.
             let body = input.bytes()
@@ -118,8 +138,13 @@ func fuzzMultipart(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         }
         input = program
     } catch {
-        FuzzDriver.fail("building the request threw \(error)")
+        let code = (error as NSError).code
+        guard plan.unwritableHeader, code == RequestSerializationErrorCode.invalidHeader.rawValue else {
+            FuzzDriver.fail("building the request threw \(error)")
+        }
+        return 0
     }
+    if plan.unwritableHeader { FuzzDriver.fail("a part header that cannot be written was accepted") }
     guard let stream = request.httpBodyStream else {
         guard parameters.isEmpty else { FuzzDriver.fail("parameters but no body stream") }
         return 0
