@@ -4,20 +4,7 @@ import XCTest
 
 /// `onet archive` with what onet itself writes: a manager saved from options, `onet fetch`'s state
 /// file; sorted, readable output; one line and a non-zero status for every failure.
-final class OnetArchiveTests: ServerTestCase {
-    private var directory: URL!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("onet-archive-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(at: directory)
-        super.tearDown()
-    }
-
+final class OnetArchiveTests: TemporaryDirectoryTestCase {
     private func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
     func testAManagerSavedFromOptionsIsRestoredShownSortedAndWorks() throws {

@@ -168,20 +168,9 @@ extension XCTestCase {
 }
 
 /// A test case whose `onet` runs get a home folder of their own (httpie-style sessions and
-/// corelibs' cookie files live under it), removed after each test.
-class OnetHomeTestCase: ServerTestCase {
-    private(set) var home: URL!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        home = FileManager.default.temporaryDirectory.appendingPathComponent("onet-home-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(at: home)
-        super.tearDown()
-    }
+/// corelibs' cookie files live under it): the test's temporary directory.
+class OnetHomeTestCase: TemporaryDirectoryTestCase {
+    var home: URL { directory }
 
     /// The test server's URL for `path`, as text.
     func url(_ path: String) -> String { server.url(path).absoluteString }

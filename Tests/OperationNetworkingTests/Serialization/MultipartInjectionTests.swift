@@ -7,20 +7,7 @@ import XCTest
 /// head: names and file names are escaped as RFC 7578 §4.2 and browsers do (`"` → `%22`, CR → `%0D`,
 /// LF → `%0A`, NUL → `%00`), anything else that cannot be written is an error. Checked on the bytes
 /// the server received.
-final class MultipartInjectionTests: ServerTestCase {
-    private var directory: URL!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("onet-multipart-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(at: directory)
-        super.tearDown()
-    }
-
+final class MultipartInjectionTests: TemporaryDirectoryTestCase {
     /// Sends a multipart POST built from `parameters` and `block`; returns the body the server received.
     private func receivedBody(parameters: Any?, _ block: @escaping (MultipartFormData) throws -> Void) throws -> String {
         let request = try HTTPRequestSerializer().multipartFormRequest(

@@ -4,20 +4,7 @@ import OperationNetworkingTestServer
 import XCTest
 
 /// Multipart bodies on the wire: parts, exact length, streaming, failures.
-final class MultipartTests: ServerTestCase {
-    private var directory: URL!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("onet-multipart-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(at: directory)
-        super.tearDown()
-    }
-
+final class MultipartTests: TemporaryDirectoryTestCase {
     private func file(_ name: String, _ data: Data) throws -> URL {
         let url = directory.appendingPathComponent(name)
         try data.write(to: url)
