@@ -64,8 +64,8 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     public var responseObject: Any? {
         // Once serialized (the handlers' read, and every later one), one acquisition of the lock and
         // one copy of the object; the inputs are read only for the first serialization.
-        // `Any?` is copied and destroyed through the runtime's generic witnesses (~100 instructions each):
-        // the lock is taken and released by hand, with no closure to capture the object into.
+        // `Any?` is copied and destroyed through the runtime's generic witnesses, so the lock is taken
+        // and released by hand, with no closure to capture the object into.
         lock.lock()
         guard transferOver, mutable.error == nil else {
             lock.unlock()
@@ -225,7 +225,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
                     failure?(self, problem)
                 } else if let success {
                     // Passed as it is: through a conditional expression it was copied once more (an
-                    // `Any?` copy goes through the runtime's generic witnesses, about 80 instructions).
+                    // `Any?` copy goes through the runtime's generic witnesses).
                     if wasSerialized { success(self, object) } else { success(self, responseObject) }
                 }
             }

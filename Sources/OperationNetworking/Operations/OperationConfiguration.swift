@@ -44,7 +44,7 @@ struct OperationConfiguration {
         init(_ settings: Settings) { self.settings = settings }
 
         /// The defaults, shared by every configuration until its first write: an operation made with
-        /// the default settings allocates no box of its own (bench/README.md).
+        /// the default settings allocates no box of its own.
         static let defaults = Box(Settings())
     }
 
