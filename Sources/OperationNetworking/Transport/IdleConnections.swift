@@ -7,27 +7,38 @@ import Foundation
 /// one whose peer closed it (its socket would sit in CLOSE-WAIT) within a second or so, alone, whether
 /// or not other transfers run. libcurl itself looks at idle connections only when a new request needs
 /// one, so without new requests they would stay open.
-/// - Threading: network thread only (owned by `NetworkThread`; the socket callbacks run there), so its
-///   fields skip the runtime's exclusivity checks, as the loop's own do.
+///
+/// After a busy stretch it can also ask glibc to give freed memory back, when the process opted in
+/// (`trimsMemory`, see `MallocThresholds`); by default it leaves the allocator alone.
+/// - Threading: network thread only (owned by `NetworkThread`; the socket callbacks run there), so it
+///   needs no lock.
 final class IdleConnections {
     /// Descriptors of the connections curl opened and has not closed.
-    @exclusivity(unchecked) private(set) var sockets: Set<Int32> = []
+    private(set) var sockets: Set<Int32> = []
     /// Those of `sockets` this thread shut down after their peer closed them: curl still holds them
     /// (it closes each when its next connection lookup finds it dead), so they are not looked at again.
-    @exclusivity(unchecked) private var shutDown: Set<Int32> = []
+    private var shutDown: Set<Int32> = []
     /// Since when nothing ran (`nil` while something runs).
-    @exclusivity(unchecked) private var idleSince: UInt64?
+    private var idleSince: UInt64?
     /// When the sockets were last looked at.
-    @exclusivity(unchecked) private var lastCheck: UInt64 = 0
+    private var lastCheck: UInt64 = 0
     /// `POLLRDHUP` (the peer shut its side down), which Glibc's module leaves out without _GNU_SOURCE.
     private static let pollReadHangUp: Int16 = 0x2000
     /// How often an idle thread looks at its sockets.
     static let checkInterval: UInt64 = 1_000_000_000
 
+    /// Whether an idle thread asks glibc to give freed memory back (the process opted in).
+    let trimsMemory: Bool
     /// Transfers ended since glibc last gave freed memory back.
-    @exclusivity(unchecked) private var endedSinceTrim = 0
+    private var endedSinceTrim = 0
     /// After this many transfers, an idle thread asks glibc to give freed memory back.
     static let trimAfterTransfers = 1_000
+    /// Times glibc was asked to give freed memory back.
+    private(set) var trims = 0
+
+    init(trimsMemory: Bool) {
+        self.trimsMemory = trimsMemory
+    }
 
     func opened(_ socket: Int32) { sockets.insert(socket) }
     func closed(_ socket: Int32) {
@@ -48,17 +59,18 @@ final class IdleConnections {
     /// A transfer ended.
     func transferEnded() { endedSinceTrim &+= 1 }
 
-    /// Nothing runs at `now`. After a busy stretch (a queue of thousands drained) and a second of
-    /// quiet, gives the memory glibc kept for reuse back to the system, so a daemon's resident size
-    /// falls back after a burst instead of staying at its peak. Once a second, shuts down each idle
+    /// Nothing runs at `now`. With `trimsMemory`, after a busy stretch (a queue of thousands drained)
+    /// and a second of quiet, gives the memory glibc kept for reuse back to the system, so a daemon's
+    /// resident size falls back after a burst instead of staying at its peak. Once a second, shuts down each idle
     /// connection its peer closed. Returns whether every idle connection should be closed now (idle
     /// for `lifetime` seconds).
     func idle(now: UInt64, lifetime: Int) -> Bool {
         let since = idleSince ?? now
         idleSince = since
         let quiet = now &- since
-        if endedSinceTrim >= IdleConnections.trimAfterTransfers && quiet >= IdleConnections.checkInterval {
+        if trimsMemory && endedSinceTrim >= IdleConnections.trimAfterTransfers && quiet >= IdleConnections.checkInterval {
             endedSinceTrim = 0
+            trims += 1
             malloc_trim(0)
         }
         guard !sockets.isEmpty, now &- lastCheck >= IdleConnections.checkInterval else { return false }

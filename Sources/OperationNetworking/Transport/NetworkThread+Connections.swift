@@ -7,23 +7,23 @@ import Foundation
 extension NetworkThread {
     /// Records a transfer curl now runs, and lifts the per-host cap when it needs a connection of its
     /// own; restores the cap a run of such transfers left lifted when this one can multiplex.
-    func putOnCurl(_ transfer: Transfer, easy: CurlEasyHandle, multi: UnsafeMutableRawPointer) {
+    func putOnCurl(_ transfer: Transfer, easy: CurlEasyHandle) {
         transfer.activeIndex = active.count
         active.append(transfer)
         let serial = transfer.tlsOrigin.map { origins.serial.contains($0) } ?? true
         transfer.countedAsSerial = serial
         if serial {
             serialTransfers += 1
-            if !hostCapLifted { setHostCap(lifted: true, multi) }
+            if !hostCapLifted { setHostCap(lifted: true) }
         } else if hostCapLifted && serialTransfers == 0 {
-            setHostCap(lifted: false, multi)
+            setHostCap(lifted: false)
         }
     }
 
     /// Sets `CURLMOPT_MAX_HOST_CONNECTIONS`: none while a transfer on curl needs a connection of its own
     /// (plain http, or an HTTP/1.x https origin), `multiplexedConnectionsPerHost` otherwise.
-    private func setHostCap(lifted: Bool, _ multi: UnsafeMutableRawPointer) {
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, lifted ? 0 : NetworkThread.multiplexedConnectionsPerHost)
+    private func setHostCap(lifted: Bool) {
+        multi.setMaxHostConnections(lifted ? 0 : NetworkThread.multiplexedConnectionsPerHost)
         hostCapLifted = lifted
     }
 
@@ -32,7 +32,7 @@ extension NetworkThread {
     /// its own connection any more and others still run. False when the transfer was not on curl
     /// (nothing changes then).
     @discardableResult
-    func takeOffCurl(_ transfer: Transfer, multi: UnsafeMutableRawPointer) -> Bool {
+    func takeOffCurl(_ transfer: Transfer) -> Bool {
         let index = transfer.activeIndex
         guard index >= 0, index < active.count, active[index] === transfer else { return false }
         // The last one takes its place.
@@ -54,7 +54,7 @@ extension NetworkThread {
             // With nothing left on curl, the cap waits for the next transfer that can multiplex
             // (`putOnCurl`): libcurl reads it only for transfers it runs, and a queue of plain requests
             // one after another then sets it once instead of twice a request.
-            if serialTransfers == 0 && !active.isEmpty { setHostCap(lifted: false, multi) }
+            if serialTransfers == 0 && !active.isEmpty { setHostCap(lifted: false) }
         }
         return true
     }
@@ -71,46 +71,31 @@ extension NetworkThread {
 
     /// Frees what the thread owns in libcurl once its loop ended: the pooled easy handles, the multi
     /// handle (with the connections it keeps and its wake-up socket pair) and the share handle.
-    func releaseHandles(_ multi: UnsafeMutableRawPointer) {
+    func releaseHandles() {
         for transfer in active {
             guard let easy = transfer.easy else { continue }
-            curl_multi_remove_handle(multi, easy.raw)
+            multi.remove(easy.raw)
             // A transfer still on curl keeps its handle past this point: it must not point at the share.
             if share != nil { _ = ccurl_easy_setopt_ptr(easy.raw, CURLOPT_SHARE, nil) }
             transfer.activeIndex = -1
         }
         active.removeAll()
         pool.removeAll()   // their last references: each deinit calls curl_easy_cleanup
-        curl_multi_cleanup(multi)
+        multi.shutDown()
         // Refused (CURLSHE_IN_USE) while an easy handle still uses it, which none does by now.
         if let share { curl_share_cleanup(share) }
-    }
-
-    /// A multi handle with the library's options (`nil` if libcurl could not allocate one).
-    static func makeMulti(connectionCacheSize: Int) -> UnsafeMutableRawPointer? {
-        guard let multi = curl_multi_init() else { return nil }
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connectionCacheSize)
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        // The server's own stream limit (its SETTINGS) is what bounds a connection, not curl's 100.
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1000)
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, NetworkThread.multiplexedConnectionsPerHost)
-        return multi
     }
 
     /// Shuts down the idle connections their peers closed, also while transfers run, and with nothing
     /// running closes every idle connection once the idle lifetime is over (see `IdleConnections`):
     /// libcurl closes a multi handle's connections only when asked for a new one or when the handle
-    /// goes, so for the lifetime the handle is made again (TLS sessions stay in the share handle; the
-    /// loop polls the handle `multi` holds after this, never the one it replaced).
+    /// goes, so for the lifetime the handle is made again (TLS sessions stay in the share handle).
     func closeIdleConnectionsIfDue(now: UInt64) {
         guard active.isEmpty, waitingHead >= waiting.count, delayed.isEmpty, pausedUploads.isEmpty else {
             idleConnections.busy(now: now) { localPortsInUse() }
             return
         }
-        guard idleConnections.idle(now: now, lifetime: idleConnectionLifetime),
-              let fresh = NetworkThread.makeMulti(connectionCacheSize: connectionCacheSize) else { return }
-        if let multi { curl_multi_cleanup(multi) }
-        multi = fresh
+        guard idleConnections.idle(now: now, lifetime: idleConnectionLifetime), multi.replace() else { return }
         serialTransfers = 0
         hostCapLifted = false   // a fresh multi handle starts capped
     }
@@ -125,15 +110,5 @@ extension NetworkThread {
             if let port = transfer.easy?.info(long: CURLINFO_LOCAL_PORT), port > 0 { ports.insert(port) }
         }
         return ports
-    }
-}
-
-extension Array {
-    /// Empties the array and keeps its storage for the next use. For the loop's few-element arrays:
-    /// `removeAll(keepingCapacity:)` goes through the generic `replaceSubrange` (about 150
-    /// instructions), popping one element about 30. The storage must not be shared (a shared one
-    /// would be copied first).
-    mutating func removeAllKeepingStorage() {
-        while popLast() != nil {}
     }
 }

@@ -18,8 +18,7 @@ import Glibc
 /// - Threading: `signal()` from any thread; `reopenIfNeeded()`, `waitDescriptor` and `drain()` on the
 ///   network thread. The descriptor is an atomic: it changes at most once, from -1 to a valid one, and
 ///   only in `reopenIfNeeded()` (at creation, then on the network thread), while every wake-up and every
-///   loop turn reads it; an `NSLock` there cost about four acquisitions a request at concurrency 1
-///   (bench/README.md, round 8). `Sendable` as it is: its one stored property is an `Atomic`.
+///   loop turn reads it. `Sendable` as it is: its one stored property is an `Atomic`.
 final class WakeupChannel: Sendable {
     /// The eventfd, or -1 while none could be made.
     private let descriptor = Atomic<Int32>(-1)
