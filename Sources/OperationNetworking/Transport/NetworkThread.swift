@@ -289,7 +289,6 @@ final class NetworkThread: @unchecked Sendable {
         for command in drained {
             switch command {
             case .add(let transfer):
-                if let delegate = transfer.delegate { events.append(.started(transfer, delegate)) }
                 guard transfer.takeIn(by: self, at: clock) else { break }
                 // A cancel made meanwhile is caught at admission (`start`), whichever comes first.
                 if let outcome = transfer.outcomeOnArrival { end(transfer, outcome) } else { waiting.append(transfer) }
@@ -478,13 +477,6 @@ final class NetworkThread: @unchecked Sendable {
     /// precedes the end: same batch, in order.
     private func flushEvents(now: UInt64, holdingStarts: Bool = true) {
         guard !events.isEmpty else { return }
-        if holdingStarts, !events.contains(where: { if case .started = $0 { false } else { true } }) {
-            guard let since = startsHeldSince else {
-                startsHeldSince = now
-                return
-            }
-            if now &- since < UInt64(startHoldMilliseconds) * 1_000_000 { return }
-        }
         startsHeldSince = nil
         let batch = events
         events.removeAll(keepingCapacity: true)

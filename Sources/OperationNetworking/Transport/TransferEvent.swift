@@ -5,8 +5,6 @@ import Foundation
 /// that thread. The network thread gathers them over one loop iteration and hands the whole list to
 /// `CallbackQueues.delivery` in one dispatch, in the order they happened.
 enum TransferEvent {
-    /// The network thread took the transfer in (it may already be cancelled).
-    case started(Transfer, TransferDelegate)
     /// The transfer ended; the delegate was detached from the transfer by `Transfer.finish()`.
     case ended(Transfer, TransferOutcome, TransferDelegate)
     /// Attempt `attempt` will be made after `delay` seconds (`RetryPolicy`); `error` is the failure
@@ -22,8 +20,6 @@ enum TransferEvent {
         events.withUnsafeBufferPointer { events in
             for index in events.indices {
                 switch events[index] {
-                case .started(let transfer, let delegate):
-                    delegate.transferDidStart(transfer, batch: batch)
                 case .ended(let transfer, let outcome, let delegate):
                     delegate.transfer(transfer, didFinishWith: outcome, batch: batch)
                 case .willRetry(let transfer, let delay, let attempt, let error, let delegate):
