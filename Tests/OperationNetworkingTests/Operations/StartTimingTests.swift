@@ -6,7 +6,8 @@ import XCTest
 
 /// "Did start" means the operation started: the monitor's start comes before the request's first
 /// byte, so its duration covers what the library's own metrics measure, and the start notification
-/// and monitor call always come before the finish.
+/// and monitor call always come before the finish. (Before: the start left from the network thread,
+/// held up to 1 ms, and the logged duration fell short of the metrics' total by up to a millisecond.)
 final class StartTimingTests: ServerTestCase {
     /// Below the metrics' total by no more than this; a late start falls short by a whole round trip.
     private let margin: TimeInterval = 0.0005
@@ -36,18 +37,6 @@ final class StartTimingTests: ServerTestCase {
             let logged = try XCTUnwrap(lines.last?.metadata["duration"].flatMap(Double.init))
             XCTAssertGreaterThanOrEqual(total, 0.005, "round \(round)")
             XCTAssertGreaterThanOrEqual(logged, total - margin, "round \(round): logged \(logged) s, metrics \(total) s")
-        }
-    }
-
-    func testARecordingMonitorHearsTheStartBeforeTheFinishOnEveryRequest() {
-        for round in 0..<30 {
-            let monitor = RecordingMonitor()
-            let operation = HTTPRequestOperation(request: request("delay/5"))
-            operation.eventMonitors = [monitor]
-            XCTAssertTrue(run(operation).isSuccess, "round \(round)")
-            XCTAssertTrue(eventually { monitor.events.count == 3 })
-            XCTAssertEqual(monitor.events, ["start /delay/5", "response 200", "finish finished=false error=0"],
-                           "round \(round)")
         }
     }
 }
