@@ -5,8 +5,9 @@ import Foundation
 #endif
 
 extension Notification.Name {
-    /// Posted (object: the operation, no `userInfo`) when an operation's transfer starts, and again on
-    /// every resume. Posted asynchronously from the library's callback queue.
+    /// Posted (object: the operation, no `userInfo`) when an operation starts, before its request is
+    /// handed to the network thread, and again on every resume. Posted asynchronously from the
+    /// library's callback queue, ahead of the finish.
     public static let operationDidStart = Notification.Name("OperationNetworkingOperationDidStartNotification")
     /// Posted (object: the operation) when an operation finishes, and when an executing operation is
     /// paused. Posted asynchronously from the library's callback queue.

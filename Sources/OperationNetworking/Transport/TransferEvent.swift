@@ -14,7 +14,7 @@ enum TransferEvent {
     /// Tells each delegate, in order, then sends the completion-queue work they produced, grouped
     /// per queue. Runs on the delivery queue (or, without a network thread, on the caller's thread).
     static func deliver(_ events: [TransferEvent]) {
-        let batch = CompletionBatch(expectedItems: events.count)
+        let batch = CompletionBatch()
         // Each event read in place: `for event in events` copied every one, retaining its transfer,
         // outcome and delegate, only to release them again at the end of the turn.
         events.withUnsafeBufferPointer { events in
