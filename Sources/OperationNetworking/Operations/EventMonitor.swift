@@ -24,7 +24,7 @@ import FoundationNetworking
 ///   and `operationDidFinish(_:)` holds up the operation's finishing. Never wait there for the
 ///   operation or its completion queue (it would deadlock).
 public protocol EventMonitor: AnyObject, Sendable {
-    /// The operation's first transfer started (the network thread took it in). Default: nothing.
+    /// The operation started its first transfer (before any byte of it was sent). Default: nothing.
     func operationDidStart(_ operation: URLConnectionOperation)
     /// A transfer of the operation received its response head. Default: nothing.
     func operation(_ operation: URLConnectionOperation, didReceive response: HTTPURLResponse)
