@@ -39,15 +39,6 @@ enum ArchivedState: Int {
     case finished = 3
 }
 
-extension NSCondition {
-    /// Wakes every waiter (taking the condition's lock around the broadcast, as it requires).
-    func broadcastUnderLock() {
-        lock()
-        broadcast()
-        unlock()
-    }
-}
-
 extension URLConnectionOperation {
     /// Archives the request, the state (an executing operation is paused first and archived paused,
     /// as AFNetworking did), the response head, the error, the body so far and where a download

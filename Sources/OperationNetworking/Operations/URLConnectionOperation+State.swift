@@ -130,3 +130,12 @@ extension URLConnectionOperation {
     /// sent; `nil` before it started. Monitors measure durations from it.
     var startedAt: UInt64? { state.withLock { $0.startedAt } }
 }
+
+extension NSCondition {
+    /// Wakes every waiter (taking the condition's lock around the broadcast, as it requires).
+    func broadcastUnderLock() {
+        lock()
+        broadcast()
+        unlock()
+    }
+}
