@@ -39,15 +39,6 @@ enum ArchivedState: Int {
     case finished = 3
 }
 
-extension NSCondition {
-    /// Wakes every waiter (taking the condition's lock around the broadcast, as it requires).
-    func broadcastUnderLock() {
-        lock()
-        broadcast()
-        unlock()
-    }
-}
-
 extension URLConnectionOperation {
     /// Archives the request, the state (an executing operation is paused first and archived paused,
     /// as AFNetworking did), the response head, the error, the body so far and where a download
@@ -56,11 +47,12 @@ extension URLConnectionOperation {
     func encodeArchive(with coder: NSCoder) {
         if isExecuting { pause() }   // an executing operation is archived paused (AFN)
         waitForPauseToSettle()
-        let snapshot = lock.withLock {
-            (mutable.request, mutable.lifecycle.phase, mutable.head, mutable.response as? HTTPURLResponse, mutable.error,
-             mutable.responseData, mutable.configuration.shouldUseCredentialStorage, mutable.securityPolicy)
+        let policy = securityPolicy
+        let snapshot = state.withLock {
+            ($0.request, $0.lifecycle.phase, $0.head, $0.response as? HTTPURLResponse, $0.error,
+             $0.responseData, $0.configuration.shouldUseCredentialStorage)
         }
-        let (request, phase, head, response, error, data, useStorage, policy) = snapshot
+        let (request, phase, head, response, error, data, useStorage) = snapshot
         coder.encode(SerializationCodingVersion, forKey: OperationCodingKeys.version)
         if let url = request.url { coder.encode(url.absoluteString, forKey: OperationCodingKeys.url) }
         coder.encode(request.httpMethod ?? "GET", forKey: OperationCodingKeys.method)
@@ -179,17 +171,17 @@ extension URLConnectionOperation {
                                  totalLength: total.flatMap { (offset...largest).contains($0) ? $0 : nil })
         let partial = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.partialData) ?? Data()
         let useStorage = coder.decodeCheckedBool(forKey: OperationCodingKeys.shouldUseCredentialStorage, of: owner)
-        lock.withLock {
-            mutable.head = head
-            mutable.error = paused ? nil : error
-            mutable.responseData = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.responseData)
-            if let useStorage { mutable.configuration.shouldUseCredentialStorage = useStorage }
-            if let policy = coder.decodeChecked(SecurityPolicy.self, forKey: OperationCodingKeys.securityPolicy) {
-                mutable.securityPolicy = policy
-            }
+        let responseData = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.responseData)
+        let policy = coder.decodeChecked(SecurityPolicy.self, forKey: OperationCodingKeys.securityPolicy)
+        state.withLock { state in
+            state.head = head
+            state.error = paused ? nil : error
+            state.responseData = responseData
+            if let useStorage { state.configuration.shouldUseCredentialStorage = useStorage }
+            if let policy { state.configuration.securityPolicy = policy }
             if paused {
                 // A memory download keeps its bytes; a stream download continues the caller's file.
-                mutable.lifecycle.restorePaused(KeptDownload(point: resume, bytes: partial))
+                state.lifecycle.restorePaused(KeptDownload(point: resume, bytes: partial))
             }
         }
     }
@@ -200,7 +192,7 @@ extension URLConnectionOperation {
         let settled = pauseSettled
         settled.lock()
         defer { settled.unlock() }
-        while lock.withLock({ mutable.lifecycle.isPausing }) {
+        while state.withLock({ $0.lifecycle.isPausing }) {
             if !settled.wait(until: deadline) { break }
         }
     }

@@ -98,19 +98,22 @@ extension HTTPRequestOperationManager {
 
 /// The error a request-building failure reports, asynchronously, through `failure(nil, error)`.
 ///
-/// - Threading: guarded by `lock`; the continuation is resumed after it is released.
-private final class BuildFailure: @unchecked Sendable {   // every stored var is guarded by lock
-    private let lock = NSLock()
-    private var reported: Error?                                     // guarded by lock
-    private var continuation: CheckedContinuation<Error, Never>?     // guarded by lock
+/// - Threading: owned by its `Protected` state; the continuation is resumed after its lock is released.
+private final class BuildFailure: Sendable {
+    private struct State {
+        var reported: Error?
+        var continuation: CheckedContinuation<Error, Never>?
+    }
+
+    private let state = Protected(State())
 
     /// Called by the failure block (on the manager's completion queue); the first report counts.
     func report(_ error: Error) {
-        let waiting: CheckedContinuation<Error, Never>? = lock.withLock {
-            guard reported == nil else { return nil }
-            reported = error
-            defer { continuation = nil }
-            return continuation
+        let waiting = state.withLock { state -> CheckedContinuation<Error, Never>? in
+            guard state.reported == nil else { return nil }
+            state.reported = error
+            defer { state.continuation = nil }
+            return state.continuation
         }
         waiting?.resume(returning: error)
     }
@@ -118,9 +121,9 @@ private final class BuildFailure: @unchecked Sendable {   // every stored var is
     /// The reported error, waiting for the report when it has not come yet.
     func error() async -> Error {
         await withCheckedContinuation { (continuation: CheckedContinuation<Error, Never>) in
-            let early: Error? = lock.withLock {
-                if let reported { return reported }
-                self.continuation = continuation
+            let early = state.withLock { state -> Error? in
+                if let reported = state.reported { return reported }
+                state.continuation = continuation
                 return nil
             }
             if let early { continuation.resume(returning: early) }

@@ -18,8 +18,8 @@ import Foundation
 /// is not `Sendable` compile in the Swift 6 language mode with warnings rather than errors, so a port
 /// builds first and is made safe warning by warning (Migration.md, "Porting to Swift 6"). The block
 /// types stay `@Sendable`: the blocks run on the completion queue, not where they were set.
-/// - Threading: settings are guarded by an internal lock; the convenience methods may be called from
-///   any thread.
+/// - Threading: the settings are owned by one `Protected` value (`state`); the convenience methods may
+///   be called from any thread.
 open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @unchecked Sendable {
     /// Success of a convenience method.
     public typealias Success = @Sendable (HTTPRequestOperation, Any?) -> Void
@@ -30,19 +30,18 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     /// a trailing `/` (AFN rule), so `http://h/v1` + `users` is `http://h/v1/users`.
     public let baseURL: URL?
 
-    /// Guards every stored `var` below.
-    private let lock = NSLock()
-    private var storedRequestSerializer = HTTPRequestSerializer()                 // guarded by lock
-    private var storedResponseSerializer: HTTPResponseSerializer = JSONResponseSerializer()   // guarded by lock
-    private var storedQueue = OperationQueue()                                    // guarded by lock
-    /// The settings copied whole onto each operation the manager creates.
-    private var storedOperationConfiguration: OperationConfiguration = {              // guarded by lock
-        var configuration = OperationConfiguration()
-        configuration.securityPolicy = SecurityPolicy.default()
-        return configuration
-    }()
-    private var storedReachability = NetworkReachabilityManager.shared            // guarded by lock
-    private var storedEventMonitors: [EventMonitor] = []                          // guarded by lock
+    /// The manager's settings.
+    private struct State {
+        var requestSerializer: HTTPRequestSerializer
+        var responseSerializer: HTTPResponseSerializer
+        var queue: OperationQueue
+        /// The settings copied whole onto each operation the manager creates.
+        var operationConfiguration: OperationConfiguration
+        var reachability: NetworkReachabilityManager
+        var eventMonitors: [EventMonitor] = []
+    }
+
+    private let state: Protected<State>
 
     /// A manager for `baseURL` (nil: every URL string must be absolute).
     public required init(baseURL: URL?) {
@@ -51,8 +50,14 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         } else {
             self.baseURL = baseURL
         }
+        let queue = OperationQueue()
+        queue.name = "org.operationnetworking.manager"
+        var configuration = OperationConfiguration()
+        configuration.securityPolicy = SecurityPolicy.default()
+        state = Protected(State(requestSerializer: HTTPRequestSerializer(), responseSerializer: JSONResponseSerializer(),
+                                queue: queue, operationConfiguration: configuration,
+                                reachability: NetworkReachabilityManager.shared))
         super.init()
-        storedQueue.name = "org.operationnetworking.manager"
     }
 
     /// Restores an archived manager (see `encode(with:)`): a new, empty queue and default
@@ -77,18 +82,18 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
 
     /// Builds every request. Default `HTTPRequestSerializer()`.
     public var requestSerializer: HTTPRequestSerializer {
-        get { lock.withLock { storedRequestSerializer } }
-        set { lock.withLock { storedRequestSerializer = newValue } }
+        get { state.withLock { $0.requestSerializer } }
+        set { state.withLock { $0.requestSerializer = newValue } }
     }
     /// Given to every operation. Default `JSONResponseSerializer()` (unlike a bare operation).
     public var responseSerializer: HTTPResponseSerializer {
-        get { lock.withLock { storedResponseSerializer } }
-        set { lock.withLock { storedResponseSerializer = newValue } }
+        get { state.withLock { $0.responseSerializer } }
+        set { state.withLock { $0.responseSerializer = newValue } }
     }
     /// The queue the convenience methods enqueue on. Default: a new queue, no concurrency limit.
     public var operationQueue: OperationQueue {
-        get { lock.withLock { storedQueue } }
-        set { lock.withLock { storedQueue = newValue } }
+        get { state.withLock { $0.queue } }
+        set { state.withLock { $0.queue = newValue } }
     }
     /// Copied onto each operation. Default `true`.
     public var shouldUseCredentialStorage: Bool {
@@ -102,14 +107,14 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     }
     /// Given to each operation (the same instance, as AFN). Default `SecurityPolicy.default()`.
     public var securityPolicy: SecurityPolicy {
-        get { lock.withLock { storedOperationConfiguration.securityPolicy ?? SecurityPolicy.default() } }
-        set { lock.withLock { storedOperationConfiguration.securityPolicy = newValue } }
+        get { self[setting: \.securityPolicy] ?? SecurityPolicy.default() }
+        set { self[setting: \.securityPolicy] = newValue }
     }
     /// Watches the network, for pausing the queue while it is gone. Default `.shared`; the manager never
     /// starts it: call `startMonitoring()` (AFN).
     public var reachabilityManager: NetworkReachabilityManager {
-        get { lock.withLock { storedReachability } }
-        set { lock.withLock { storedReachability = newValue } }
+        get { state.withLock { $0.reachability } }
+        set { state.withLock { $0.reachability = newValue } }
     }
     /// Copied onto each operation: offered to servers that ask for a client certificate. Default `nil`.
     public var clientCertificate: ClientCertificate? {
@@ -157,20 +162,20 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     /// Copied onto each operation it creates (see `EventMonitor`). Default: empty. Not archived;
     /// `copy()` keeps it.
     public var eventMonitors: [EventMonitor] {
-        get { lock.withLock { storedEventMonitors } }
-        set { lock.withLock { storedEventMonitors = newValue } }
+        get { state.withLock { $0.eventMonitors } }
+        set { state.withLock { $0.eventMonitors = newValue } }
     }
 
     /// One setting of the operations' configuration, under the lock.
     private subscript<Value>(setting key: WritableKeyPath<OperationConfiguration.Settings, Value>) -> Value {
-        get { lock.withLock { storedOperationConfiguration[dynamicMember: key] } }
-        set { lock.withLock { storedOperationConfiguration[dynamicMember: key] = newValue } }
+        get { state.withLock { $0.operationConfiguration[dynamicMember: key] } }
+        set { state.withLock { $0.operationConfiguration[dynamicMember: key] = newValue } }
     }
 
     /// The settings copied onto each operation (for `copy()`).
     var operationConfiguration: OperationConfiguration {
-        get { lock.withLock { storedOperationConfiguration } }
-        set { lock.withLock { storedOperationConfiguration = newValue } }
+        get { state.withLock { $0.operationConfiguration } }
+        set { state.withLock { $0.operationConfiguration = newValue } }
     }
 
     /// Builds and configures an operation for `request` without enqueueing it (the override point).
@@ -178,8 +183,8 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
     open func httpRequestOperation(with request: URLRequest, success: Success?,
                                    failure: (@Sendable (HTTPRequestOperation, Error) -> Void)?) -> HTTPRequestOperation {
         let operation = HTTPRequestOperation(request: request)
-        let (configuration, serializer, monitors) = lock.withLock {
-            (storedOperationConfiguration, storedResponseSerializer, storedEventMonitors)
+        let (configuration, serializer, monitors) = state.withLock {
+            ($0.operationConfiguration, $0.responseSerializer, $0.eventMonitors)
         }
         operation.apply(configuration)
         operation.eventMonitors = monitors

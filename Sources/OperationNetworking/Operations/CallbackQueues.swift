@@ -18,7 +18,7 @@ enum CallbackQueues {
     /// Where the network thread's batches of transfer starts and ends are delivered: serial, so the
     /// start and end of one operation are seen in the order they happened. Nothing whose time a body or
     /// a caller decides runs here, as every transfer's end waits behind it: only the raw-data
-    /// serializer's check on a body up to 64 KiB is done in this hop (`HTTPRequestOperation.transferDidEnd`).
+    /// serializer's check on a body up to 64 KiB is done in this hop (`HTTPRequestOperation.preparationQueue`).
     static let delivery = DispatchQueue(label: "org.operationnetworking.delivery")
 
     /// Where responses are serialized (decoders and callers' serializers): concurrent, off the network

@@ -24,7 +24,7 @@ import FoundationNetworking
 ///   and `operationDidFinish(_:)` holds up the operation's finishing. Never wait there for the
 ///   operation or its completion queue (it would deadlock).
 public protocol EventMonitor: AnyObject, Sendable {
-    /// The operation's first transfer started (the network thread took it in). Default: nothing.
+    /// The operation started its first transfer (before any byte of it was sent). Default: nothing.
     func operationDidStart(_ operation: URLConnectionOperation)
     /// A transfer of the operation received its response head. Default: nothing.
     func operation(_ operation: URLConnectionOperation, didReceive response: HTTPURLResponse)
@@ -67,20 +67,20 @@ extension URLConnectionOperation {
 
     /// The operation's observers, made on first use (most operations have no monitor and no waiter).
     var observers: OperationObservers {
-        lock.withLock {
-            if let existing = mutable.observers { return existing }
+        state.withLock { state in
+            if let existing = state.observers { return existing }
             // One made after the operation finished knows it, so a late waiter returns at once.
-            let made = OperationObservers(finished: mutable.lifecycle.isFinished)
-            mutable.observers = made
+            let made = OperationObservers(finished: state.lifecycle.isFinished)
+            state.observers = made
             return made
         }
     }
 
     /// The observers if any were made (events for an operation nobody observes cost one lock).
-    var existingObservers: OperationObservers? { lock.withLock { mutable.observers } }
+    var existingObservers: OperationObservers? { state.withLock { $0.observers } }
 
     /// Response body bytes the last transfer delivered to its sink (a resumed prefix included).
-    var bodyBytesDelivered: Int64 { lock.withLock { mutable.bodyBytesDelivered } }
+    var bodyBytesDelivered: Int64 { state.withLock { $0.bodyBytesDelivered } }
 }
 
 /// What an operation owes its event monitors and its `value()` waiters, kept apart from the

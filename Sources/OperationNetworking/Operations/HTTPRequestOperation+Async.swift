@@ -70,12 +70,7 @@ extension URLConnectionOperation {
             await waiter.wait()
         } onCancel: {
             cancel()
-            let started = lock.withLock { () -> Bool in
-                switch mutable.lifecycle.phase {
-                case .ready, .parked: return false
-                case .startedParked, .executing, .cancelling, .pausing, .paused, .completing, .finished: return true
-                }
-            }
+            let started = state.withLock { $0.lifecycle.hasStarted }
             if !started { waiter.resume(finished: false) }
         }
         guard finished else {

@@ -60,7 +60,7 @@ public final class LoggingEventMonitor: EventMonitor, @unchecked Sendable {   //
         if let status = (operation.response as? HTTPURLResponse)?.statusCode { metadata["status"] = "\(status)" }
         let bytes = operation.responseData.map { Int64($0.count) } ?? operation.bodyBytesDelivered
         metadata["bytes"] = "\(bytes)"
-        let seconds = start.map { Double(now &- $0) / 1e9 } ?? 0
+        let seconds = (operation.startedAt ?? start).map { Double(now &- $0) / 1e9 } ?? 0
         metadata["duration"] = "\(String(format: "%.6f", seconds))"
         metadata["attempts"] = "\(max(1, operation.attempts))"
         if let error = operation.error { metadata["error"] = "\(LoggingEventMonitor.describe(error))" }

@@ -7,11 +7,10 @@ import FoundationNetworking
 /// Everything a caller configures on an operation, as one value: `copy(with:)` and the manager hand
 /// it over whole, so a setting added here cannot be forgotten by either.
 ///
-/// Copy-on-write: the settings live in one shared box until a copy changes one, so the ten thousand
-/// operations a manager queues share its configuration instead of carrying a copy each. Read and
-/// write them as properties (`configuration.credential`), through `Settings`.
-/// - Threading: a value; the operation keeps it in its `MutableState` behind its lock, the manager
-///   behind its own. The box is never written while shared (`isKnownUniquelyReferenced`).
+/// Copy-on-write: the settings live in one shared box until a copy changes one, so the operations a
+/// manager makes share its configuration instead of carrying a copy each. Read and write them as
+/// properties (`configuration.credential`), through `Settings`.
+/// - Threading: a value; the operation and the manager each keep theirs in their `Protected` state. The box is never written while shared (`isKnownUniquelyReferenced`).
 @dynamicMemberLookup
 struct OperationConfiguration {
     /// The settings themselves.
@@ -38,9 +37,8 @@ struct OperationConfiguration {
     /// `@unchecked Sendable`: the settings are written only through a unique reference (so never
     /// while another thread can read them), and read under each owner's lock.
     private final class Box: @unchecked Sendable {
-        /// Read by every copy (reads never conflict), written only through a unique reference: no
-        /// runtime exclusivity checks needed.
-        @exclusivity(unchecked) var settings: Settings
+        /// Read by every copy (reads never conflict), written only through a unique reference.
+        var settings: Settings
         init(_ settings: Settings) { self.settings = settings }
 
         /// The defaults, shared by every configuration until its first write: an operation made with
@@ -59,8 +57,6 @@ struct OperationConfiguration {
         }
     }
 
-    // Read through the operation's `mutable.configuration` (one reference to copy), not as computed
-    // properties of `MutableState`: a getter there copied the whole state first (13 retains and releases).
     /// The queue progress blocks and handlers run on, the default applied.
     var effectiveCompletionQueue: DispatchQueue { box.settings.completionQueue ?? CallbackQueues.callback }
     /// The group handlers run in, the default applied.

@@ -34,7 +34,9 @@ struct KeptDownload: Sendable {
 /// the phase, so they are consumed by exactly one continuation and never outlive it; a `start()`
 /// that finds the operation parked (its queue read the readiness just before a `pause()` landed) is
 /// remembered (`startedParked`), since a queue never starts an operation twice.
-/// - Threading: a value; its owner keeps it behind the operation's lock.
+/// Whether a `cancel()` took effect is part of the phase too (`ready(cancelled:)`, `cancelling`,
+/// `pausing(then: .cancel)`, `completing(cancelled:)`, `finished(cancelled:)`), never a flag beside it.
+/// - Threading: a value; its owner keeps it in its `Protected` state.
 struct OperationState {
     /// What happens once a pause on its way to the network thread settled.
     enum AfterPause: Equatable, Sendable {
@@ -49,8 +51,8 @@ struct OperationState {
     /// Where the operation is. The kept bytes are boxed (`indirect`): every operation carries a phase,
     /// few ever hold kept bytes.
     enum Phase {
-        /// Not started.
-        case ready
+        /// Not started; `cancelled` once a `cancel()` came (its `start()` then ends it at once).
+        case ready(cancelled: Bool)
         /// Paused before its queue started it: not ready, unless it carries the kept bytes of a
         /// restored archive (then its queue's `start()` continues the download).
         indirect case parked(KeptDownload?)
@@ -67,15 +69,15 @@ struct OperationState {
         case pausing(then: AfterPause)
         /// Paused after it started, keeping its queue slot and the bytes so far.
         indirect case paused(KeptDownload)
-        /// The transfer ended; handlers may still be running (the operation is not yet `isFinished`).
-        case completing
+        /// The transfer ended (as a cancel when `cancelled`); handlers may still be running (the
+        /// operation is not yet `isFinished`).
+        case completing(cancelled: Bool)
         /// Handlers ran.
-        case finished
+        case finished(cancelled: Bool)
     }
 
-    /// What the owner does after an event, outside its lock.
+    /// What the owner does after an event. An event after which nothing is to be done returns `nil`.
     enum Action {
-        case none
         /// Put a (new) transfer on the network thread, continuing `kept` when there is one.
         case startTransfer(KeptDownload?)
         /// Ask the network thread to stop the running transfer (cancel).
@@ -86,8 +88,6 @@ struct OperationState {
         case completeCancelled
         /// Readiness changed; tell the queue (`isReady`).
         case readinessChanged
-        /// A pause settled: wake whoever waits for the kept bytes (archiving).
-        case pauseSettled
         /// The transfer's end is the operation's: deliver it, as a cancel when `cancelled`.
         case deliver(cancelled: Bool)
         /// Turn finished.
@@ -97,13 +97,25 @@ struct OperationState {
     /// An event that is impossible in a phase: a bug in the library, never a caller's doing (every
     /// call a caller can make is defined in every phase).
     private func invalid(_ event: String) -> Never {
-        preconditionFailure("OperationState: \(event) in phase \(phase) (cancelled: \(isCancelled))")
+        preconditionFailure("OperationState: \(event) in phase \(phase)")
     }
 
-    private(set) var phase: Phase = .ready
-    /// Whether `cancel()` took effect (it does not once the transfer's end was delivered). The
+    private(set) var phase: Phase
+
+    /// A state in `phase` (a new operation's: ready, not cancelled).
+    init(phase: Phase = .ready(cancelled: false)) {
+        self.phase = phase
+    }
+
+    /// Whether `cancel()` took effect (it does not once the transfer's end was delivered): the
     /// operation's `isCancelled`.
-    private(set) var isCancelled = false
+    var isCancelled: Bool {
+        switch phase {
+        case .ready(let cancelled), .completing(let cancelled), .finished(let cancelled): return cancelled
+        case .cancelling, .pausing(.cancel): return true
+        case .parked, .startedParked, .executing, .pausing(.stayPaused), .pausing(.resume), .paused: return false
+        }
+    }
 
     /// `isExecuting`: started, not paused, not yet finished.
     var isExecuting: Bool {
@@ -142,16 +154,31 @@ struct OperationState {
         return false
     }
 
+    /// Whether the transfer's end was delivered (the outcome is complete).
+    var hasEnded: Bool {
+        switch phase {
+        case .completing, .finished: return true
+        case .ready, .parked, .startedParked, .executing, .cancelling, .pausing, .paused: return false
+        }
+    }
+
+    /// Whether the operation ever started: a cancel before then ends it without waiting for a queue.
+    var hasStarted: Bool {
+        switch phase {
+        case .ready, .parked: return false
+        case .startedParked, .executing, .cancelling, .pausing, .paused, .completing, .finished: return true
+        }
+    }
+
     // MARK: - Caller events (defined in every phase)
 
     /// `start()`: run, continue a restored download, or end at once when cancelled.
-    mutating func start() -> Action {
+    mutating func start() -> Action? {
         switch phase {
-        case .ready:
-            if isCancelled {
-                phase = .completing
-                return .completeCancelled
-            }
+        case .ready(cancelled: true):
+            phase = .completing(cancelled: true)
+            return .completeCancelled
+        case .ready(cancelled: false):
             phase = .executing
             return .startTransfer(nil)
         case .parked(let kept?):
@@ -161,46 +188,40 @@ struct OperationState {
             // The queue dispatched the start before the pause made it unready (or the caller started
             // it): remember the start, which no one makes again, for `resume()` or `cancel()`.
             phase = .startedParked
-            return .none
+            return nil
         case .startedParked, .executing, .cancelling, .pausing, .paused, .completing, .finished:
-            return .none
+            return nil
         }
     }
 
     /// `cancel()`. `isCancelled` tells afterwards whether it took effect.
-    mutating func cancel() -> Action {
+    mutating func cancel() -> Action? {
         switch phase {
-        case .ready:
-            isCancelled = true
-            return .none   // the queue starts it (a cancel makes it ready) and `start()` ends it
+        case .ready(cancelled: false):
+            phase = .ready(cancelled: true)
+            return nil   // the queue starts it (a cancel makes it ready) and `start()` ends it
         case .parked:
-            isCancelled = true
-            phase = .ready
+            phase = .ready(cancelled: true)
             return .readinessChanged
         case .executing:
-            isCancelled = true
             phase = .cancelling
             return .cancelTransfer
-        case .pausing(let then):
-            guard then != .cancel else { return .none }
-            isCancelled = true
+        case .pausing(.stayPaused), .pausing(.resume):
             phase = .pausing(then: .cancel)
-            return .none   // the pause settling ends it
+            return nil   // the pause settling ends it
         case .startedParked, .paused:
-            isCancelled = true
-            phase = .completing
+            phase = .completing(cancelled: true)
             return .completeCancelled
-        case .cancelling, .completing, .finished:
-            // Cancelling already, or the transfer's end was delivered: the response wins.
-            return .none
+        case .ready(cancelled: true), .cancelling, .pausing(.cancel), .completing, .finished:
+            // Cancelled already, or the transfer's end was delivered: the response wins.
+            return nil
         }
     }
 
     /// `pause()`.
-    mutating func pause() -> Action {
+    mutating func pause() -> Action? {
         switch phase {
-        case .ready:
-            guard !isCancelled else { return .none }
+        case .ready(cancelled: false):
             phase = .parked(nil)
             return .readinessChanged
         case .executing:
@@ -208,18 +229,18 @@ struct OperationState {
             return .pauseTransfer
         case .pausing(.resume):
             phase = .pausing(then: .stayPaused)   // the pause is still on its way
-            return .none
-        case .parked, .startedParked, .cancelling, .pausing(.stayPaused), .pausing(.cancel), .paused, .completing,
-             .finished:
-            return .none
+            return nil
+        case .ready(cancelled: true), .parked, .startedParked, .cancelling, .pausing(.stayPaused), .pausing(.cancel),
+             .paused, .completing, .finished:
+            return nil
         }
     }
 
     /// `resume()`.
-    mutating func resume() -> Action {
+    mutating func resume() -> Action? {
         switch phase {
         case .parked(nil):
-            phase = .ready
+            phase = .ready(cancelled: false)
             return .readinessChanged
         case .parked(let kept?):
             phase = .executing
@@ -229,28 +250,28 @@ struct OperationState {
             return .startTransfer(nil)
         case .pausing(.stayPaused):
             phase = .pausing(then: .resume)   // continues when the pause settles
-            return .none
+            return nil
         case .paused(let kept):
             phase = .executing
             return .startTransfer(kept)
         case .ready, .executing, .cancelling, .pausing(.resume), .pausing(.cancel), .completing, .finished:
-            return .none
+            return nil
         }
     }
 
     // MARK: - Library events
 
     /// The network thread confirmed a pause; `kept` is where the bytes leave off.
-    mutating func transferPaused(_ kept: KeptDownload) -> Action {
+    mutating func transferPaused(_ kept: KeptDownload) -> Action? {
         switch phase {
         case .pausing(.stayPaused):
             phase = .paused(kept)
-            return .pauseSettled
+            return nil   // archiving, waiting for the pause to settle, is woken by its owner
         case .pausing(.resume):
             phase = .executing
             return .startTransfer(kept)
         case .pausing(.cancel):
-            phase = .completing
+            phase = .completing(cancelled: true)
             return .completeCancelled
         case .ready, .parked, .startedParked, .executing, .cancelling, .paused, .completing, .finished:
             invalid("transferPaused")
@@ -259,14 +280,14 @@ struct OperationState {
 
     /// The running transfer ended (completed, failed or cancelled on the network thread), or never
     /// reached it (answered from the cache, an output stream that would not open).
-    mutating func transferEnded() -> Action {
+    mutating func transferEnded() -> Action? {
         switch phase {
         case .executing, .pausing(.stayPaused), .pausing(.resume):
             // A transfer that ended before its pause reached the network thread ends the operation.
-            phase = .completing
+            phase = .completing(cancelled: false)
             return .deliver(cancelled: false)
         case .cancelling, .pausing(.cancel):
-            phase = .completing
+            phase = .completing(cancelled: true)
             return .deliver(cancelled: true)
         case .ready, .parked, .startedParked, .paused, .completing, .finished:
             invalid("transferEnded")
@@ -276,36 +297,22 @@ struct OperationState {
     /// A decoded archive said the operation was paused with `kept` to continue from.
     mutating func restorePaused(_ kept: KeptDownload) {
         switch phase {
-        case .ready:
+        case .ready(cancelled: false):
             phase = .parked(kept)
-        case .parked, .startedParked, .executing, .cancelling, .pausing, .paused, .completing, .finished:
+        case .ready(cancelled: true), .parked, .startedParked, .executing, .cancelling, .pausing, .paused, .completing,
+             .finished:
             invalid("restorePaused")
         }
     }
 
-    /// Changes the resume point of kept bytes in place (tests use it to play a resource that changed
-    /// while paused); does nothing when nothing is kept.
-    mutating func amendKeptPoint(_ change: (inout ResumePoint) -> Void) {
-        switch phase {
-        case .paused(var kept):
-            change(&kept.point)
-            phase = .paused(kept)
-        case .parked(var kept?):
-            change(&kept.point)
-            phase = .parked(kept)
-        case .ready, .parked(nil), .startedParked, .executing, .cancelling, .pausing, .completing, .finished:
-            return
-        }
-    }
-
     /// Handlers ran: the operation turns finished.
-    mutating func handlersRan() -> Action {
+    mutating func handlersRan() -> Action? {
         switch phase {
-        case .completing:
-            phase = .finished
+        case .completing(let cancelled):
+            phase = .finished(cancelled: cancelled)
             return .finish
         case .finished:
-            return .none
+            return nil
         case .ready, .parked, .startedParked, .executing, .cancelling, .pausing, .paused:
             invalid("handlersRan")
         }

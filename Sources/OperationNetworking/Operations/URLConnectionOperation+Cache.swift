@@ -18,9 +18,8 @@ extension URLConnectionOperation {
 
     /// How the operation ends from the cache when its request asks for it: the cached response, or a
     /// failure when it may not load; `nil` when it goes to the network.
-    func cachedOutcome() -> TransferOutcome? {
+    func cachedOutcome(for request: URLRequest) -> TransferOutcome? {
         guard readsCache else { return nil }
-        let request = self.request
         let cached = URLCache.shared.cachedResponse(for: request)
         if let cached {
             // A copy, not the cache entry's own storage: shared with the entry, the body's storage was
@@ -32,23 +31,14 @@ extension URLConnectionOperation {
                                            url: request.url))
     }
 
-    /// Whether the operation stores its response (a cache response block, or a request that reads
-    /// the cache); read with `lock` held.
-    var optedIntoCacheLocked: Bool { mutable.configuration.cacheBlock != nil || readsCache }
-
-    /// Stores a successful GET response when the operation opted into caching.
+    /// Stores a successful GET response when the operation opted into caching (a cache response
+    /// block, or a request that reads the cache).
     func storeInCacheIfAllowed() {
-        // Read for every operation that ends: one acquisition, by hand (a block and a body through
-        // `withLock`'s generic result are re-abstracted both ways), and nothing else for an operation
-        // that did not opt in.
-        lock.lock()
-        guard optedIntoCacheLocked, mutable.error == nil, let data = mutable.responseData else {
-            lock.unlock()
-            return
+        let (block, data) = state.withLock { state -> (CacheResponseBlock?, Data?) in
+            guard state.configuration.cacheBlock != nil || readsCache, state.error == nil else { return (nil, nil) }
+            return (state.configuration.cacheBlock, state.responseData)
         }
-        let block = mutable.configuration.cacheBlock
-        lock.unlock()
-        guard !isCancelled, let response = response as? HTTPURLResponse, response.statusCode == 200,
+        guard let data, !isCancelled, let response = response as? HTTPURLResponse, response.statusCode == 200,
               request.uppercasedMethod == "GET",
               !(response.value(forHTTPHeaderField: "Cache-Control")?.lowercased().contains("no-store") ?? false) else {
             return

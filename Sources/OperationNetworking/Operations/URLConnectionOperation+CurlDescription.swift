@@ -29,10 +29,11 @@ extension URLConnectionOperation {
     ///   proxy's URL as `***`; `false` shows them (the command then sends exactly what the library sends).
     /// - Threading: any thread; it reads the request and settings under the operation's lock.
     public func curlDescription(redactingSecrets: Bool) -> String {
-        let (request, credential, insecure, proxy, proxyCredential) = lock.withLock {
-            (mutable.request, mutable.configuration.credential, mutable.configuration.securityPolicy?.allowInvalidCertificates ?? false,
-             mutable.configuration.proxy, mutable.configuration.proxyCredential)
-        }
+        let (request, configuration) = state.withLock { ($0.request, $0.configuration) }
+        // Read outside the operation's lock: the policy has a lock of its own.
+        let (credential, insecure, proxy, proxyCredential) = (configuration.credential,
+                                                              configuration.securityPolicy?.allowInvalidCertificates ?? false,
+                                                              configuration.proxy, configuration.proxyCredential)
         return CurlCommand(request: request, credential: credential, insecure: insecure, proxy: proxy,
                            proxyCredential: proxyCredential, redactingSecrets: redactingSecrets).text
     }

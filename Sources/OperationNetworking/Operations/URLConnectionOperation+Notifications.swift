@@ -6,36 +6,23 @@ import FoundationNetworking
 // MARK: - Output stream and notifications
 
 extension URLConnectionOperation {
-    /// How the transfer about to start ends without the network: from the cache, or because the
-    /// caller's output stream would not open. `nil`: it goes to the network. `stream` is the one the
-    /// transfer writes to, taken with it under the lock: without one, the lock is not taken again.
-    func localOutcome(writingTo stream: OutputStream?) -> TransferOutcome? {
-        if let cached = cachedOutcome() { return cached }
-        if stream != nil, let failure = openOutputStream() { return .failed(failure) }
-        return nil
-    }
-
-    /// Opens a caller's output stream once; returns the error if it cannot be opened.
-    func openOutputStream() -> Error? {
-        let stream: OutputStream? = lock.withLock {
-            guard let stream = mutable.outputStream, !mutable.outputStreamOpened else { return nil }
-            mutable.outputStreamOpened = true
-            return stream
-        }
+    /// How the transfer about to start for `request` ends without the network: from the cache, or
+    /// because the caller's output stream (`stream`, still to open) would not open. `nil`: it goes to
+    /// the network.
+    func localOutcome(for request: URLRequest, opening stream: OutputStream?) -> TransferOutcome? {
+        if let cached = cachedOutcome(for: request) { return cached }
         guard let stream else { return nil }
         if stream.streamStatus == .notOpen { stream.open() }
         guard stream.streamStatus != .error else {
-            return stream.streamError ?? TransportError.make(.cannotWriteToFile, "The output stream could not be opened.",
-                                                             url: request.url)
+            return .failed(stream.streamError ?? TransportError.make(.cannotWriteToFile, "The output stream could not be opened.",
+                                                                     url: request.url))
         }
         return nil
     }
 
     /// Posts from the library's callback queue: at once when already on it, else asynchronously.
-    /// `queue` is the queue the caller runs on, when it knows: the callback queue itself is recognised
-    /// without `DispatchQueue.getSpecific` (about 200 instructions, once per request).
-    func post(_ name: Notification.Name, runningOn queue: DispatchQueue? = nil) {
-        if queue === CallbackQueues.callback || CallbackQueues.isOnCallbackQueue {
+    func post(_ name: Notification.Name) {
+        if CallbackQueues.isOnCallbackQueue {
             NotificationCenter.default.post(name: name, object: self)
             return
         }

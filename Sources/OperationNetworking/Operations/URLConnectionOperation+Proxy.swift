@@ -36,8 +36,8 @@ extension URLConnectionOperation {
 
 extension URLConnectionOperation: ProxyLoginSource {
     func transfer(_ transfer: Transfer, loginFor proxy: URL) -> TransferCredential? {
-        let (credential, useStorage) = lock.withLock {
-            (mutable.configuration.proxyCredential, mutable.configuration.shouldUseCredentialStorage)
+        let (credential, useStorage) = state.withLock {
+            ($0.configuration.proxyCredential, $0.configuration.shouldUseCredentialStorage)
         }
         if let credential, let user = credential.user {
             return TransferCredential(user: user, password: credential.password ?? "", schemes: 0)

@@ -1,119 +1,141 @@
 import Dispatch
 import Foundation
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-/// Every mutable field of a `URLConnectionOperation`, in one value behind the operation's one lock.
-/// - Threading: owned by the operation; read and written only with `URLConnectionOperation.lock` held.
-struct MutableState {
-    /// Where the operation is in its life (the state machine).
-    var lifecycle = OperationState()
-    /// What the caller configured.
-    var configuration = OperationConfiguration()
-    /// The request as given (and as changed by `inputStream`).
-    var request: URLRequest
-    /// The request of the transfer under way (after a redirect, the redirected one).
-    var currentRequest: URLRequest
-    /// The last response head; `response` is built from it on first use (off the network thread).
-    var head: ResponseHead?
-    var response: URLResponse?
-    var error: Error?
-    var responseData: Data?
-    /// The last transfer that ended with metrics. They are read from it, not copied out: the network
-    /// thread writes nothing to a transfer once its end reached the operation, and this is usually
-    /// `transfer` itself, so it holds nothing more (a box copied into per request cost about 600
-    /// instructions; bench/README.md, round 10).
-    var metricsSource: Transfer?
-    var metrics: TransferMetrics? { metricsSource?.metrics }
-    /// The transfer on (or last on) the network thread.
-    var transfer: Transfer?
-    var outputStream: OutputStream?
-    var outputStreamOpened = false
-    var userInfo: [String: Any] = [:]
-    /// Made at the first progress event after a block was set (see `progressReporter`).
-    var uploadReporter: ProgressReporter?
-    var downloadReporter: ProgressReporter?
-    /// Attempts made so far (0 before the first starts).
-    var attempts = 0
-    /// Body bytes the last transfer delivered to its sink (for monitors, whatever the sink).
-    var bodyBytesDelivered: Int64 = 0
-    /// Event monitors and `value()` waiters, made on first use (see `URLConnectionOperation.observers`).
-    var observers: OperationObservers?
-    /// Run once, on the completion queue, just before the operation turns finished (batches use it).
-    var finishHooks: [@Sendable () -> Void] = []
-    /// The inherited `completionBlock`, kept here so that Foundation never runs it on a global queue.
-    var completionBlock: (@Sendable () -> Void)?
-    /// Signalled when a pause settled (archiving waits for the kept bytes); made on first use.
-    var pauseSettled: NSCondition?
+extension URLConnectionOperation {
+    /// Every mutable field of an operation, its life, its configuration and its outcome, as one value
+    /// that only `state.withLock` reaches.
+    struct State {
+        /// Where the operation is in its life (the state machine).
+        var lifecycle = OperationState()
+        /// What the caller configured.
+        var configuration = OperationConfiguration()
+        /// The request as given (and as changed by `inputStream`).
+        var request: URLRequest
+        /// The request of the transfer under way (after a redirect, the redirected one).
+        var currentRequest: URLRequest
+        /// The last response head; `response` is built from it on first use (off the network thread).
+        var head: ResponseHead?
+        var response: URLResponse?
+        var error: Error?
+        var responseData: Data?
+        /// The metrics of the last transfer that ended with some.
+        var metrics: TransferMetrics?
+        /// The transfer on (or last on) the network thread.
+        var transfer: Transfer?
+        var outputStream: OutputStream?
+        var outputStreamOpened = false
+        var userInfo: [String: Any] = [:]
+        /// Made at the first progress event after a block was set (see `progressReporter`).
+        var uploadReporter: ProgressReporter?
+        var downloadReporter: ProgressReporter?
+        /// Attempts made so far (0 before the first starts).
+        var attempts = 0
+        /// Body bytes the last transfer delivered to its sink (for monitors, whatever the sink).
+        var bodyBytesDelivered: Int64 = 0
+        /// When (`monotonicNow()`) the operation handed its first transfer over; `nil` before.
+        var startedAt: UInt64?
+        /// Event monitors and `value()` waiters, made on first use (see `URLConnectionOperation.observers`).
+        var observers: OperationObservers?
+        /// Run once, on the completion queue, just before the operation turns finished (batches use it).
+        var finishHooks: [@Sendable () -> Void] = []
+        /// The inherited `completionBlock`, kept here so that Foundation never runs it on a global queue.
+        var completionBlock: (@Sendable () -> Void)?
+        /// Signalled when a pause settled (archiving waits for the kept bytes); made on first use.
+        var pauseSettled: NSCondition?
 
-    /// Ends the run as cancelled: the cancel error, and no body (as AFNetworking).
-    mutating func recordCancel() {
-        error = TransportError.cancelled(url: request.url)
-        responseData = nil
-    }
-
-    init(request: URLRequest) {
-        self.request = request
-        self.currentRequest = request
-    }
-
-    /// The operation's policy, the default made on first read.
-    var securityPolicy: SecurityPolicy {
-        mutating get {
-            if let policy = configuration.securityPolicy { return policy }
-            let policy = SecurityPolicy.default()
-            configuration.securityPolicy = policy
-            return policy
+        init(request: URLRequest) {
+            self.request = request
+            self.currentRequest = request
         }
-        set { configuration.securityPolicy = newValue }
+
+        /// Ends the run as cancelled: the cancel error, and no body (as AFNetworking).
+        mutating func recordCancel() {
+            error = TransportError.cancelled(url: request.url)
+            responseData = nil
+        }
+
+        /// Stores how the operation's transfer ended.
+        mutating func record(_ outcome: TransferOutcome, of transfer: Transfer) {
+            switch outcome {
+            case .completed:
+                if outputStream == nil { responseData = transfer.body }
+            case .completedWithError(let failure):
+                if outputStream == nil { responseData = transfer.body }
+                error = failure
+            case .answeredFromCache(let cached, let data):
+                head = nil
+                response = cached
+                responseData = data
+            case .failed(let failure):
+                error = failure
+            case .cancelled:
+                recordCancel()   // a cancel won, whatever the transfer got
+            case .paused:
+                return   // not an end: the transfer's owner takes it as `transferPaused`
+            }
+        }
+
+        /// The reporter for the next progress event: made when a block is set and none exists yet, so a
+        /// block set while the transfer runs is called from the next event on. `nil` without a block.
+        mutating func progressReporter(download: Bool, of operation: URLConnectionOperation) -> ProgressReporter? {
+            if let existing = download ? downloadReporter : uploadReporter { return existing }
+            let hasBlock = download ? configuration.downloadProgressBlock != nil : configuration.uploadProgressBlock != nil
+            guard hasBlock else { return nil }
+            // The reporter reads the block when it delivers, so replacing or removing it takes effect at
+            // once. Weak: the operation owns its reporter, and a paused operation that is never
+            // finished must still be freed.
+            let reporter = ProgressReporter(queue: configuration.effectiveCompletionQueue) { [weak operation] in
+                operation?.state.withLock {
+                    download ? $0.configuration.downloadProgressBlock : $0.configuration.uploadProgressBlock
+                }
+            }
+            if download { downloadReporter = reporter } else { uploadReporter = reporter }
+            return reporter
+        }
     }
 }
 
 extension URLConnectionOperation {
-    /// One setting of the operation's configuration, under the lock.
+    /// One setting of the operation's configuration.
     subscript<Value>(setting key: WritableKeyPath<OperationConfiguration.Settings, Value>) -> Value {
-        get { lock.withLock { mutable.configuration[dynamicMember: key] } }
-        set { lock.withLock { mutable.configuration[dynamicMember: key] = newValue } }
+        get { state.withLock { $0.configuration[dynamicMember: key] } }
+        set { state.withLock { $0.configuration[dynamicMember: key] = newValue } }
     }
 
     /// Replaces the whole configuration (the manager's settings for a new operation, or a copy's).
     func apply(_ configuration: OperationConfiguration) {
-        lock.withLock { mutable.configuration = configuration }
-        if configuration.uploadProgressBlock != nil || configuration.downloadProgressBlock != nil {
-            progressBlockEverSet.store(true, ordering: .releasing)
-        }
+        state.withLock { $0.configuration = configuration }
     }
 
-    /// The reporter for the next progress event: made when a block is set and none exists yet, so a
-    /// block set while the transfer runs is called from the next event on. `nil` without a block.
-    /// Call with `lock` held.
-    func progressReporter(download: Bool) -> ProgressReporter? {
-        if let existing = download ? mutable.downloadReporter : mutable.uploadReporter { return existing }
-        let hasBlock = download ? mutable.configuration.downloadProgressBlock != nil
-            : mutable.configuration.uploadProgressBlock != nil
-        guard hasBlock else { return nil }
-        // The reporter reads the block when it delivers, so replacing or removing it takes effect at once.
-        // Weak: the operation owns its reporter, and a paused operation that is never finished must
-        // still be freed.
-        let reporter = ProgressReporter(queue: mutable.configuration.effectiveCompletionQueue) { [weak self] in
-            guard let self else { return nil }
-            return lock.withLock {
-                download ? mutable.configuration.downloadProgressBlock : mutable.configuration.uploadProgressBlock
-            }
-        }
-        if download { mutable.downloadReporter = reporter } else { mutable.uploadReporter = reporter }
-        return reporter
+    /// The security policy's snapshot for a transfer about to be made, taken before the operation's
+    /// lock is (the policy has a lock of its own). `nil` for the default policy.
+    func securitySnapshot() -> SecurityPolicy.Snapshot? {
+        state.withLock { $0.configuration.securityPolicy }?.snapshot
     }
 
     /// The condition archiving waits on for a pause to settle (made on first use).
     var pauseSettled: NSCondition {
-        lock.withLock {
-            if let condition = mutable.pauseSettled { return condition }
+        state.withLock { state in
+            if let condition = state.pauseSettled { return condition }
             let condition = NSCondition()
-            mutable.pauseSettled = condition
+            state.pauseSettled = condition
             return condition
         }
+    }
+
+    /// When (`monotonicNow()`) the operation handed its first transfer over, before any byte of it was
+    /// sent; `nil` before it started. Monitors measure durations from it.
+    var startedAt: UInt64? { state.withLock { $0.startedAt } }
+}
+
+extension NSCondition {
+    /// Wakes every waiter (taking the condition's lock around the broadcast, as it requires).
+    func broadcastUnderLock() {
+        lock()
+        broadcast()
+        unlock()
     }
 }

@@ -7,17 +7,17 @@ import FoundationNetworking
 
 extension URLConnectionOperation: TransferDelegate {
     func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
-        let block = lock.withLock { mutable.configuration.redirectBlock }
+        let block = self[setting: \.redirectBlock]
         let chosen = block.map { $0(self, request, response) } ?? request
-        if let chosen { lock.withLock { mutable.currentRequest = chosen } }
+        if let chosen { state.withLock { $0.currentRequest = chosen } }
         return chosen
     }
 
     func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
-        let (block, credential, proxyCredential, useStorage, original) = lock.withLock {
-            (mutable.configuration.challengeBlock, mutable.configuration.credential, mutable.configuration.proxyCredential,
-             mutable.configuration.shouldUseCredentialStorage, mutable.request.url)
-        }
+        let (configuration, original) = state.withLock { ($0.configuration, $0.request.url) }
+        let (block, credential, proxyCredential, useStorage) = (configuration.challengeBlock, configuration.credential,
+                                                                configuration.proxyCredential,
+                                                                configuration.shouldUseCredentialStorage)
         let url = challenge.head.url
         let space: URLProtectionSpace
         if challenge.isProxy {
@@ -75,11 +75,10 @@ extension URLConnectionOperation: TransferDelegate {
     }
 
     func transfer(_ transfer: Transfer, didReceive head: ResponseHead) {
-        // The monitors read under the same acquisition as the head is stored (one lock a response, not two).
-        let observers = lock.withLock {
-            mutable.head = head
-            mutable.response = nil
-            return mutable.observers
+        let observers = state.withLock { state in
+            state.head = head
+            state.response = nil
+            return state.observers
         }
         // Network thread: monitors hear of it from the delivery queue, queued before this transfer's end.
         if let observers, observers.wantsResponses {
@@ -87,79 +86,45 @@ extension URLConnectionOperation: TransferDelegate {
         }
     }
 
-    // Without a progress block ever set (most operations), a piece of body costs no lock: a setter
-    // that returned has stored the flag, so every event after it reads it set.
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
-        guard progressBlockEverSet.load(ordering: .acquiring) else { return }
-        lock.withLock { progressReporter(download: true) }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
+        let reporter = state.withLock { $0.progressReporter(download: true, of: self) }
+        reporter?.record(bytes: count, total: totalBytes, expected: expectedBytes)
     }
 
     func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
-        guard progressBlockEverSet.load(ordering: .acquiring) else { return }
-        lock.withLock { progressReporter(download: false) }?.record(bytes: count, total: totalBytes, expected: expectedBytes)
+        let reporter = state.withLock { $0.progressReporter(download: false, of: self) }
+        reporter?.record(bytes: count, total: totalBytes, expected: expectedBytes)
     }
 
     func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {
-        let current: Bool = lock.withLock {
-            guard transfer === mutable.transfer else { return false }
-            mutable.attempts = max(mutable.attempts, attempt)
-            return true
+        let observers = state.withLock { state -> OperationObservers? in
+            guard transfer === state.transfer else { return nil }
+            state.attempts = max(state.attempts, attempt)
+            return state.observers
         }
-        if current { existingObservers?.willRetry(self, after: delay, attempt: attempt, error: error) }
-    }
-
-    func transferDidStart(_ transfer: Transfer, batch: CompletionBatch) {
-        let observers = lock.withLock { () -> OperationObservers? in
-            if mutable.attempts == 0 { mutable.attempts = 1 }
-            return mutable.observers
-        }
-        observers?.transferDidStart(self)
-        batch.add(on: CallbackQueues.callback, group: CallbackQueues.group) { [self] in
-            NotificationCenter.default.post(name: .operationDidStart, object: self)
-        }
+        observers?.willRetry(self, after: delay, attempt: attempt, error: error)
     }
 
     func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch) {
-        let (action, next, archiver) = lock.withLock { () -> (OperationState.Action, Transfer?, NSCondition?) in
-            guard transfer === mutable.transfer else { return (.none, nil, nil) }   // an earlier run's transfer
-            mutable.attempts = max(mutable.attempts, transfer.attempt)
-            mutable.bodyBytesDelivered = transfer.bytesReceived   // for monitors, whatever the sink
-            if transfer.hasMetrics { mutable.metricsSource = transfer }
-            if mutable.head == nil, let head = transfer.head { mutable.head = head }
-            if case .paused(let point) = outcome {
-                let kept = KeptDownload(point: point, bytes: mutable.outputStream == nil ? transfer.body : Data())
-                let (action, next) = prepare(mutable.lifecycle.transferPaused(kept))
-                return (action, next, mutable.pauseSettled)
+        // A pause that continues at once makes a new transfer: its policy snapshot is taken first.
+        var security: SecurityPolicy.Snapshot?
+        if case .paused = outcome { security = securitySnapshot() }
+        let (step, archiver) = state.withLock { state -> (Step?, NSCondition?) in
+            guard transfer === state.transfer else { return (nil, nil) }   // an earlier run's transfer
+            state.attempts = max(state.attempts, transfer.attempt)
+            state.bodyBytesDelivered = transfer.bytesReceived   // for monitors, whatever the sink
+            if let metrics = transfer.metrics { state.metrics = metrics }
+            if state.head == nil, let head = transfer.head { state.head = head }
+            guard case .paused(let point) = outcome else {
+                return (advance(&state, ending: (outcome, transfer)) { $0.transferEnded() }, state.pauseSettled)
             }
-            let action = mutable.lifecycle.transferEnded()
-            if case .deliver(let cancelled) = action { record(cancelled ? .cancelled : outcome, of: transfer) }
-            return (action, nil, mutable.pauseSettled)
+            let kept = KeptDownload(point: point, bytes: state.outputStream == nil ? transfer.body : Data())
+            return (advance(&state, security: security) { $0.transferPaused(kept) }, state.pauseSettled)
         }
-        perform(action, transfer: next, batch: batch)
+        perform(step, batch: batch)
         // However a pause ended (settled, continued, cancelled, overtaken by the transfer's end), an
         // archiver waiting for it reads the phase again.
         archiver?.broadcastUnderLock()
-    }
-
-    /// Stores how the operation's transfer ended; call with `lock` held.
-    private func record(_ outcome: TransferOutcome, of transfer: Transfer) {
-        switch outcome {
-        case .completed:
-            if mutable.outputStream == nil { mutable.responseData = transfer.body }
-        case .completedWithError(let error):
-            if mutable.outputStream == nil { mutable.responseData = transfer.body }
-            mutable.error = error
-        case .answeredFromCache(let response, let data):
-            mutable.head = nil
-            mutable.response = response
-            mutable.responseData = data
-        case .failed(let error):
-            mutable.error = error
-        case .cancelled:
-            mutable.recordCancel()   // a cancel won, whatever the transfer got
-        case .paused:
-            break   // handled before: a pause is not an end
-        }
     }
 }
 

@@ -13,7 +13,7 @@ import Foundation
 /// handle. Transfers beyond `maxActiveTransfers` wait in a FIFO without an easy handle, so ten
 /// thousand queued requests cost little memory.
 ///
-/// What happened to transfers during one loop turn (started, ended, retrying) leaves the thread at
+/// What happened to transfers during one loop turn (ended, retrying) leaves the thread at
 /// the end of that turn as one batch: a single dispatch to `CallbackQueues.delivery`.
 ///
 /// TLS set-up is shared: the multi handle caches the parsed system CA store (libcurl's CA cache,
@@ -300,7 +300,6 @@ final class NetworkThread: @unchecked Sendable {
         for command in drained {
             switch command {
             case .add(let transfer):
-                if let delegate = transfer.delegate { events.append(.started(transfer, delegate)) }
                 guard transfer.takeIn(by: self, at: clock) else { break }
                 // A cancel made meanwhile is caught at admission (`start`), whichever comes first.
                 if let outcome = transfer.outcomeOnArrival { end(transfer, outcome) } else { waiting.append(transfer) }

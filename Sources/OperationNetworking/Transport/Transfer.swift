@@ -82,9 +82,6 @@ protocol TransferDelegate: AnyObject, Sendable {
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64)
     /// Request body bytes were handed to curl.
     func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64)
-    /// The network thread took the transfer in; called on `CallbackQueues.delivery`, with `batch`
-    /// gathering the completion-queue work of the same network-thread iteration.
-    func transferDidStart(_ transfer: Transfer, batch: CompletionBatch)
     /// Attempt `attempt` will be sent after `delay` seconds; on `CallbackQueues.delivery`.
     func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?)
     /// The transfer ended; called exactly once, on `CallbackQueues.delivery` (`batch` as above).

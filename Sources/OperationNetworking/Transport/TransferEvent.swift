@@ -5,8 +5,6 @@ import Foundation
 /// that thread. The network thread gathers them over one loop iteration and hands the whole list to
 /// `CallbackQueues.delivery` in one dispatch, in the order they happened.
 enum TransferEvent {
-    /// The network thread took the transfer in (it may already be cancelled).
-    case started(Transfer, TransferDelegate)
     /// The transfer ended; the delegate was detached from the transfer by `Transfer.finish()`.
     case ended(Transfer, TransferOutcome, TransferDelegate)
     /// Attempt `attempt` will be made after `delay` seconds (`RetryPolicy`); `error` is the failure
@@ -16,14 +14,12 @@ enum TransferEvent {
     /// Tells each delegate, in order, then sends the completion-queue work they produced, grouped
     /// per queue. Runs on the delivery queue (or, without a network thread, on the caller's thread).
     static func deliver(_ events: [TransferEvent]) {
-        let batch = CompletionBatch(expectedItems: events.count)
+        let batch = CompletionBatch()
         // Each event read in place: `for event in events` copied every one, retaining its transfer,
         // outcome and delegate, only to release them again at the end of the turn.
         events.withUnsafeBufferPointer { events in
             for index in events.indices {
                 switch events[index] {
-                case .started(let transfer, let delegate):
-                    delegate.transferDidStart(transfer, batch: batch)
                 case .ended(let transfer, let outcome, let delegate):
                     delegate.transfer(transfer, didFinishWith: outcome, batch: batch)
                 case .willRetry(let transfer, let delay, let attempt, let error, let delegate):

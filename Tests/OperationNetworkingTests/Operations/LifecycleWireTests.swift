@@ -169,10 +169,7 @@ final class LifecycleWireTests: ServerTestCase {
         operation.completionQueue = held
         held.suspend()
         operation.start()
-        XCTAssertTrue(eventually { operation.lock.withLock { () -> Bool in
-            if case .completing = operation.mutable.lifecycle.phase { return true }
-            return false
-        } }, "the transfer's end reached the operation; its handler waits on the held queue", file: file, line: line)
+        XCTAssertTrue(eventually { operation.state.withLock { $0.lifecycle.hasEnded && !$0.lifecycle.isFinished } }, "the transfer's end reached the operation; its handler waits on the held queue", file: file, line: line)
         return held
     }
 
@@ -352,7 +349,6 @@ private final class CancellingRedirectDelegate: TransferDelegate, @unchecked Sen
     }
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
     func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
-    func transferDidStart(_ transfer: Transfer, batch: CompletionBatch) {}
     func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {}
     func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch) {
         let wasCancelled: Bool

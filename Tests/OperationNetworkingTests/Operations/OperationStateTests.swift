@@ -21,6 +21,8 @@ final class OperationStateTests: XCTestCase {
         "paused": [.start, .pause, .transferPaused],
         "completing": [.start, .transferEnded],
         "finished": [.start, .transferEnded, .handlersRan],
+        "completing·cancelled": [.start, .cancel, .transferEnded],
+        "finished·cancelled": [.start, .cancel, .transferEnded, .handlersRan],
     ]
 
     private enum Event: String, CaseIterable {
@@ -34,7 +36,7 @@ final class OperationStateTests: XCTestCase {
                   .restorePaused: "parked+kept -", .handlersRan: "invalid"],
         "ready·cancelled": [.start: "completing completeCancelled cancelled", .cancel: "ready none cancelled",
                             .pause: "ready none cancelled", .resume: "ready none cancelled", .transferPaused: "invalid",
-                            .transferEnded: "invalid", .restorePaused: "parked+kept - cancelled", .handlersRan: "invalid"],
+                            .transferEnded: "invalid", .restorePaused: "invalid", .handlersRan: "invalid"],
         "parked": [.start: "parked·started none", .cancel: "ready readiness cancelled", .pause: "parked none",
                    .resume: "ready readiness", .transferPaused: "invalid", .transferEnded: "invalid",
                    .restorePaused: "invalid", .handlersRan: "invalid"],
@@ -54,7 +56,7 @@ final class OperationStateTests: XCTestCase {
                        .transferEnded: "completing deliverCancelled cancelled", .restorePaused: "invalid",
                        .handlersRan: "invalid"],
         "pausing": [.start: "pausing none", .cancel: "pausing→cancel none cancelled", .pause: "pausing none",
-                    .resume: "pausing→resume none", .transferPaused: "paused pauseSettled",
+                    .resume: "pausing→resume none", .transferPaused: "paused none",
                     .transferEnded: "completing deliver", .restorePaused: "invalid", .handlersRan: "invalid"],
         "pausing→resume": [.start: "pausing→resume none", .cancel: "pausing→cancel none cancelled", .pause: "pausing none",
                            .resume: "pausing→resume none", .transferPaused: "executing start(kept)",
@@ -73,6 +75,15 @@ final class OperationStateTests: XCTestCase {
         "finished": [.start: "finished none", .cancel: "finished none", .pause: "finished none", .resume: "finished none",
                      .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "invalid",
                      .handlersRan: "finished none"],
+        // Cancellation is part of the phase: it outlives the transfer's end and the finish.
+        "completing·cancelled": [.start: "completing none cancelled", .cancel: "completing none cancelled",
+                                 .pause: "completing none cancelled", .resume: "completing none cancelled",
+                                 .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "invalid",
+                                 .handlersRan: "finished finish cancelled"],
+        "finished·cancelled": [.start: "finished none cancelled", .cancel: "finished none cancelled",
+                               .pause: "finished none cancelled", .resume: "finished none cancelled",
+                               .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "invalid",
+                               .handlersRan: "finished none cancelled"],
     ]
 
     private static let kept = KeptDownload(point: ResumePoint(offset: 7, validator: "\"v\"", rangesSupported: true),
@@ -94,9 +105,9 @@ final class OperationStateTests: XCTestCase {
         }
     }
 
-    private func label(_ action: OperationState.Action) -> String {
+    private func label(_ action: OperationState.Action?) -> String {
+        guard let action else { return "none" }
         switch action {
-        case .none: return "none"
         case .startTransfer(let kept):
             guard let kept else { return "start(fresh)" }
             return kept.point.offset == 7 && kept.bytes.count == 7 ? "start(kept)" : "start(other bytes)"
@@ -104,7 +115,6 @@ final class OperationStateTests: XCTestCase {
         case .pauseTransfer: return "pauseTransfer"
         case .completeCancelled: return "completeCancelled"
         case .readinessChanged: return "readiness"
-        case .pauseSettled: return "pauseSettled"
         case .deliver(let cancelled): return cancelled ? "deliverCancelled" : "deliver"
         case .finish: return "finish"
         }
@@ -129,7 +139,10 @@ final class OperationStateTests: XCTestCase {
     private func state(in name: String) throws -> OperationState {
         var state = OperationState()
         for event in try XCTUnwrap(OperationStateTests.setups[name]) { _ = apply(event, to: &state) }
-        XCTAssertEqual(label(state.phase), name == "ready·cancelled" ? "ready" : name, "setup of \(name)")
+        let phase = name.replacingOccurrences(of: "·cancelled", with: "")
+        XCTAssertEqual(label(state.phase), phase, "setup of \(name)")
+        XCTAssertEqual(state.isCancelled, name.hasSuffix("·cancelled") || ["cancelling", "pausing→cancel"].contains(name),
+                       "setup of \(name)")
         return state
     }
 
@@ -149,7 +162,7 @@ final class OperationStateTests: XCTestCase {
                 checked += 1
             }
         }
-        XCTAssertEqual(checked, 64, "valid pairs checked")
+        XCTAssertEqual(checked, 73, "valid pairs checked")
     }
 
     /// The flags the operation's properties read, per phase.
@@ -161,7 +174,8 @@ final class OperationStateTests: XCTestCase {
             ("cancelling", true, false, false, true), ("pausing", false, true, false, true),
             ("pausing→resume", true, false, false, true), ("pausing→cancel", true, false, false, true),
             ("paused", false, true, false, true), ("completing", true, false, false, true),
-            ("finished", false, false, true, true),
+            ("finished", false, false, true, true), ("completing·cancelled", true, false, false, true),
+            ("finished·cancelled", false, false, true, true),
         ]
         for (name, executing, paused, finished, mayStart) in expectations {
             let state = try self.state(in: name)
@@ -171,6 +185,18 @@ final class OperationStateTests: XCTestCase {
             XCTAssertEqual(state.mayStart, mayStart, "\(name).mayStart")
             XCTAssertEqual(state.isPausing, name.hasPrefix("pausing"), "\(name).isPausing")
         }
+    }
+
+    /// Whether a cancel took effect is read from the phase alone: a state made from the phase of any
+    /// row (no events behind it) says the same as the row's state.
+    func testCancellationIsPartOfThePhase() throws {
+        for name in OperationStateTests.setups.keys.sorted() {
+            let state = try self.state(in: name)
+            XCTAssertEqual(OperationState(phase: state.phase).isCancelled, state.isCancelled, name)
+        }
+        XCTAssertFalse(OperationState().isCancelled)
+        XCTAssertTrue(OperationState(phase: .ready(cancelled: true)).isCancelled)
+        XCTAssertTrue(OperationState(phase: .finished(cancelled: true)).isCancelled)
     }
 
     /// The kept bytes are consumed by the one continuation that takes them: a second pause keeps the

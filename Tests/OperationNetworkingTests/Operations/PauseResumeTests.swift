@@ -208,14 +208,26 @@ extension URLConnectionOperation {
         get { keptDownloadForTesting?.point }
         set {
             guard let newValue else { return }
-            lock.withLock { mutable.lifecycle.amendKeptPoint { $0 = newValue } }
+            // Plays a resource that changed while paused: the same phase, its kept point replaced.
+            state.withLock { state in
+                switch state.lifecycle.phase {
+                case .paused(var kept):
+                    kept.point = newValue
+                    state.lifecycle = OperationState(phase: .paused(kept))
+                case .parked(var kept?):
+                    kept.point = newValue
+                    state.lifecycle = OperationState(phase: .parked(kept))
+                case .ready, .parked(nil), .startedParked, .executing, .cancelling, .pausing, .completing, .finished:
+                    return
+                }
+            }
         }
     }
 
     /// The kept bytes of a paused operation, for tests (`nil` when it keeps none).
     var keptDownloadForTesting: KeptDownload? {
-        lock.withLock {
-            switch mutable.lifecycle.phase {
+        state.withLock {
+            switch $0.lifecycle.phase {
             case .paused(let kept), .parked(let kept?): return kept
             case .ready, .parked(nil), .startedParked, .executing, .cancelling, .pausing, .completing, .finished: return nil
             }

@@ -64,23 +64,6 @@ final class ConnectionCacheTests: ServerTestCase {
     }
 }
 
-/// A transfer's start leaves the network thread at the end of the loop turn that took it in, not held
-/// back until its end: a slow transfer's start is delivered while it runs.
-final class StartDeliveryTests: ServerTestCase {
-    func testASlowTransfersStartIsDeliveredWhileItRuns() {
-        let thread = NetworkThread()
-        defer { thread.shutDown() }
-        let started = expectation(description: "transfer started")
-        let done = expectation(description: "transfer ended")
-        let recorder = submit("/delay/3000", to: thread, done: done, started: started)
-        wait(for: [started], timeout: 2)   // the response comes after 3 s
-        XCTAssertNil(recorder.completed, "the transfer ended before its start was delivered")
-        wait(for: [done], timeout: 10)
-        XCTAssertEqual(recorder.completed, true)
-        XCTAssertEqual(recorder.startAndEndSharedABatch, false)
-    }
-}
-
 /// Transfers past the active limit wait without a curl handle; the slots that ending transfers free
 /// are filled in the same loop turn, not after the network thread's idle poll.
 final class WaitingTransferTests: ServerTestCase {
@@ -146,16 +129,14 @@ private func openDescriptors() -> Set<String> {
 
 extension ServerTestCase {
     /// Hands a GET of `path` on the test server straight to `thread`; the recorder fulfils `done` at
-    /// the end (and `started` at the start, when given).
-    func submit(_ path: String, to thread: NetworkThread, done: XCTestExpectation,
-                started: XCTestExpectation? = nil) -> TransferOutcomeRecorder {
-        submit(request(path), to: thread, done: done, started: started)
+    /// the end.
+    func submit(_ path: String, to thread: NetworkThread, done: XCTestExpectation) -> TransferOutcomeRecorder {
+        submit(request(path), to: thread, done: done)
     }
 
     /// Hands `request` (to any server) straight to `thread`, as above.
-    func submit(_ request: URLRequest, to thread: NetworkThread, done: XCTestExpectation,
-                started: XCTestExpectation? = nil) -> TransferOutcomeRecorder {
-        let recorder = TransferOutcomeRecorder(done, started: started)
+    func submit(_ request: URLRequest, to thread: NetworkThread, done: XCTestExpectation) -> TransferOutcomeRecorder {
+        let recorder = TransferOutcomeRecorder(done)
         thread.submit(.add(Transfer(request: request, outputStream: nil, resumeFrom: nil, initialBody: Data(),
                                     delegate: recorder)))
         return recorder
