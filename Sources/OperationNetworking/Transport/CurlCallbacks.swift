@@ -69,7 +69,7 @@ let curlOpenSocketCallback: curl_opensocket_callback = { userdata, _, address in
     let descriptor = socket(address.pointee.family, socketType, address.pointee.protocol)
     guard let transfer = owner else { return descriptor }
     if descriptor < 0 {
-        transfer.socketOpenError = errno
+        transfer.hop.socketOpenError = errno
     } else {
         transfer.network?.idleConnections.opened(descriptor)
     }

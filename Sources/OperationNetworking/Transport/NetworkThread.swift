@@ -81,12 +81,6 @@ final class NetworkThread: @unchecked Sendable {
     // MARK: Network thread only
     /// Connections a pinning policy accepted (see `Transfer.serverIsTrusted`).
     let trustedConnections = TrustedConnections()
-    /// The last absolute URL string `Transfer.configure` found usable, and its `host:port` when it is
-    /// https: requests to one URL (a poller, a benchmark) skip parsing its scheme and host every time.
-    @exclusivity(unchecked) var lastCheckedURL: (absoluteString: String, tlsOrigin: String?)?
-    /// The header lines the last request with fields of its own made of them (see
-    /// `Transfer.FieldLinesMemo`): a manager's requests carry the same fields one after another.
-    @exclusivity(unchecked) var fieldLinesMemo: Transfer.FieldLinesMemo?
     /// What each https origin speaks, and the probes of those not known yet (see `OriginProtocols`).
     @exclusivity(unchecked) var origins = OriginProtocols()
     /// Transfers on curl that need a connection each: plain http, or https to an origin known to be HTTP/1.x.
@@ -103,8 +97,6 @@ final class NetworkThread: @unchecked Sendable {
     @exclusivity(unchecked) var waitingHead = 0
     /// Reset easy handles ready for the next transfer.
     @exclusivity(unchecked) var pool: [CurlEasyHandle] = []
-    /// What the admission pass under way read of process-wide state (see `AdmissionPass`).
-    @exclusivity(unchecked) var pass = AdmissionPass()
     /// Throttled uploads paused by their read callback, with the time to resume them.
     @exclusivity(unchecked) var pausedUploads: [(transfer: Transfer, at: UInt64)] = []
     /// Transfers waiting out a retry delay, with the time their next attempt is due.
@@ -318,12 +310,10 @@ final class NetworkThread: @unchecked Sendable {
 
     private func admitWaiting(_ multi: UnsafeMutableRawPointer) {
         assertOnNetworkThread()
-        pass = AdmissionPass(running: true)
-        defer { pass = AdmissionPass() }
         while active.count < activeLimit && waitingHead < waiting.count {
             let transfer = waiting[waitingHead]
             waitingHead += 1
-            guard case .waiting = transfer.state, !holdsForProbe(transfer) else { continue }
+            guard case .waiting = transfer.state.phase, !holdsForProbe(transfer) else { continue }
             start(transfer, multi)
         }
         if waitingHead == waiting.count {
@@ -410,7 +400,6 @@ final class NetworkThread: @unchecked Sendable {
         if onFreshConnection {
             _ = ccurl_easy_setopt_long(easy.raw, CURLOPT_FRESH_CONNECT, 1)
             // Reset when recycled, so that the next transfer on the handle may reuse connections again.
-            easy.plainConfiguration = nil
         }
         guard curl_multi_add_handle(multi, easy.raw) == CURLM_OK else {
             return .failed(TransportError.make(.unknown, "libcurl refused the next hop.", url: transfer.currentRequest.url))
@@ -491,13 +480,12 @@ final class NetworkThread: @unchecked Sendable {
         CallbackQueues.delivery.async { TransferEvent.deliver(batch) }
     }
 
-    /// Keeps a handle for the next transfer. One configured for a plain request keeps its options
-    /// (the next plain transfer of the same kind changes only what differs); others are reset now.
+    /// Keeps a handle, reset, for the next transfer.
     private func recycle(_ easy: CurlEasyHandle) {
         assertOnNetworkThread()
         guard pool.count < NetworkThread.maxPooledHandles else { return }
         easy.headerBlock.pointee.owner = nil   // its transfer is over
-        if easy.plainConfiguration == nil { easy.reset() }
+        easy.reset()
         pool.append(easy)
     }
 

@@ -30,7 +30,7 @@ extension Transfer {
     /// reading the environment at each new connection when `environmentNamesProxy`; otherwise the hop goes
     /// direct, with the no-proxy list set too, so that libcurl skips its five `getenv` calls.
     func configureProxy(_ easy: CurlEasyHandle, environmentNamesProxy: Bool) throws {
-        switch proxy {
+        switch settings.proxy {
         case .environment:
             guard !environmentNamesProxy else { return }
             try easy.set(CURLOPT_PROXY, "")
@@ -52,7 +52,7 @@ extension Transfer {
     /// Logs into a SOCKS5 proxy up front (user/password, RFC 1929) with the login the operation finds,
     /// when this hop goes through one.
     private func configureSOCKSLogin(_ easy: CurlEasyHandle, proxy url: URL) throws {
-        guard Transfer.isSOCKS(url), proxy.proxyURL(for: currentRequest.url) != nil,
+        guard Transfer.isSOCKS(url), settings.proxy.proxyURL(for: currentRequest.url) != nil,
               let login = (delegate as? ProxyLoginSource)?.transfer(self, loginFor: url) else { return }
         try easy.set(CURLOPT_PROXYUSERNAME, login.user)
         try easy.set(CURLOPT_PROXYPASSWORD, login.password)
@@ -102,9 +102,9 @@ extension Transfer {
     /// Keeps what the proxy answered to `CONNECT` (it is never the response): nothing for a 2xx.
     func receiveTunnelAnswer(_ head: ResponseHead) {
         switch head.statusCode {
-        case 200..<300: tunnelAnswer = nil
-        case 407: tunnelAnswer = .challenge(head)
-        default: tunnelAnswer = .refused(status: head.statusCode)
+        case 200..<300: hop.tunnelAnswer = nil
+        case 407: hop.tunnelAnswer = .challenge(head)
+        default: hop.tunnelAnswer = .refused(status: head.statusCode)
         }
     }
 
@@ -129,19 +129,19 @@ extension Transfer {
         default: return nil
         }
         let url = currentRequest.url
-        let proxyName = proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "1080")" }
-            ?? "the proxy"
-        return TransportError.refined(.userAuthenticationRequired, "The SOCKS5 proxy \(proxyName) \(why).",
+        let proxyName = settings.proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "1080")" }
+            ?? "the settings.proxy"
+        return TransportError.refined(.userAuthenticationRequired, "The SOCKS5 settings.proxy \(proxyName) \(why).",
                                       curl: CURLE_PROXY, message: easy.errorMessage, url: url)
     }
 
     /// What `proxyRefusalEnded` does for an HTTP proxy that refused the tunnel.
     private func tunnelEnded() -> HopEndAction? {
-        guard let answer = tunnelAnswer else { return nil }
+        guard let answer = hop.tunnelAnswer else { return nil }
         let url = currentRequest.url
         let target = url.map { "\($0.host ?? "?"):\($0.port ?? 443)" } ?? "the server"
-        let proxyName = proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "default port")" }
-            ?? "the proxy"
+        let proxyName = settings.proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "default port")" }
+            ?? "the settings.proxy"
         switch answer {
         case .refused(let status):
             return .finish(.failed(TransportError.make(
@@ -149,14 +149,14 @@ extension Transfer {
                 url: url)))
         case .challenge(let head):
             let info = challengeInfo(head)
-            let resolution: ChallengeResolution = challengeRounds >= Transfer.maxChallengeRounds || info.schemes == 0
+            let resolution: ChallengeResolution = current.challengeRounds >= Transfer.maxChallengeRounds || info.schemes == 0
                 ? .deliver : (delegate?.transfer(self, didReceiveChallenge: info) ?? .deliver)
             if case .answer(let user, let password) = resolution {
-                proxyCredential = TransferCredential(user: user, password: password, schemes: info.schemes)
-                challengeRounds += 1
+                current.proxyCredential = TransferCredential(user: user, password: password, schemes: info.schemes)
+                current.challengeRounds += 1
                 return .sendNextHop
             }
-            let why = challengeRounds == 0 ? "no credential answered it" : "the credential was refused"
+            let why = current.challengeRounds == 0 ? "no credential answered it" : "the credential was refused"
             return .finish(.failed(TransportError.make(
                 .userAuthenticationRequired,
                 "The proxy \(proxyName) requires authentication for the tunnel to \(target) (407 to CONNECT); \(why).",
