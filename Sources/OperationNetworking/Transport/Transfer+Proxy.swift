@@ -130,8 +130,8 @@ extension Transfer {
         }
         let url = currentRequest.url
         let proxyName = settings.proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "1080")" }
-            ?? "the settings.proxy"
-        return TransportError.refined(.userAuthenticationRequired, "The SOCKS5 settings.proxy \(proxyName) \(why).",
+            ?? "the proxy"
+        return TransportError.refined(.userAuthenticationRequired, "The SOCKS5 proxy \(proxyName) \(why).",
                                       curl: CURLE_PROXY, message: easy.errorMessage, url: url)
     }
 
@@ -141,7 +141,7 @@ extension Transfer {
         let url = currentRequest.url
         let target = url.map { "\($0.host ?? "?"):\($0.port ?? 443)" } ?? "the server"
         let proxyName = settings.proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "default port")" }
-            ?? "the settings.proxy"
+            ?? "the proxy"
         switch answer {
         case .refused(let status):
             return .finish(.failed(TransportError.make(
