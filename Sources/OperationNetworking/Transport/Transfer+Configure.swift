@@ -32,7 +32,7 @@ extension Transfer {
         // to say so and then shares it, instead of opening one connection per request.
         try easy.set(CURLOPT_PIPEWAIT, hop.tlsOrigin != nil)
         try configureTLS(easy, url: url)
-        try configureProxy(easy, environmentNamesProxy: settings.proxy == .environment && Transfer.environmentNamesProxy())
+        try configureProxy(easy)
         try configureCredentials(easy)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, timeoutMilliseconds)
         try easy.set(CURLOPT_MAXAGE_CONN, network?.idleConnectionLifetime ?? 30)

@@ -27,14 +27,12 @@ extension Transfer {
     }
 
     /// Applies the operation's proxy setting to the hop being configured. `.environment` leaves libcurl
-    /// reading the environment at each new connection when `environmentNamesProxy`; otherwise the hop goes
-    /// direct, with the no-proxy list set too, so that libcurl skips its five `getenv` calls.
-    func configureProxy(_ easy: CurlEasyHandle, environmentNamesProxy: Bool) throws {
+    /// reading the proxy variables at each new connection, so a variable set at run time is seen by the
+    /// next request.
+    func configureProxy(_ easy: CurlEasyHandle) throws {
         switch settings.proxy {
         case .environment:
-            guard !environmentNamesProxy else { return }
-            try easy.set(CURLOPT_PROXY, "")
-            try easy.set(CURLOPT_NOPROXY, "")
+            return
         case .direct:
             try easy.set(CURLOPT_PROXY, "")
         case .proxy(let url, let bypass):
@@ -62,32 +60,6 @@ extension Transfer {
     static func isSOCKS(_ url: URL) -> Bool {
         let scheme = url.scheme?.lowercased()
         return scheme == "socks5" || scheme == "socks5h"
-    }
-
-    /// Whether the process environment names a proxy libcurl would read for a request (`http_proxy`,
-    /// `https_proxy`, `HTTPS_PROXY`, `all_proxy`, `ALL_PROXY`, set at all, even empty). One pass over the
-    /// environment, read when a hop is configured, so a variable set at run time is seen by the next
-    /// request, as libcurl's own reading would see it; it costs a fifth of libcurl's five lookups.
-    static func environmentNamesProxy() -> Bool {
-        // `environ` is NULL after clearenv(3): typed as an optional, it is never force-unwrapped.
-        let environment: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ
-        guard var entry = environment else { return false }
-        while let variable = entry.pointee {
-            switch UInt8(bitPattern: variable.pointee) {
-            case UInt8(ascii: "h"):
-                if strncmp(variable, "http_proxy=", 11) == 0 || strncmp(variable, "https_proxy=", 12) == 0 { return true }
-            case UInt8(ascii: "H"):
-                if strncmp(variable, "HTTPS_PROXY=", 12) == 0 { return true }
-            case UInt8(ascii: "a"):
-                if strncmp(variable, "all_proxy=", 10) == 0 { return true }
-            case UInt8(ascii: "A"):
-                if strncmp(variable, "ALL_PROXY=", 10) == 0 { return true }
-            default:
-                break
-            }
-            entry += 1
-        }
-        return false
     }
 
     /// Whether a header block that just completed is the proxy's answer to `CONNECT`, not the server's:
