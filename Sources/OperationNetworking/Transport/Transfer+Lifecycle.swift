@@ -84,6 +84,9 @@ extension Transfer {
             return false
         case .beginTransfer, .proceed:
             return true
+        case .releaseHandle:
+            current.easy = nil
+            return true
         case .beginNextAttempt:
             if let multipart = originalRequest.httpBodyStream as? MultipartBodyStream {
                 originalRequest.httpBodyStream = multipart.rebuilt()
@@ -91,6 +94,7 @@ extension Transfer {
             current = Attempt(number: current.number + 1, request: originalRequest)
             return true
         case .end:
+            current.easy = nil
             hop.upload?.close()
             delegate = nil
             return true

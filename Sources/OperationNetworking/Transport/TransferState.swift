@@ -41,11 +41,13 @@ struct TransferState {
         case ignore
         /// Taken in by the network thread: remember the thread and the start time.
         case beginTransfer
-        /// The phase changed and nothing more is needed (the handle is configured, the delay set).
+        /// On curl: the handle is configured and the transfer's.
         case proceed
+        /// Off curl until the next attempt: the attempt no longer holds the handle (it is recycled).
+        case releaseHandle
         /// The retry delay is over: drop everything of the last attempt and start a fresh one.
         case beginNextAttempt
-        /// Ended: close the request body and hand the delegate back to be told, once.
+        /// Ended: release the handle, close the request body and hand the delegate back to be told, once.
         case end
     }
 
@@ -73,7 +75,7 @@ struct TransferState {
     /// `active → delaying`: off curl until the next attempt is due at `until`.
     mutating func delay(until: UInt64) -> Action {
         guard case .active = phase else { invalid("delay") }
-        return enter(.delaying(until: until), .proceed)
+        return enter(.delaying(until: until), .releaseHandle)
     }
 
     /// `delaying → waiting`: the delay is over (ignored once the transfer ended during it).

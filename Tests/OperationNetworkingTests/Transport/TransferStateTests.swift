@@ -25,7 +25,7 @@ final class TransferStateTests: XCTestCase {
                     .finish: "finished end"],
         "waiting": [.takeIn: "invalid", .admit: "active proceed", .delay: "invalid", .wake: "invalid",
                     .finish: "finished end"],
-        "active": [.takeIn: "invalid", .admit: "invalid", .delay: "delaying proceed", .wake: "invalid",
+        "active": [.takeIn: "invalid", .admit: "invalid", .delay: "delaying releaseHandle", .wake: "invalid",
                    .finish: "finished end"],
         "delaying": [.takeIn: "invalid", .admit: "invalid", .delay: "invalid", .wake: "waiting beginNextAttempt",
                      .finish: "finished end"],
