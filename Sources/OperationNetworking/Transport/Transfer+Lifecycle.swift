@@ -29,8 +29,8 @@ extension Transfer {
         return current.easy
     }
 
-    /// `created → waiting`: the network thread takes the transfer in. False when a cancel or pause
-    /// from another thread overtook the add (the transfer already ended).
+    /// `created → waiting`: the network thread takes the transfer in (and notes itself and the time).
+    /// False when a cancel or pause from another thread overtook the add (the transfer already ended).
     func takeIn(by network: NetworkThread, at now: UInt64) -> Bool {
         assertOnNetworkThread()
         self.network = network
@@ -82,7 +82,7 @@ extension Transfer {
         switch action {
         case .ignore:
             return false
-        case .beginTransfer, .proceed:
+        case .proceed:
             return true
         case .releaseHandle:
             current.easy = nil

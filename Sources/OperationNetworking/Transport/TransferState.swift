@@ -39,9 +39,8 @@ struct TransferState {
     enum Action: Equatable {
         /// Nothing: the event came after the transfer had ended (a cancel or pause overtook it).
         case ignore
-        /// Taken in by the network thread: remember the thread and the start time.
-        case beginTransfer
-        /// On curl: the handle is configured and the transfer's.
+        /// The phase changed and nothing else is needed: taken in (the thread and the start time are
+        /// already noted), or on curl (the handle is configured and the attempt's).
         case proceed
         /// Off curl until the next attempt: the attempt no longer holds the handle (it is recycled).
         case releaseHandle
@@ -60,7 +59,7 @@ struct TransferState {
     /// `created → waiting`: the network thread takes the transfer in (ignored once it ended).
     mutating func takeIn() -> Action {
         switch phase {
-        case .created: return enter(.waiting, .beginTransfer)
+        case .created: return enter(.waiting, .proceed)
         case .finished: return .ignore
         case .waiting, .active, .delaying: invalid("takeIn")
         }

@@ -21,7 +21,7 @@ final class TransferStateTests: XCTestCase {
 
     /// `phase action`, or `invalid`.
     private static let table: [String: [Event: String]] = [
-        "created": [.takeIn: "waiting beginTransfer", .admit: "invalid", .delay: "invalid", .wake: "invalid",
+        "created": [.takeIn: "waiting proceed", .admit: "invalid", .delay: "invalid", .wake: "invalid",
                     .finish: "finished end"],
         "waiting": [.takeIn: "invalid", .admit: "active proceed", .delay: "invalid", .wake: "invalid",
                     .finish: "finished end"],
