@@ -8,8 +8,7 @@ import Foundation
 //
 // The userdata of every per-transfer callback is the easy handle's `ccurl_header_block`, set once
 // per handle configuration; its `owner` is the transfer on the handle, which the transfer sets when
-// it begins a hop (`nil` while the handle is pooled). A request on a handle kept configured thus
-// writes one pointer instead of setting four curl options (about 80 instructions each).
+// it begins a hop (`nil` while the handle is pooled).
 
 /// The transfer owning the handle whose callback data is `userdata`, unretained.
 func callbackOwner(_ userdata: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
@@ -69,7 +68,7 @@ let curlOpenSocketCallback: curl_opensocket_callback = { userdata, _, address in
     let descriptor = socket(address.pointee.family, socketType, address.pointee.protocol)
     guard let transfer = owner else { return descriptor }
     if descriptor < 0 {
-        transfer.socketOpenError = errno
+        transfer.hop.socketOpenError = errno
     } else {
         transfer.network?.idleConnections.opened(descriptor)
     }

@@ -8,12 +8,10 @@ extension NetworkThread {
     /// Starts waiting transfers, oldest first, while slots are free.
     func admitWaiting() {
         assertOnNetworkThread()
-        pass = AdmissionPass(running: true)
-        defer { pass = AdmissionPass() }
         while active.count < activeLimit && waitingHead < waiting.count {
             let transfer = waiting[waitingHead]
             waitingHead += 1
-            guard case .waiting = transfer.state, !holdsForProbe(transfer) else { continue }
+            guard case .waiting = transfer.state.phase, !holdsForProbe(transfer) else { continue }
             start(transfer)
         }
         if waitingHead == waiting.count {

@@ -45,8 +45,7 @@ extension NetworkThread {
         }
         if onFreshConnection {
             _ = ccurl_easy_setopt_long(easy.raw, CURLOPT_FRESH_CONNECT, 1)
-            // Reset when recycled, so that the next transfer on the handle may reuse connections again.
-            easy.plainConfiguration = nil
+            // Cleared by the reset when the handle is recycled, so its next transfer may reuse connections.
         }
         guard multi.add(easy.raw) else {
             return .failed(TransportError.make(.unknown, "libcurl refused the next hop.", url: transfer.currentRequest.url))

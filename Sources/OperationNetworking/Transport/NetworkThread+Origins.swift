@@ -80,7 +80,7 @@ extension NetworkThread {
             }
             origins.probes[origin] = nil
             for transfer in origins.held.removeValue(forKey: origin) ?? [] {
-                if case .waiting = transfer.state { waiting.append(transfer) }
+                if case .waiting = transfer.state.phase { waiting.append(transfer) }
             }
         }
     }

@@ -96,12 +96,6 @@ final class NetworkThread: @unchecked Sendable {
     // MARK: Network thread only
     /// Connections a pinning policy accepted (see `Transfer.serverIsTrusted`).
     let trustedConnections = TrustedConnections()
-    /// The last absolute URL string `Transfer.configure` found usable, and its `host:port` when it is
-    /// https: requests to one URL (a poller, a benchmark) skip parsing its scheme and host every time.
-    @exclusivity(unchecked) var lastCheckedURL: (absoluteString: String, tlsOrigin: String?)?
-    /// The header lines the last request with fields of its own made of them (see
-    /// `Transfer.FieldLinesMemo`): a manager's requests carry the same fields one after another.
-    @exclusivity(unchecked) var fieldLinesMemo: Transfer.FieldLinesMemo?
     /// What each https origin speaks, and the probes of those not known yet (see `OriginProtocols`).
     var origins = OriginProtocols()
     /// Transfers on curl that need a connection each: plain http, or https to an origin known to be HTTP/1.x.
@@ -116,8 +110,6 @@ final class NetworkThread: @unchecked Sendable {
     var waitingHead = 0
     /// Reset easy handles ready for the next transfer.
     var pool: [CurlEasyHandle] = []
-    /// What the admission pass under way read of process-wide state (see `AdmissionPass`).
-    @exclusivity(unchecked) var pass = AdmissionPass()
     /// Throttled uploads paused by their read callback, with the time to resume them.
     var pausedUploads: [(transfer: Transfer, at: UInt64)] = []
     /// Transfers waiting out a retry delay, with the time their next attempt is due.
@@ -319,13 +311,12 @@ final class NetworkThread: @unchecked Sendable {
         pool.popLast() ?? CurlEasyHandle(share: share, clock: clockCell)
     }
 
-    /// Keeps a handle for the next transfer. One configured for a plain request keeps its options
-    /// (the next plain transfer of the same kind changes only what differs); others are reset now.
+    /// Keeps a handle, reset, for the next transfer.
     func recycle(_ easy: CurlEasyHandle) {
         assertOnNetworkThread()
         guard pool.count < NetworkThread.maxPooledHandles else { return }
         easy.headerBlock.pointee.owner = nil   // its transfer is over
-        if easy.plainConfiguration == nil { easy.reset() }
+        easy.reset()
         pool.append(easy)
     }
 

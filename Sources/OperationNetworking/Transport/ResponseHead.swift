@@ -32,8 +32,7 @@ extension ccurl_head_summary {
 }
 
 /// A head's fields in one array: their bytes as received, back to back, then (from the next multiple
-/// of 4) where each field lies. One allocation per response where a bytes array and a spans array
-/// were two (bench/README.md, round 10).
+/// of 4) where each field lies: one allocation per response.
 /// - Threading: a value; immutable once made.
 struct HeadFields {
     /// The field bytes, then the spans.
@@ -56,9 +55,7 @@ struct HeadFields {
         let count = spans == nil ? 0 : max(count, 0)
         let spanOffset = (byteCount + 3) & ~3
         let total = spanOffset + count * HeadFields.spanStride
-        // Reserved once, then appended to: the array initialisers that fill a buffer in place
-        // (`unsafeUninitializedCapacity`, `repeating:count:`) went through the runtime's generic
-        // metadata lookups on every call here, which cost more than the allocation they save.
+        // Reserved once, then appended to.
         var storage: [UInt8] = []
         storage.reserveCapacity(total)
         if let bytes { storage.append(contentsOf: UnsafeRawBufferPointer(start: bytes, count: byteCount)) }
@@ -114,9 +111,8 @@ struct HeadFields {
 /// for a field someone reads. What every response needs (length, media type, charset) is parsed once,
 /// from bytes, when the head is complete. Building Foundation's `HTTPURLResponse` is costlier still
 /// (it rewrites every header name), so the operation builds it on first use.
-/// - Threading: immutable once made. A class, not a struct: a head is handed from the transfer to the
-///   operation, its event monitors and serializers, and each copy of a struct this size retained and
-///   released every array and string in it (about 1,000 instructions per request; bench/README.md).
+/// - Threading: immutable once made. A class, not a struct: one head is shared by the transfer, the
+///   operation, its event monitors and serializers.
 final class ResponseHead: Sendable {
     /// The URL of the hop that answered.
     let url: URL
@@ -253,8 +249,7 @@ enum HeaderBytes {
         let start = Int(span.nameStart)
         guard length >= 0, start >= 0, start + length <= bytes.count else { return false }
         var name = name
-        // Both sides as contiguous bytes: iterating a String's UTF-8 view costs several times more, and
-        // this runs for several fields of every response.
+        // Both sides as contiguous bytes, compared without case.
         return name.withUTF8 { utf8 in
             guard utf8.count == length else { return false }
             return bytes.withUnsafeBufferPointer { field in

@@ -12,9 +12,7 @@ import FoundationNetworking
 /// there, as received, with where its name and value lie, and Swift hears of a block's status line and
 /// of its end. Informational blocks (`100 Continue`, `103 Early Hints`) are recognised and dropped.
 /// When a final block ends, its kept lines are copied into one array and the fields point into it; a
-/// block with folded lines is split again here instead (`splitFolded`), rare enough not to matter. This runs
-/// for every response: per field line, the Swift callback that appended it here cost about 180
-/// instructions, and splitting it at the block's end about 100 more; in C the two are a few dozen.
+/// block with folded lines is split again here instead (`splitFolded`), rare enough not to matter.
 /// - Threading: a plain value, owned by one `Transfer` on the network thread.
 struct ResponseHeaderParser {
     /// What a consumed line completed.
@@ -71,10 +69,8 @@ struct ResponseHeaderParser {
         fields.first(named: name) != nil
     }
 
-    /// The completed head for `url`. Changes nothing: `mutating` only so that a caller holding the
-    /// parser in a class's stored property (`Transfer`) passes it in place; called as a non-mutating
-    /// method it was first copied whole, about 400 instructions a response.
-    mutating func head(url: URL) -> ResponseHead {
+    /// The completed head for `url`.
+    func head(url: URL) -> ResponseHead {
         ResponseHead(url: url, statusCode: statusCode, httpVersion: httpVersion, fields: fields, summary: summary)
     }
 
@@ -96,8 +92,7 @@ struct ResponseHeaderParser {
         summary = nil
     }
 
-    /// The common versions as literals (no allocation), anything else as received. Compared with
-    /// `memcmp`: the generic `elementsEqual` over a string's UTF-8 view cost ~400 instructions a response.
+    /// The common versions as literals, anything else as received.
     private static func version(_ bytes: UnsafeRawBufferPointer) -> String {
         if let base = bytes.baseAddress {
             if bytes.count == 8, memcmp(base, "HTTP/1.1", 8) == 0 { return "HTTP/1.1" }
@@ -124,8 +119,8 @@ struct ResponseHeaderParser {
             summary = nil
             return .headComplete
         }
-        // The fields and their summary as the block found them, line by line (about 100 instructions a
-        // field fewer than a second pass over the lines in Swift), bytes and spans taken into one array.
+        // The fields and their summary as the block found them, line by line, bytes and spans taken
+        // into one array.
         fields = HeadFields(bytes: block.pointee.bytes.map { UnsafeRawPointer($0) }, byteCount: block.pointee.count,
                             spans: block.pointee.spans.map { UnsafeRawPointer($0) }, count: block.pointee.span_count)
         summary = block.pointee.summary

@@ -55,7 +55,7 @@ extension Transfer {
 
     /// Whether the response head just completed is a challenge the library may answer.
     func isAnswerableChallenge(_ head: ResponseHead) -> Bool {
-        guard head.statusCode == 401 || head.statusCode == 407, upload?.isReplayable ?? true else { return false }
+        guard head.statusCode == 401 || head.statusCode == 407, hop.upload?.isReplayable ?? true else { return false }
         return !head.values(for: head.statusCode == 401 ? "WWW-Authenticate" : "Proxy-Authenticate").isEmpty
     }
 
@@ -82,18 +82,18 @@ extension Transfer {
             method = NSURLAuthenticationMethodDefault
         }
         return AuthenticationChallengeInfo(isProxy: isProxy, schemes: schemes, realm: Transfer.realm(in: values),
-                                           method: method, previousFailureCount: challengeRounds, head: head,
-                                           proxyURL: isProxy ? proxy.proxyURL(for: currentRequest.url) : nil)
+                                           method: method, previousFailureCount: current.challengeRounds, head: head,
+                                           proxyURL: isProxy ? settings.proxy.proxyURL(for: currentRequest.url) : nil)
     }
 
     /// Applies the credentials of earlier challenge rounds to the hop being configured.
     func configureCredentials(_ easy: CurlEasyHandle) throws {
-        if let credential = serverCredential {
+        if let credential = current.serverCredential {
             try easy.set(CURLOPT_USERNAME, credential.user)
             try easy.set(CURLOPT_PASSWORD, credential.password)
             try easy.set(CURLOPT_HTTPAUTH, credential.schemes)
         }
-        if let credential = proxyCredential {
+        if let credential = current.proxyCredential {
             try easy.set(CURLOPT_PROXYUSERNAME, credential.user)
             try easy.set(CURLOPT_PROXYPASSWORD, credential.password)
             try easy.set(CURLOPT_PROXYAUTH, credential.schemes)

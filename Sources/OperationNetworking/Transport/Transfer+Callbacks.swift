@@ -13,7 +13,7 @@ extension Transfer {
 
     /// The later of `lastActivity` and the last header line's stamp (kept in the header block, in C).
     var latestActivity: UInt64 {
-        max(lastActivity, easy?.headerBlock.pointee.activity ?? 0)
+        max(hop.lastActivity, easy?.headerBlock.pointee.activity ?? 0)
     }
 
     /// The header block said `event` of `line` (a status line, the block's end, a refusal: field lines
@@ -21,14 +21,14 @@ extension Transfer {
     /// `abortError`).
     func receiveHeaderEvent(_ event: Int32, line: UnsafeRawBufferPointer, block: UnsafeMutablePointer<ccurl_header_block>) -> Bool {
         assertOnNetworkThread()
-        switch headerParser.handle(event, line: line, block: block) {
+        switch hop.headerParser.handle(event, line: line, block: block) {
         case .tooLarge:
-            abortError = TransportError.make(.cannotParseResponse,
+            current.abortError = TransportError.make(.cannotParseResponse,
                                              "The response headers exceed \(Transfer.maxHeaderBytes) bytes.",
                                              url: currentRequest.url)
             return false
         case .outOfMemory:
-            abortError = TransportError.make(.cannotParseResponse, "No memory was left for the response headers.",
+            current.abortError = TransportError.make(.cannotParseResponse, "No memory was left for the response headers.",
                                              url: currentRequest.url)
             return false
         case .headComplete:
@@ -41,13 +41,13 @@ extension Transfer {
     /// A piece of the response body arrived; false aborts the transfer.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         assertOnNetworkThread()
-        lastActivity = activityTime
-        guard let decoder else { return receiveDecoded(bytes) }
+        hop.lastActivity = activityTime
+        guard let decoder = hop.decoder else { return receiveDecoded(bytes) }
         switch decoder.decode(bytes, into: { receiveDecoded($0) }) {
         case .ok, .refused:
-            return abortError == nil
+            return current.abortError == nil
         case .damaged:
-            abortError = TransportError.make(.cannotDecodeContentData, "The compressed response body is damaged.",
+            current.abortError = TransportError.make(.cannotDecodeContentData, "The compressed response body is damaged.",
                                              url: currentRequest.url)
             return false
         }
@@ -55,19 +55,19 @@ extension Transfer {
 
     /// Body bytes as the caller gets them (inflated when compressed): set aside, skipped or delivered.
     private func receiveDecoded(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        if hop.setsBodyAside {
+        if hop.kind.setsBodyAside {
             // A 3xx or 401 body may become the response: it is held to the same limit.
-            if let limit = maximumBodySize, Int64(setAsideBody.count + bytes.count) > limit {
-                abortError = tooLarge(limit)
+            if let limit = settings.maximumBodySize, Int64(hop.setAsideBody.count + bytes.count) > limit {
+                current.abortError = tooLarge(limit)
                 return false
             }
-            setAsideBody.append(contentsOf: bytes)
+            hop.setAsideBody.append(contentsOf: bytes)
             return true
         }
         var bytes = bytes
-        if bytesToSkip > 0 {
-            let skipped = min(Int64(bytes.count), bytesToSkip)
-            bytesToSkip -= skipped
+        if current.bytesToSkip > 0 {
+            let skipped = min(Int64(bytes.count), current.bytesToSkip)
+            current.bytesToSkip -= skipped
             bytes = UnsafeRawBufferPointer(rebasing: bytes[Int(skipped)...])
             if bytes.isEmpty { return true }
         }
@@ -77,33 +77,33 @@ extension Transfer {
     /// Copies request body bytes for curl; the count, 0 at the end, -1 to abort, or `mustWait` to pause.
     func sendBody(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
         assertOnNetworkThread()
-        guard let upload else { return 0 }
+        guard let upload = hop.upload else { return 0 }
         restartBodyIfRequestWasSentAgain()
         let count = upload.read(into: buffer, capacity: capacity)
         if count == UploadSource.mustWait {
             // Throttled: curl pauses the upload; the network thread resumes it when the delay is over.
-            lastActivity = upload.nextReadAt
+            hop.lastActivity = upload.nextReadAt
             network?.resumeUpload(self, at: upload.nextReadAt)
             return UploadSource.mustWait
         }
         if count < 0 {
             let reason = (upload.streamError as NSError?)?.localizedDescription ?? "The request body stream failed."
-            abortError = TransportError.make(.requestBodyStreamExhausted, reason, url: currentRequest.url,
+            current.abortError = TransportError.make(.requestBodyStreamExhausted, reason, url: currentRequest.url,
                                              underlying: upload.streamError)
             return -1
         }
         if count > 0 {
-            lastActivity = activityTime
-            bytesSent = bytesSent.saturatingAdd(Int64(count))
-            delegate?.transfer(self, didSendBytes: count, totalBytes: bytesSent, expectedBytes: upload.length ?? -1)
+            hop.lastActivity = activityTime
+            hop.bytesSent = hop.bytesSent.saturatingAdd(Int64(count))
+            delegate?.transfer(self, didSendBytes: count, totalBytes: hop.bytesSent, expectedBytes: upload.length ?? -1)
         }
         return count
     }
 
     /// Starts the request body over; false when it cannot be replayed.
     func rewindBody() -> Bool {
-        guard let upload, upload.rewind() else { return false }
-        bytesSent = 0
+        guard let upload = hop.upload, upload.rewind() else { return false }
+        hop.bytesSent = 0
         return true
     }
 
@@ -114,34 +114,34 @@ extension Transfer {
     private func restartBodyIfRequestWasSentAgain() {
         guard let easy else { return }
         let headBytes = easy.info(long: CURLINFO_REQUEST_SIZE)
-        guard headBytes != requestHeadBytesAtBody else { return }
-        if bytesSent > 0 { _ = rewindBody() }
-        requestHeadBytesAtBody = headBytes
+        guard headBytes != hop.requestHeadBytesAtBody else { return }
+        if hop.bytesSent > 0 { _ = rewindBody() }
+        hop.requestHeadBytesAtBody = headBytes
     }
 
     // MARK: - Private
 
     /// Hands body bytes to the sink: memory or the caller's output stream.
     private func deliver(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        if let limit = maximumBodySize, bytesReceived.saturatingAdd(Int64(bytes.count)) > limit {
-            abortError = tooLarge(limit)
+        if let limit = settings.maximumBodySize, bytesReceived.saturatingAdd(Int64(bytes.count)) > limit {
+            current.abortError = tooLarge(limit)
             return false
         }
         if let outputStream {
             guard write(bytes, to: outputStream) else { return false }
         } else {
-            body.append(contentsOf: bytes)
+            current.body.append(contentsOf: bytes)
         }
-        bytesReceived = bytesReceived.saturatingAdd(Int64(bytes.count))
-        delegate?.transfer(self, didReceiveBytes: bytes.count, totalBytes: bytesReceived,
-                           expectedBytes: expectedBodyLength)
+        current.bytesReceived = current.bytesReceived.saturatingAdd(Int64(bytes.count))
+        delegate?.transfer(self, didReceiveBytes: bytes.count, totalBytes: current.bytesReceived,
+                           expectedBytes: current.expectedBodyLength)
         return true
     }
 
     /// Writes all of `bytes` or records why not (a stream that fails or takes nothing fails the operation).
     func write(_ bytes: UnsafeRawBufferPointer, to stream: OutputStream) -> Bool {
         guard stream.writeAll(bytes) else {
-            abortError = stream.reportedError ?? TransportError.make(
+            current.abortError = stream.reportedError ?? TransportError.make(
                 .cannotWriteToFile, "The output stream did not accept the response body.", url: currentRequest.url)
             return false
         }
@@ -150,45 +150,45 @@ extension Transfer {
 
     /// A final response head is complete: store it, decide about redirects and resumption.
     private func responseHeadCompleted() -> Bool {
-        guard let url = hopURL, headerParser.statusCode > 0 else {
-            abortError = TransportError.make(.badServerResponse, "The response head could not be read.",
+        guard let url = hop.url, hop.headerParser.statusCode > 0 else {
+            current.abortError = TransportError.make(.badServerResponse, "The response head could not be read.",
                                              url: currentRequest.url)
             return false
         }
-        let head = headerParser.head(url: url)
+        let head = hop.headerParser.head(url: url)
         if isTunnelAnswer() {
             receiveTunnelAnswer(head)   // the proxy's, not the response: neither kept nor reported
             return true
         }
-        self.head = head
-        decoder = asksForEncodings ? head.contentEncoding.flatMap { ContentDecoder(contentEncoding: $0) } : nil
+        current.head = head
+        hop.decoder = hop.asksForEncodings ? head.contentEncoding.flatMap { ContentDecoder(contentEncoding: $0) } : nil
         if head.hasConflictingContentLengths {
             // Two lengths for one body: no way to tell where it ends (RFC 9112 §6.3).
-            abortError = TransportError.make(.cannotParseResponse, "The response has conflicting Content-Length headers.",
+            current.abortError = TransportError.make(.cannotParseResponse, "The response has conflicting Content-Length headers.",
                                              url: url)
             return false
         }
-        if hopHandlesCookies {
+        if hop.handlesCookies {
             storeCookies(from: head.setCookieValues, url: url)
         }
         let status = head.statusCode
-        let isRedirect = (300..<400).contains(status) && status != 304 && headerParser.hasField("Location")
-        hop = isRedirect ? .redirect : isAnswerableChallenge(head) ? .challenge
-            : isRetryableStatus(status) ? .retryable : .delivering
-        setAsideBody.removeAll()
+        let isRedirect = (300..<400).contains(status) && status != 304 && hop.headerParser.hasField("Location")
+        hop.classify(as: isRedirect ? .redirect : isAnswerableChallenge(head) ? .challenge
+            : isRetryableStatus(status) ? .retryable : .delivering)
+        hop.setAsideBody.removeAll()
         // A retryable status is a response the monitors hear of, even if another attempt replaces it.
-        if hop == .retryable { delegate?.transfer(self, didReceive: head) }
-        if hop.setsBodyAside { return true }
-        if let limit = maximumBodySize, head.contentEncoding == nil,
+        if hop.kind == .retryable { delegate?.transfer(self, didReceive: head) }
+        if hop.kind.setsBodyAside { return true }
+        if let limit = settings.maximumBodySize, head.contentEncoding == nil,
            let declared = head.declaredContentLength, declared > limit,
            currentRequest.uppercasedMethod != "HEAD" {
-            abortError = tooLarge(limit)   // known from the head: not one byte needs to arrive
+            current.abortError = tooLarge(limit)   // known from the head: not one byte needs to arrive
             return false
         }
         guard prepareSinkForResponse(status: status, head: head) else { return false }
         let length = head.expectedContentLength
         if outputStream == nil, length > 0, length < 64 << 20 {
-            body.reserveCapacity(body.count + Int(length))
+            current.body.reserveCapacity(current.body.count + Int(length))
         }
         delegate?.transfer(self, didReceive: head)
         return true
@@ -198,35 +198,35 @@ extension Transfer {
     private func prepareSinkForResponse(status: Int, head: ResponseHead) -> Bool {
         let length = head.expectedContentLength
         guard let resume = resumeFrom, resume.offset > 0 else {
-            expectedBodyLength = length
-            if status == 206, case .bytes(let start, _) = callerRange {
+            current.expectedBodyLength = length
+            if status == 206, case .bytes(let start, _) = hop.callerRange {
                 // The body starts where the caller's range does (Content-Range says so exactly).
-                rangeBase = ContentRange(head.value(for: "Content-Range"))?.first ?? start
+                current.rangeBase = ContentRange(head.value(for: "Content-Range"))?.first ?? start
             }
             return true
         }
-        if sentRange && status == 206 {
+        if hop.sentRange && status == 206 {
             return continuationFits(head, resume: resume)
         }
-        expectedBodyLength = length
+        current.expectedBodyLength = length
         if outputStream == nil {
             // The server sent the whole body again: start over instead of duplicating the prefix.
-            body.removeAll(keepingCapacity: true)
-            bytesReceived = 0
+            current.body.removeAll(keepingCapacity: true)
+            current.bytesReceived = 0
             return true
         }
         guard (200..<300).contains(status) else { return true }
         // A caller's stream cannot be rewound: drop the prefix it already holds, but only when the
         // resource is provably the same one; otherwise the file would mix two versions.
-        let validator = headerParser.value(for: "ETag") ?? headerParser.value(for: "Last-Modified")
+        let validator = hop.headerParser.value(for: "ETag") ?? hop.headerParser.value(for: "Last-Modified")
         guard resume.validator == nil || validator == nil || validator == resume.validator else {
-            abortError = TransportError.make(
+            current.abortError = TransportError.make(
                 .cannotWriteToFile,
                 "The resource changed on the server while paused; the output stream cannot be rewound.",
                 url: currentRequest.url)
             return false
         }
-        bytesToSkip = resume.offset
+        current.bytesToSkip = resume.offset
         return true
     }
 
@@ -236,23 +236,23 @@ extension Transfer {
     private func continuationFits(_ head: ResponseHead, resume: ResumePoint) -> Bool {
         let value = head.value(for: "Content-Range")
         guard let range = ContentRange(value), range.first == resume.offset else {
-            abortError = TransportError.make(
+            current.abortError = TransportError.make(
                 .badServerResponse,
                 "The server answered the continuation from byte \(resume.offset) with Content-Range "
                 + "\"\(value ?? "")\"; the kept bytes were not extended.", url: currentRequest.url)
             return false
         }
         if let known = resume.totalLength, let total = range.total, known != total {
-            abortError = TransportError.make(
+            current.abortError = TransportError.make(
                 .badServerResponse,
                 "The resource is \(total) bytes long now, \(known) when the download was paused; the kept bytes "
                 + "belong to another version.", url: currentRequest.url)
             return false
         }
         let length = head.expectedContentLength
-        expectedBodyLength = length >= 0 ? resume.offset.saturatingAdd(length) : range.last.saturatingAdd(1)
+        current.expectedBodyLength = length >= 0 ? resume.offset.saturatingAdd(length) : range.last.saturatingAdd(1)
         // An open range must reach the resource's end; a closed one (the caller's) its own end.
-        requiredBodyEnd = resume.rangeEnd.map { $0.saturatingAdd(1) } ?? (range.total ?? resume.totalLength)
+        hop.requiredBodyEnd = resume.rangeEnd.map { $0.saturatingAdd(1) } ?? (range.total ?? resume.totalLength)
         return true
     }
 
@@ -266,32 +266,5 @@ extension Transfer {
     private func storeCookies(from values: [String], url: URL) {
         guard !values.isEmpty else { return }
         CookieAcceptance.store(values, from: url, in: Transfer.cookieStorage)
-    }
-}
-
-/// `Content-Range: bytes first-last/total` (the total may be `*`, unknown).
-struct ContentRange: Equatable {
-    let first: Int64
-    let last: Int64
-    let total: Int64?
-
-    /// `nil` when `value` is missing or not a satisfied byte range.
-    init?(_ value: String?) {
-        guard let value, let unit = value.range(of: "bytes ", options: [.caseInsensitive, .anchored]) else { return nil }
-        let rest = value[unit.upperBound...].trimmingCharacters(in: .whitespaces)
-        let halves = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
-        let bounds = halves[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        guard halves.count == 2, bounds.count == 2,
-              let first = Int64(bounds[0].trimmingCharacters(in: .whitespaces)),
-              let last = Int64(bounds[1].trimmingCharacters(in: .whitespaces)), first >= 0, last >= first else { return nil }
-        let totalText = halves[1].trimmingCharacters(in: .whitespaces)
-        if totalText == "*" {
-            total = nil
-        } else {
-            guard let total = Int64(totalText), total > last else { return nil }
-            self.total = total
-        }
-        self.first = first
-        self.last = last
     }
 }

@@ -27,14 +27,12 @@ extension Transfer {
     }
 
     /// Applies the operation's proxy setting to the hop being configured. `.environment` leaves libcurl
-    /// reading the environment at each new connection when `environmentNamesProxy`; otherwise the hop goes
-    /// direct, with the no-proxy list set too, so that libcurl skips its five `getenv` calls.
-    func configureProxy(_ easy: CurlEasyHandle, environmentNamesProxy: Bool) throws {
-        switch proxy {
+    /// reading the proxy variables at each new connection, so a variable set at run time is seen by the
+    /// next request.
+    func configureProxy(_ easy: CurlEasyHandle) throws {
+        switch settings.proxy {
         case .environment:
-            guard !environmentNamesProxy else { return }
-            try easy.set(CURLOPT_PROXY, "")
-            try easy.set(CURLOPT_NOPROXY, "")
+            return
         case .direct:
             try easy.set(CURLOPT_PROXY, "")
         case .proxy(let url, let bypass):
@@ -52,7 +50,7 @@ extension Transfer {
     /// Logs into a SOCKS5 proxy up front (user/password, RFC 1929) with the login the operation finds,
     /// when this hop goes through one.
     private func configureSOCKSLogin(_ easy: CurlEasyHandle, proxy url: URL) throws {
-        guard Transfer.isSOCKS(url), proxy.proxyURL(for: currentRequest.url) != nil,
+        guard Transfer.isSOCKS(url), settings.proxy.proxyURL(for: currentRequest.url) != nil,
               let login = (delegate as? ProxyLoginSource)?.transfer(self, loginFor: url) else { return }
         try easy.set(CURLOPT_PROXYUSERNAME, login.user)
         try easy.set(CURLOPT_PROXYPASSWORD, login.password)
@@ -62,32 +60,6 @@ extension Transfer {
     static func isSOCKS(_ url: URL) -> Bool {
         let scheme = url.scheme?.lowercased()
         return scheme == "socks5" || scheme == "socks5h"
-    }
-
-    /// Whether the process environment names a proxy libcurl would read for a request (`http_proxy`,
-    /// `https_proxy`, `HTTPS_PROXY`, `all_proxy`, `ALL_PROXY`, set at all, even empty). One pass over the
-    /// environment, read when a hop is configured, so a variable set at run time is seen by the next
-    /// request, as libcurl's own reading would see it; it costs a fifth of libcurl's five lookups.
-    static func environmentNamesProxy() -> Bool {
-        // `environ` is NULL after clearenv(3): typed as an optional, it is never force-unwrapped.
-        let environment: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ
-        guard var entry = environment else { return false }
-        while let variable = entry.pointee {
-            switch UInt8(bitPattern: variable.pointee) {
-            case UInt8(ascii: "h"):
-                if strncmp(variable, "http_proxy=", 11) == 0 || strncmp(variable, "https_proxy=", 12) == 0 { return true }
-            case UInt8(ascii: "H"):
-                if strncmp(variable, "HTTPS_PROXY=", 12) == 0 { return true }
-            case UInt8(ascii: "a"):
-                if strncmp(variable, "all_proxy=", 10) == 0 { return true }
-            case UInt8(ascii: "A"):
-                if strncmp(variable, "ALL_PROXY=", 10) == 0 { return true }
-            default:
-                break
-            }
-            entry += 1
-        }
-        return false
     }
 
     /// Whether a header block that just completed is the proxy's answer to `CONNECT`, not the server's:
@@ -102,9 +74,9 @@ extension Transfer {
     /// Keeps what the proxy answered to `CONNECT` (it is never the response): nothing for a 2xx.
     func receiveTunnelAnswer(_ head: ResponseHead) {
         switch head.statusCode {
-        case 200..<300: tunnelAnswer = nil
-        case 407: tunnelAnswer = .challenge(head)
-        default: tunnelAnswer = .refused(status: head.statusCode)
+        case 200..<300: hop.tunnelAnswer = nil
+        case 407: hop.tunnelAnswer = .challenge(head)
+        default: hop.tunnelAnswer = .refused(status: head.statusCode)
         }
     }
 
@@ -129,7 +101,7 @@ extension Transfer {
         default: return nil
         }
         let url = currentRequest.url
-        let proxyName = proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "1080")" }
+        let proxyName = settings.proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "1080")" }
             ?? "the proxy"
         return TransportError.refined(.userAuthenticationRequired, "The SOCKS5 proxy \(proxyName) \(why).",
                                       curl: CURLE_PROXY, message: easy.errorMessage, url: url)
@@ -137,10 +109,10 @@ extension Transfer {
 
     /// What `proxyRefusalEnded` does for an HTTP proxy that refused the tunnel.
     private func tunnelEnded() -> HopEndAction? {
-        guard let answer = tunnelAnswer else { return nil }
+        guard let answer = hop.tunnelAnswer else { return nil }
         let url = currentRequest.url
         let target = url.map { "\($0.host ?? "?"):\($0.port ?? 443)" } ?? "the server"
-        let proxyName = proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "default port")" }
+        let proxyName = settings.proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "default port")" }
             ?? "the proxy"
         switch answer {
         case .refused(let status):
@@ -149,14 +121,14 @@ extension Transfer {
                 url: url)))
         case .challenge(let head):
             let info = challengeInfo(head)
-            let resolution: ChallengeResolution = challengeRounds >= Transfer.maxChallengeRounds || info.schemes == 0
+            let resolution: ChallengeResolution = current.challengeRounds >= Transfer.maxChallengeRounds || info.schemes == 0
                 ? .deliver : (delegate?.transfer(self, didReceiveChallenge: info) ?? .deliver)
             if case .answer(let user, let password) = resolution {
-                proxyCredential = TransferCredential(user: user, password: password, schemes: info.schemes)
-                challengeRounds += 1
+                current.proxyCredential = TransferCredential(user: user, password: password, schemes: info.schemes)
+                current.challengeRounds += 1
                 return .sendNextHop
             }
-            let why = challengeRounds == 0 ? "no credential answered it" : "the credential was refused"
+            let why = current.challengeRounds == 0 ? "no credential answered it" : "the credential was refused"
             return .finish(.failed(TransportError.make(
                 .userAuthenticationRequired,
                 "The proxy \(proxyName) requires authentication for the tunnel to \(target) (407 to CONNECT); \(why).",

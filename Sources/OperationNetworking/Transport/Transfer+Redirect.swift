@@ -20,11 +20,11 @@ extension Transfer {
     /// then lets the delegate's redirect block decide.
     func redirectDecision() -> RedirectDecision {
         guard let head, let currentURL = currentRequest.url,
-              let location = headerParser.value(for: "Location"),
+              let location = hop.headerParser.value(for: "Location"),
               let target = URL(string: location, relativeTo: currentURL)?.absoluteURL else {
             return .deliver   // a Location nobody can follow: the 3xx is the answer
         }
-        guard redirectCount < Transfer.maxRedirects else {
+        guard current.redirectCount < Transfer.maxRedirects else {
             return .fail(TransportError.make(.httpTooManyRedirects,
                                              "More than \(Transfer.maxRedirects) redirects.", url: currentURL))
         }
@@ -34,7 +34,7 @@ extension Transfer {
         }
         guard let proposed = Transfer.redirectedRequest(from: currentRequest, to: target,
                                                        status: head.statusCode,
-                                                       bodyIsReplayable: upload?.isReplayable ?? true) else {
+                                                       bodyIsReplayable: hop.upload?.isReplayable ?? true) else {
             return .fail(TransportError.make(.requestBodyStreamExhausted,
                                              "A \(head.statusCode) redirect needs the request body again, "
                                              + "but it was a stream.", url: currentURL))
@@ -82,15 +82,16 @@ extension Transfer {
     /// The redirect is not followed (or the challenge not answered): its head and body become the response.
     func deliverSetAsideResponse() -> Bool {
         guard let head else { return true }
-        hop = .delivering
+        hop.classify(as: .delivering)
+        let setAside = hop.setAsideBody
+        hop.setAsideBody = Data()
         if let outputStream {
-            guard setAsideBody.withUnsafeBytes({ write($0, to: outputStream) }) else { return false }
+            guard setAside.withUnsafeBytes({ write($0, to: outputStream) }) else { return false }
         } else {
-            body = setAsideBody
+            current.body = setAside
         }
-        bytesReceived = Int64(setAsideBody.count)
-        expectedBodyLength = head.expectedContentLength
-        setAsideBody = Data()
+        current.bytesReceived = Int64(setAside.count)
+        current.expectedBodyLength = head.expectedContentLength
         delegate?.transfer(self, didReceive: head)
         return true
     }

@@ -54,7 +54,7 @@ extension Transfer {
     /// Counts the resend when it says yes.
     func resendsUnprocessed(code: CURLcode, easy: CurlEasyHandle) -> Bool {
         guard Transfer.connectionLossCodes.contains(code.rawValue),
-              unprocessedResends < Transfer.maxUnprocessedResends, hop == .awaitingHead,
+              unprocessedResends < Transfer.maxUnprocessedResends, hop.kind == .awaitingHead,
               easy.info(long: CURLINFO_HEADER_SIZE) == 0, bodyCanBeSentAgain else { return false }
         let unsent = easy.info(long: CURLINFO_REQUEST_SIZE) == 0
         let message = easy.errorMessage
@@ -66,7 +66,7 @@ extension Transfer {
         guard unsent || refused || stale else { return false }
         unprocessedResends += 1
         if let multipart = currentRequest.httpBodyStream as? MultipartBodyStream, let fresh = multipart.rebuilt() {
-            currentRequest.httpBodyStream = fresh
+            current.request.httpBodyStream = fresh
         }
         return true
     }

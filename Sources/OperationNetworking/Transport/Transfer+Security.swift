@@ -12,7 +12,7 @@ let curlPrerequestCallback: curl_prereq_callback = { userdata, primaryIP, localI
     guard let owner = callbackOwner(userdata) else { return Int32(CURL_PREREQFUNC_ABORT) }
     let transfer = Unmanaged<Transfer>.fromOpaque(owner).takeUnretainedValue()
     if transfer.isCancelRequested { return Int32(CURL_PREREQFUNC_ABORT) }
-    guard transfer.pinsCertificates else { return Int32(CURL_PREREQFUNC_OK) }
+    guard transfer.hop.pinsCertificates else { return Int32(CURL_PREREQFUNC_OK) }
     let connection = "\(primaryIP.map { String(cString: $0) } ?? "?"):\(primaryPort)<-"
         + "\(localIP.map { String(cString: $0) } ?? "?"):\(localPort)"
     return transfer.serverIsTrusted(connection: connection) ? Int32(CURL_PREREQFUNC_OK) : Int32(CURL_PREREQFUNC_ABORT)
@@ -66,21 +66,19 @@ let curlInstallTrustStore: curl_ssl_ctx_callback = { _, sslContext, store in
 extension Transfer {
     /// TLS options for the current hop from the operation's policy and client certificate.
     func configureTLS(_ easy: CurlEasyHandle, url: URL) throws {
-        pinsCertificates = false
-        trustStore = nil
         guard url.scheme?.lowercased() == "https" else { return }
         // Trust comes from the CA bundle file alone (Debian's libcurl also names /etc/ssl/certs, the
         // same certificates hashed one per file). Without a directory, libcurl keeps the parsed
         // bundle in the multi handle's CA cache instead of reading and parsing it for every connection.
         try easy.set(CURLOPT_CAPATH, pointer: nil)
-        if let certificate = clientCertificate {
+        if let certificate = settings.clientCertificate {
             try setBlob(easy, CURLOPT_SSLCERT_BLOB, certificate.certificate)
             try easy.set(CURLOPT_SSLCERTTYPE, certificate.certificateFormat.rawValue)
             try setBlob(easy, CURLOPT_SSLKEY_BLOB, certificate.privateKey)
             try easy.set(CURLOPT_SSLKEYTYPE, certificate.privateKeyFormat.rawValue)
             if let passphrase = certificate.passphrase { try easy.set(CURLOPT_KEYPASSWD, passphrase) }
         }
-        guard let policy = security, !policy.isSystemDefault else { return }
+        guard let policy = settings.security, !policy.isSystemDefault else { return }
         if policy.evaluator != nil {
             // The subclass's own evaluateServerTrust decides, whatever its settings say.
             try decideInPrerequest(easy, policy)
@@ -113,7 +111,7 @@ extension Transfer {
             throw TransportError.make(.serverCertificateUntrusted,
                                       "An additional trust anchor is not a certificate.", url: url)
         }
-        trustStore = store
+        hop.trustStore = store
         try setBlob(easy, CURLOPT_CAINFO_BLOB, CertificateData.pem(anchors.sorted(by: Transfer.byBytes)))
         try check(ccurl_easy_setopt_ssl_ctx_function(easy.raw, curlInstallTrustStore))
         try easy.set(CURLOPT_SSL_CTX_DATA, pointer: store.raw)
@@ -128,13 +126,13 @@ extension Transfer {
         try easy.set(CURLOPT_SSL_SESSIONID_CACHE, false)
         // Distinct per policy, so curl never reuses a connection another policy accepted.
         try setBlob(easy, CURLOPT_CAINFO_BLOB, policyMarker(policy))
-        pinsCertificates = true
+        hop.pinsCertificates = true
     }
 
     /// The decision for the connection just made or reused (the pinning rules, or the subclass's
     /// `evaluateServerTrust`); records why on refusal.
     func serverIsTrusted(connection: String) -> Bool {
-        guard let policy = security, let easy, let url = currentRequest.url else { return true }
+        guard let policy = settings.security, let easy, let url = currentRequest.url else { return true }
         let key = TrustedConnections.Key(policy: policy, connection: connection)
         let chain = presentedChain(easy)
         if chain.isEmpty {
@@ -153,7 +151,7 @@ extension Transfer {
     }
 
     private func refuse(_ message: String, url: URL) {
-        abortError = TransportError.make(.serverCertificateUntrusted, message, url: url)
+        current.abortError = TransportError.make(.serverCertificateUntrusted, message, url: url)
     }
 
     /// The certificates the server sent (leaf first), from `CURLINFO_CERTINFO`.

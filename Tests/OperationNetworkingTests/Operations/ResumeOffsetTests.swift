@@ -54,9 +54,8 @@ final class ResumeOffsetTests: ServerTestCase {
         XCTAssertEqual(server.requests.count, 2)
     }
 
-    /// The second of two requests with the same `Range` field gets the first one's header lines from the
-    /// network thread (`Transfer.FieldLinesMemo`): it must still know the caller's range, so its resume
-    /// continues after the range's start and stops at its end.
+    /// The second of two requests with the same `Range` field knows the caller's range as the first
+    /// did, so its resume continues after the range's start and stops at its end.
     func testASecondRequestWithTheSameRangeIsContinuedFromItsOwnStart() throws {
         let request = closedRangeRequest()
         let first = HTTPRequestOperation(request: request)

@@ -75,9 +75,8 @@ final class HandleReuseTests: ServerTestCase {
         XCTAssertNil(logged[6].header("Content-Length"), "the GET after the uploads sent a length")
     }
 
-    /// The network thread keeps the header lines of the last request's fields for the next request with
-    /// equal fields and the same body facts (`Transfer.FieldLinesMemo`): every request must still send
-    /// its own values, its body's length and no `Expect`.
+    /// Requests with equal fields one after another on recycled handles: every request sends its own
+    /// values, its body's length and no `Expect`.
     func testRequestsWithEqualFieldsStillSendTheirOwnHead() throws {
         func make(_ method: String, _ fields: [String: String], body: String? = nil) -> URLRequest {
             var made = request("/echo", method: method)

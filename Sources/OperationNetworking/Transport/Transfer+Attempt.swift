@@ -1,0 +1,165 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// MARK: - What one attempt and one hop own
+
+extension Transfer {
+    /// Everything one attempt (one sending of the request, with its redirects and challenge answers)
+    /// owns. A retry starts from a new value (`Transfer.beginNextAttempt`): nothing of the last
+    /// attempt is carried over, so no field can be forgotten in a reset.
+    struct Attempt {
+        /// 1 for the first attempt.
+        let number: Int
+        /// The request of the current hop (changes on redirects).
+        var request: URLRequest
+        /// The easy handle the attempt runs on while the transfer is active.
+        var easy: CurlEasyHandle?
+        /// The last complete response head.
+        var head: ResponseHead?
+        /// Response body received in memory (when the transfer has no output stream).
+        var body: Data
+        /// Body bytes delivered to the sink, counted across a resume.
+        var bytesReceived: Int64
+        /// Full length of the body being received, counting a resumed prefix; -1 when unknown.
+        var expectedBodyLength: Int64 = -1
+        /// Bytes of a restarted (200 instead of 206) resumed body to drop because the sink already has them.
+        var bytesToSkip: Int64 = 0
+        /// Resource offset of the first body byte of a 206 answering the caller's range (0 otherwise).
+        var rangeBase: Int64 = 0
+        /// Redirects followed so far.
+        var redirectCount = 0
+        /// Challenge rounds answered so far.
+        var challengeRounds = 0
+        /// Credentials chosen in earlier rounds for the server (dropped when a redirect leaves its
+        /// origin) and for the proxy.
+        var serverCredential: TransferCredential?
+        var proxyCredential: TransferCredential?
+        /// Set by a callback that aborted the transfer, so the outcome says why rather than curl's generic code.
+        var abortError: Error?
+
+        init(number: Int, request: URLRequest, body: Data = Data(), bytesReceived: Int64 = 0) {
+            self.number = number
+            self.request = request
+            self.body = body
+            self.bytesReceived = bytesReceived
+        }
+    }
+
+    /// Everything one hop (one request and its response: the first, a redirect followed, a challenge
+    /// answered, a resend) owns. Each hop starts from a new value (`Transfer.beginHop`).
+    struct Hop {
+        /// What the hop's response is, once its head arrived.
+        enum Kind: Equatable {
+            /// No final head yet (nothing, or only 1xx blocks, arrived).
+            case awaitingHead
+            /// The response the caller gets: its body goes to the sink.
+            case delivering
+            /// A 3xx the library may follow: its body is set aside in case it becomes the response.
+            case redirect
+            /// A 401/407 the library may answer: its body is set aside likewise.
+            case challenge
+            /// A status the retry policy may send again (a 503, say): its body is set aside likewise.
+            case retryable
+
+            /// Whether body bytes go to `setAsideBody` rather than the sink.
+            var setsBodyAside: Bool { self == .redirect || self == .challenge || self == .retryable }
+        }
+
+        /// What the response is; changed only through `classify(as:)`.
+        private(set) var kind: Kind = .awaitingHead
+        /// The request's URL (`nil` only before the first hop) and cookie handling.
+        let url: URL?
+        let handlesCookies: Bool
+        /// `host:port` when the hop is https (a connection that may turn out HTTP/2), else `nil`.
+        let tlsOrigin: String?
+        /// Whether the hop asked for compressed bodies (the request set no `Accept-Encoding` of its own).
+        let asksForEncodings: Bool
+        /// Monotonic time the hop began, for `metrics`.
+        let startTime: UInt64
+        /// Monotonic time of the last byte moved or header received; drives the no-progress timeout.
+        var lastActivity: UInt64
+        /// Parsing state of the header block arriving.
+        var headerParser = ResponseHeaderParser()
+        /// Inflates the response body when the library asked for compression and the server used an
+        /// encoding it knows; `nil` otherwise (bytes pass as they come).
+        var decoder: ContentDecoder?
+        /// Body of a redirect or challenge candidate, kept in case it becomes the response.
+        var setAsideBody = Data()
+        /// Where the body must end (in resource bytes, like `bytesReceived`), when known: a 206 that
+        /// ends elsewhere would leave the download short.
+        var requiredBodyEnd: Int64?
+        /// The single range of the caller's own `Range` header; `nil` when it sent none, and
+        /// `.unusable` when it sent one the library cannot continue (several ranges, a suffix).
+        var callerRange: CallerRange?
+        /// Whether the hop asked for a byte range (a resumed download).
+        var sentRange = false
+        /// What the proxy answered to this hop's `CONNECT`, when it refused the tunnel.
+        var tunnelAnswer: TunnelAnswer?
+        /// Whether the policy (a pinning one, or a subclass's `evaluateServerTrust`) decides in the
+        /// pre-request callback.
+        var pinsCertificates = false
+        /// The trust store the TLS connection verifies against, when the policy adds anchors (held so
+        /// the store outlives the handshake that uses it).
+        var trustStore: TrustStore?
+        /// The request body source.
+        var upload: UploadSource?
+        /// Upload bytes handed to curl so far.
+        var bytesSent: Int64 = 0
+        /// libcurl's count of request-head bytes sent when the body was last read (see
+        /// `restartBodyIfRequestWasSentAgain`).
+        var requestHeadBytesAtBody = 0
+        /// `errno` of the last socket the open-socket callback could not make (0: none failed).
+        var socketOpenError: Int32 = 0
+
+        init(url: URL?, handlesCookies: Bool, tlsOrigin: String?, asksForEncodings: Bool, startTime: UInt64) {
+            self.url = url
+            self.handlesCookies = handlesCookies
+            self.tlsOrigin = tlsOrigin
+            self.asksForEncodings = asksForEncodings
+            self.startTime = startTime
+            self.lastActivity = startTime
+        }
+
+        /// The value a transfer holds before its first hop begins.
+        static var beforeFirst: Hop { Hop(url: nil, handlesCookies: true, tlsOrigin: nil, asksForEncodings: false, startTime: 0) }
+
+        /// The one place `kind` changes: a final head said what the response is, or a set-aside
+        /// response became the caller's. A hop never goes back to awaiting its head.
+        mutating func classify(as next: Kind) {
+            precondition(next != .awaitingHead, "Transfer.Hop: \(kind) → awaitingHead")
+            kind = next
+        }
+    }
+
+    /// The one place a hop begins: the last hop's body source is closed and everything it owned dropped.
+    func beginHop(_ next: Hop) {
+        hop.upload?.close()
+        hop = next
+    }
+
+    /// The hop for `request`. Throws unless its URL is an http or https URL with a host and its method
+    /// a token.
+    func makeHop(for request: URLRequest, now: UInt64) throws -> Hop {
+        guard let url = request.url else {
+            throw TransportError.make(.badURL, "The request has no URL.", url: nil)
+        }
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw TransportError.make(.unsupportedURL, "Only http and https URLs are supported.", url: url)
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw TransportError.make(.badURL, "The URL has no host.", url: url)
+        }
+        // The method goes to CURLOPT_CUSTOMREQUEST verbatim: anything but a token would rewrite the
+        // request line (CR LF starts header lines of the caller's choosing).
+        if let given = request.httpMethod, given.uppercased() != "GET", !HTTPToken.isToken(given) {
+            throw LibraryError.invalidMethod(given, url: url)
+        }
+        let fields = request.allHTTPHeaderFields ?? [:]
+        return Hop(url: url, handlesCookies: request.httpShouldHandleCookies,
+                   tlsOrigin: scheme == "https" ? "\(host.lowercased()):\(url.port ?? 443)" : nil,
+                   asksForEncodings: !fields.keys.contains { $0.lowercased() == "accept-encoding" },
+                   startTime: now)
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// MARK: - Network thread: a redirect or challenge hop that curl reports done
+
+extension Transfer {
+    /// A followable 3xx is complete: follow it, deliver it, or fail.
+    func redirectEnded() -> HopEndAction {
+        switch redirectDecision() {
+        case .follow(let request):
+            if !Transfer.sameOrigin(currentRequest.url, request.url) { current.serverCredential = nil }
+            current.request = request
+            current.redirectCount += 1
+            return .sendNextHop
+        case .deliver:
+            return .finish(deliverSetAside())
+        case .fail(let error):
+            return .finish(.failed(error))
+        }
+    }
+
+    /// An answerable 401/407 is complete: the delegate decides (once per round) whether to send it
+    /// again with a credential, deliver it, or cancel.
+    func challengeEnded() -> HopEndAction {
+        guard let head else { return .finish(.completed) }
+        let info = challengeInfo(head)
+        let resolution: ChallengeResolution = current.challengeRounds >= Transfer.maxChallengeRounds || info.schemes == 0
+            ? .deliver : (delegate?.transfer(self, didReceiveChallenge: info) ?? .deliver)
+        switch resolution {
+        case .answer(let user, let password):
+            let credential = TransferCredential(user: user, password: password, schemes: info.schemes)
+            if info.isProxy { current.proxyCredential = credential } else { current.serverCredential = credential }
+            current.challengeRounds += 1
+            return .sendNextHop
+        case .deliver:
+            return .finish(deliverSetAside())
+        case .cancel:
+            _ = deliverSetAsideResponse()
+            return .finish(.completedWithError(TransportError.make(
+                .userCancelledAuthentication, "The authentication challenge was cancelled.", url: currentRequest.url)))
+        }
+    }
+
+    /// The set-aside response becomes the caller's: completed, or failed if the sink refused it.
+    func deliverSetAside() -> TransferOutcome {
+        if let unfinished = unfinishedCompression() { return .failed(unfinished) }
+        return deliverSetAsideResponse() ? .completed : .failed(current.abortError ?? TransportError.make(
+            .cannotWriteToFile, "The output stream did not accept the response body.", url: currentRequest.url))
+    }
+}

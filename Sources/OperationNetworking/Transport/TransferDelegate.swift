@@ -1,0 +1,24 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Receives a transfer's events. The methods up to `didSendBytes` are called on the network thread and
+/// must be cheap (store, or hand work to a queue); retries and the end arrive on the delivery queue.
+protocol TransferDelegate: AnyObject, Sendable {
+    /// A redirect response arrived; return the request to follow or `nil` to deliver the 3xx.
+    func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest?
+    /// The final (non-1xx, non-followed) response head arrived.
+    func transfer(_ transfer: Transfer, didReceive head: ResponseHead)
+    /// A 401/407 arrived that the library may answer; decide how (called once per round).
+    func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution
+    /// Body bytes arrived (after any restart of a resumed download).
+    func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64)
+    /// Request body bytes were handed to curl.
+    func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64)
+    /// Attempt `attempt` will be sent after `delay` seconds; on `CallbackQueues.delivery`.
+    func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?)
+    /// The transfer ended; called exactly once, on `CallbackQueues.delivery`, with `batch`
+    /// gathering the completion-queue work of the same network-thread turn.
+    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch)
+}

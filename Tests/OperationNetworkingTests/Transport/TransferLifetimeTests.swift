@@ -1,0 +1,146 @@
+import CCurlShim
+import Foundation
+@testable import OperationNetworking
+import XCTest
+
+/// The attempt and hop lifetimes of a `Transfer`, no curl and no server: a retry starts from a fresh
+/// `Attempt` and the next request from a fresh `Hop`, and nothing of the previous one leaks into it.
+///
+/// Each test first gives every field of the old value something a fresh value does not have (and
+/// checks it did, so a field added later must be covered here too), then compares every field of the
+/// new value with a fresh one.
+final class TransferLifetimeTests: XCTestCase {
+    private let original = URLRequest(url: URL(string: "http://origin.test/start")!)
+
+    private func makeTransfer(retryPolicy: RetryPolicy = .none) -> Transfer {
+        Transfer(request: original, outputStream: nil, resumeFrom: nil, initialBody: Data(),
+                 retryPolicy: retryPolicy, delegate: SilentDelegate())
+    }
+
+    /// Each stored field of `value`, by name, as text.
+    private func fields(of value: Any) -> [String: String] {
+        var fields: [String: String] = [:]
+        for child in Mirror(reflecting: value).children {
+            guard let label = child.label else { continue }
+            fields[label] = String(describing: child.value)
+        }
+        return fields
+    }
+
+    /// Every field of `used` differs from `fresh` (but those in `except`), so a leak would show.
+    private func assertEveryFieldUsed(_ used: Any, fresh: Any, except: Set<String>,
+                                      file: StaticString = #filePath, line: UInt = #line) {
+        let usedFields = fields(of: used), freshFields = fields(of: fresh)
+        XCTAssertEqual(Set(usedFields.keys), Set(freshFields.keys), file: file, line: line)
+        for (name, value) in usedFields where !except.contains(name) {
+            XCTAssertNotEqual(value, freshFields[name], "the old value's \(name) is set", file: file, line: line)
+        }
+    }
+
+    private func assertSameFields(_ value: Any, _ fresh: Any, _ what: String,
+                                  file: StaticString = #filePath, line: UInt = #line) {
+        let got = fields(of: value), expected = fields(of: fresh)
+        XCTAssertFalse(expected.isEmpty, file: file, line: line)
+        for (name, value) in expected {
+            XCTAssertEqual(got[name], value, "\(what): \(name) is a fresh value's", file: file, line: line)
+        }
+    }
+
+    func testTheNextAttemptStartsFromAFreshAttempt() {
+        let transfer = makeTransfer()
+        let redirected = URL(string: "http://elsewhere.test/moved")!
+        transfer.current.request.url = redirected
+        transfer.current.head = ResponseHead(url: redirected, statusCode: 503, httpVersion: "HTTP/1.1",
+                                             fields: [(name: "Retry-After", value: "1")])
+        transfer.current.body = Data("old body".utf8)
+        transfer.current.bytesReceived = 8
+        transfer.current.expectedBodyLength = 8
+        transfer.current.bytesToSkip = 3
+        transfer.current.rangeBase = 100
+        transfer.current.redirectCount = 2
+        transfer.current.challengeRounds = 1
+        transfer.current.serverCredential = TransferCredential(user: "u", password: "p", schemes: 1)
+        transfer.current.proxyCredential = TransferCredential(user: "pu", password: "pp", schemes: 2)
+        transfer.current.abortError = URLError(.networkConnectionLost)
+        assertEveryFieldUsed(transfer.current, fresh: Transfer.Attempt(number: 1, request: original), except: ["number", "easy"])
+
+        _ = transfer.state.takeIn()
+        _ = transfer.state.admit()
+        _ = transfer.delay(for: 0, now: 0)
+        XCTAssertTrue(transfer.beginNextAttempt())
+
+        XCTAssertEqual(transfer.attempt, 2)
+        XCTAssertEqual(transfer.state.phase, .waiting)
+        assertSameFields(transfer.current, Transfer.Attempt(number: 2, request: original), "attempt 2")
+    }
+
+    func testAWakeUpAfterTheTransferEndedStartsNoAttempt() {
+        let transfer = makeTransfer()
+        _ = transfer.state.takeIn()
+        _ = transfer.state.admit()
+        _ = transfer.delay(for: 5, now: 0)
+        XCTAssertNotNil(transfer.finish())
+        transfer.current.redirectCount = 3
+        XCTAssertFalse(transfer.beginNextAttempt())
+        XCTAssertEqual(transfer.attempt, 1)
+        XCTAssertEqual(transfer.current.redirectCount, 3)
+        XCTAssertNil(transfer.finish(), "the delegate is handed back once")
+    }
+
+    func testTheNextHopStartsFromAFreshHop() throws {
+        let transfer = makeTransfer()
+        transfer.beginHop(Transfer.Hop(url: URL(string: "https://old.test/a")!, handlesCookies: false,
+                                       tlsOrigin: "old.test:443", asksForEncodings: false, startTime: 1))
+        transfer.hop.classify(as: .redirect)
+        transfer.hop.lastActivity = 2
+        let status = Array("HTTP/1.1 302 Found\r\n".utf8)
+        let block = UnsafeMutablePointer<ccurl_header_block>.allocate(capacity: 1)
+        defer { block.deallocate() }
+        _ = status.withUnsafeBytes { transfer.hop.headerParser.handle(CCURL_HEADER_STATUS, line: $0, block: block) }
+        transfer.hop.decoder = ContentDecoder(contentEncoding: "gzip")
+        transfer.hop.setAsideBody = Data("moved".utf8)
+        transfer.hop.requiredBodyEnd = 10
+        transfer.hop.callerRange = .bytes(start: 5, end: nil)
+        transfer.hop.sentRange = true
+        transfer.hop.tunnelAnswer = .refused(status: 403)
+        transfer.hop.pinsCertificates = true
+        transfer.hop.upload = UploadSource(data: Data("body".utf8))
+        transfer.hop.bytesSent = 4
+        transfer.hop.requestHeadBytesAtBody = 80
+        transfer.hop.socketOpenError = EMFILE
+
+        let request = URLRequest(url: URL(string: "http://next.test/b")!)
+        let fresh = try transfer.makeHop(for: request, now: 7)
+        assertEveryFieldUsed(transfer.hop, fresh: fresh, except: ["trustStore"])
+        transfer.beginHop(try transfer.makeHop(for: request, now: 7))
+
+        assertSameFields(transfer.hop, fresh, "the next hop")
+        XCTAssertEqual(transfer.hop.kind, .awaitingHead)
+        XCTAssertNil(transfer.tlsOrigin)
+    }
+
+    func testAHopIsMadeOnlyForAnHTTPRequestWithAHost() {
+        let transfer = makeTransfer()
+        XCTAssertThrowsError(try transfer.makeHop(for: URLRequest(url: URL(string: "ftp://files.test/x")!), now: 0))
+        XCTAssertThrowsError(try transfer.makeHop(for: URLRequest(url: URL(string: "http:///nohost")!), now: 0))
+        var bad = URLRequest(url: URL(string: "http://a.test/")!)
+        bad.httpMethod = "GET\r\nX-Injected: 1"
+        XCTAssertThrowsError(try transfer.makeHop(for: bad, now: 0))
+        XCTAssertEqual(try transfer.makeHop(for: URLRequest(url: URL(string: "https://A.test/x")!), now: 0).tlsOrigin, "a.test:443")
+    }
+}
+
+/// A delegate that is never called: these transfers never reach the network thread.
+private final class SilentDelegate: TransferDelegate, @unchecked Sendable {
+    func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
+        request
+    }
+    func transfer(_ transfer: Transfer, didReceive head: ResponseHead) {}
+    func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
+        .deliver
+    }
+    func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
+    func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
+    func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {}
+    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch) {}
+}
