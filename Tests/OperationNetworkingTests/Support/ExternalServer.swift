@@ -52,7 +52,14 @@ final class ExternalServer: @unchecked Sendable {   // immutable after init but 
     }
 
     /// Stops the process, runs the cleanup, and (unless `keepingFiles`) removes its directory.
+    /// Without `keepingFiles` nobody reads what the server would write on its way out, so it is
+    /// killed at once (squid spends two seconds on an orderly shut-down); with it, it is asked to end
+    /// and given time to write its logs.
     func stop(keepingFiles: Bool = false) {
+        if process.isRunning && !keepingFiles {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
         if process.isRunning {
             process.terminate()
             let deadline = Date().addingTimeInterval(10)
