@@ -87,6 +87,29 @@ final class SharedSettingsConcurrencyTests: ServerTestCase {
         XCTAssertEqual(hammering.wait(timeout: .now() + 60), .success, "the settings threads never finished")
     }
 
+    /// `isEqual` read the settings of both sides under two lock acquisitions, so a policy compared with
+    /// itself while another thread changed a setting could be unequal to itself.
+    func testAPolicyIsEqualToItselfWhileItsSettingsChange() {
+        let policy = SecurityPolicy(pinningMode: .none)
+        let writing = DispatchGroup()
+        writing.enter()
+        let deadline = Date().addingTimeInterval(30)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            defer { writing.leave() }
+            var round = 0
+            while done.wait(timeout: .now()) == .timedOut && Date() < deadline {
+                policy.validatesDomainName = round % 2 == 0
+                round += 1
+            }
+        }.start()
+        var unequal = 0
+        for _ in 0..<200_000 where !policy.isEqual(policy) { unequal += 1 }
+        done.signal()
+        XCTAssertEqual(writing.wait(timeout: .now() + 30), .success, "the writing thread never finished")
+        XCTAssertEqual(unequal, 0, "the policy was unequal to itself \(unequal) times")
+    }
+
     /// One round of reads, writes, copies and archives; every value written keeps requests succeeding.
     private static func hammer(_ request: JSONRequestSerializer, _ response: SettingsReadingSerializer,
                                _ policy: SettingsReadingPolicy, round: Int) {
