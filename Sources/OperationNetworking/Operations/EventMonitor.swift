@@ -124,7 +124,15 @@ final class OperationObservers: Sendable {
     /// The monitors set on the operation.
     var monitors: [EventMonitor] {
         get { state.withLock { $0.configured } }
-        set { state.withLock { $0.configured = newValue } }
+        set {
+            let replaced = state.withLock { current in
+                let old = current.configured
+                current.configured = newValue
+                return old
+            }
+            // Monitors no longer configured are released with no lock held.
+            withExtendedLifetime(replaced) {}
+        }
     }
 
     // MARK: - Monitor events

@@ -153,7 +153,13 @@ open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
     /// it changed (Ethernet to Wi-Fi: read `networkInterfaceKind`). `nil` removes it.
     @preconcurrency
     public func setReachabilityStatusChange(_ block: (@Sendable (NetworkReachabilityStatus) -> Void)?) {
-        state.withLock { $0.block = block }
+        let replaced = state.withLock { current in
+            let old = current.block
+            current.block = block
+            return old
+        }
+        // The old block (and what it captured) is released with no lock held.
+        withExtendedLifetime(replaced) {}
     }
 
     /// Starts watching; the first status arrives promptly. Calling it again restarts the watch.

@@ -136,16 +136,26 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
     public var queryStringSerializationStyle: QueryStringSerializationStyle {
         get { settings.withLock { $0.style } }
         set {
-            settings.withLock {
-                $0.style = newValue
-                $0.customQuery = nil
+            let replaced = settings.withLock { current in
+                let old = current.customQuery
+                current.style = newValue
+                current.customQuery = nil
+                return old
             }
+            // The removed block (and what it captured) is released with no lock held.
+            withExtendedLifetime(replaced) {}
         }
     }
     /// Replaces the query string encoding (`nil` restores the default style).
     @preconcurrency
     public func setQueryStringSerialization(_ block: QueryStringSerialization?) {
-        settings.withLock { $0.customQuery = block }
+        let replaced = settings.withLock { current in
+            let old = current.customQuery
+            current.customQuery = block
+            return old
+        }
+        // The replaced block (and what it captured) is released with no lock held.
+        withExtendedLifetime(replaced) {}
     }
 
     // MARK: - Headers
