@@ -1,12 +1,16 @@
 import Dispatch
 import Foundation
 
-/// Counts finished members of a batch; guarded by its lock, hence `@unchecked Sendable`.
-private final class BatchCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var finished = 0   // guarded by lock
+/// Counts finished members of a batch, from whichever completion queue each one finishes on.
+private final class BatchCounter: Sendable {
+    private let finished = Protected(0)
 
-    func next() -> Int { lock.withLock { finished += 1; return finished } }
+    func next() -> Int {
+        finished.withLock {
+            $0 += 1
+            return $0
+        }
+    }
 }
 
 extension URLConnectionOperation {

@@ -86,45 +86,63 @@ extension URLConnectionOperation {
 /// What an operation owes its event monitors and its `value()` waiters, kept apart from the
 /// operation's own state so the transport and state machine stay as they are.
 ///
-/// - Threading: guarded by `lock`, its own (a leaf: nothing is called while it is held). Monitors
-///   are called on `CallbackQueues.monitors` after it is released, waiters resumed after it is released.
-final class OperationObservers: @unchecked Sendable {   // every stored var is guarded by lock
-    /// Guards every stored `var` below.
-    private let lock = NSLock()
-    private var configured: [EventMonitor] = []          // guarded by lock
-    /// The monitors told of this operation, fixed at its first event so each one sees a whole life.
-    private var active: [EventMonitor]?                  // guarded by lock
-    private var startReported = false                    // guarded by lock
-    private var finishReported = false                   // guarded by lock
-    /// Set once the operation turned finished; later waiters return at once.
-    private var finished = false                         // guarded by lock
-    private var waiters: [FinishWaiter] = []             // guarded by lock
+/// - Threading: its state lives behind its own lock, which is never held while anything else runs.
+///   Monitors are called on `CallbackQueues.monitors` after it is released, waiters resumed after it is released.
+final class OperationObservers: Sendable {
+    private struct State {
+        var configured: [EventMonitor] = []
+        /// The monitors told of this operation, fixed at its first event so each one sees a whole life.
+        var active: [EventMonitor]?
+        var startReported = false
+        var finishReported = false
+        /// Set once the operation turned finished; later waiters return at once.
+        var finished: Bool
+        var waiters: [FinishWaiter] = []
+
+        /// The monitors for this operation's events (fixed at the first call).
+        mutating func activeMonitors() -> [EventMonitor] {
+            if let active { return active }
+            active = configured
+            return configured
+        }
+
+        /// For an event that comes after the start: the monitors, and whether the start is still to be
+        /// reported to them first (nothing once the finish was reported).
+        mutating func reportingAfterStart() -> (monitors: [EventMonitor], reportStart: Bool) {
+            guard !finishReported else { return ([], false) }
+            defer { startReported = true }
+            return (activeMonitors(), !startReported)
+        }
+    }
+
+    private let state: Protected<State>
 
     init(finished: Bool) {
-        self.finished = finished
+        state = Protected(State(finished: finished))
     }
 
     /// The monitors set on the operation.
     var monitors: [EventMonitor] {
-        get { lock.withLock { configured } }
-        set { lock.withLock { configured = newValue } }
-    }
-
-    /// The monitors for this operation's events (fixed at the first call); call with `lock` held.
-    private func activeMonitors() -> [EventMonitor] {
-        if let active { return active }
-        active = configured
-        return configured
+        get { state.withLock { $0.configured } }
+        set {
+            let replaced = state.withLock { current in
+                let old = current.configured
+                current.configured = newValue
+                return old
+            }
+            // Monitors no longer configured are released with no lock held.
+            withExtendedLifetime(replaced) {}
+        }
     }
 
     // MARK: - Monitor events
 
     /// A transfer started (delivery queue): the first one is reported.
     func transferDidStart(_ operation: URLConnectionOperation) {
-        let monitors: [EventMonitor] = lock.withLock {
-            guard !startReported, !finishReported else { return [] }
-            startReported = true
-            return activeMonitors()
+        let monitors: [EventMonitor] = state.withLock {
+            guard !$0.startReported, !$0.finishReported else { return [] }
+            $0.startReported = true
+            return $0.activeMonitors()
         }
         guard !monitors.isEmpty else { return }
         CallbackQueues.monitors.async {
@@ -134,7 +152,7 @@ final class OperationObservers: @unchecked Sendable {   // every stored var is g
 
     /// Whether anyone listens for responses; read on the network thread before handing a head off.
     var wantsResponses: Bool {
-        lock.withLock { !(active ?? configured).isEmpty && !finishReported }
+        state.withLock { !($0.active ?? $0.configured).isEmpty && !$0.finishReported }
     }
 
     /// The final head of a transfer arrived. Runs on the delivery queue, after the start of the same
@@ -142,11 +160,7 @@ final class OperationObservers: @unchecked Sendable {   // every stored var is g
     /// transfer in (the start is then still in the network thread's batch): the start is reported
     /// here, first, and the later one skipped.
     func didReceive(_ head: ResponseHead, for operation: URLConnectionOperation) {
-        let (monitors, reportStart): ([EventMonitor], Bool) = lock.withLock {
-            guard !finishReported else { return ([], false) }
-            defer { startReported = true }
-            return (activeMonitors(), !startReported)
-        }
+        let (monitors, reportStart) = state.withLock { $0.reportingAfterStart() }
         guard !monitors.isEmpty, let response = head.makeResponse() else { return }
         CallbackQueues.monitors.async {
             for monitor in monitors {
@@ -158,11 +172,7 @@ final class OperationObservers: @unchecked Sendable {   // every stored var is g
 
     /// Another attempt follows (delivery queue, in the order of the transfer's events).
     func willRetry(_ operation: URLConnectionOperation, after delay: TimeInterval, attempt: Int, error: Error?) {
-        let (monitors, reportStart): ([EventMonitor], Bool) = lock.withLock {
-            guard !finishReported else { return ([], false) }
-            defer { startReported = true }
-            return (activeMonitors(), !startReported)
-        }
+        let (monitors, reportStart) = state.withLock { $0.reportingAfterStart() }
         guard !monitors.isEmpty else { return }
         let box = UncheckedError(error)
         CallbackQueues.monitors.async {
@@ -176,10 +186,10 @@ final class OperationObservers: @unchecked Sendable {   // every stored var is g
     /// The operation is about to turn finished (on its completion queue): reports the finish and
     /// waits until every monitor saw it, so it comes before `isFinished`. Once only.
     func operationWillFinish(_ operation: URLConnectionOperation) {
-        let monitors: [EventMonitor] = lock.withLock {
-            guard !finishReported else { return [] }
-            finishReported = true
-            return activeMonitors()
+        let monitors: [EventMonitor] = state.withLock {
+            guard !$0.finishReported else { return [] }
+            $0.finishReported = true
+            return $0.activeMonitors()
         }
         guard !monitors.isEmpty else { return }
         // Queued behind this operation's earlier events, so the order holds.
@@ -192,44 +202,48 @@ final class OperationObservers: @unchecked Sendable {   // every stored var is g
 
     /// The operation turned finished: every waiter returns.
     func operationDidFinish() {
-        let waiting: [FinishWaiter] = lock.withLock {
-            finished = true
-            defer { waiters.removeAll() }
-            return waiters
+        let waiting: [FinishWaiter] = state.withLock {
+            $0.finished = true
+            let waiting = $0.waiters
+            $0.waiters.removeAll()
+            return waiting
         }
         for waiter in waiting { waiter.resume(finished: true) }
     }
 
     /// Registers `waiter`; false when the operation already finished (nothing to wait for).
     func add(_ waiter: FinishWaiter) -> Bool {
-        lock.withLock {
-            guard !finished else { return false }
-            waiters.append(waiter)
+        state.withLock {
+            guard !$0.finished else { return false }
+            $0.waiters.append(waiter)
             return true
         }
     }
 
     /// Forgets a waiter that stopped waiting early.
     func remove(_ waiter: FinishWaiter) {
-        lock.withLock { waiters.removeAll { $0 === waiter } }
+        state.withLock { $0.waiters.removeAll { $0 === waiter } }
     }
 }
 
 /// One `await` on an operation's finish: resumed exactly once, by the finish or by an early stop.
 ///
-/// - Threading: guarded by `lock`; the continuation is resumed after it is released.
-final class FinishWaiter: @unchecked Sendable {   // every stored var is guarded by lock
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<Bool, Never>?   // guarded by lock
-    /// `true`: the operation finished; `false`: the wait stopped before it did.
-    private var outcome: Bool?                                     // guarded by lock
+/// - Threading: its state lives behind its own lock; the continuation is resumed after it is released.
+final class FinishWaiter: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Bool, Never>?
+        /// `true`: the operation finished; `false`: the wait stopped before it did.
+        var outcome: Bool?
+    }
+
+    private let state = Protected(State())
 
     /// Suspends until `resume(finished:)`; returns its argument (at once if it already came).
     func wait() async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let early: Bool? = lock.withLock {
-                if let outcome { return outcome }
-                self.continuation = continuation
+            let early: Bool? = state.withLock {
+                if let outcome = $0.outcome { return outcome }
+                $0.continuation = continuation
                 return nil
             }
             if let early { continuation.resume(returning: early) }
@@ -238,11 +252,12 @@ final class FinishWaiter: @unchecked Sendable {   // every stored var is guarded
 
     /// Ends the wait; only the first call counts.
     func resume(finished: Bool) {
-        let continuation: CheckedContinuation<Bool, Never>? = lock.withLock {
-            guard outcome == nil else { return nil }
-            outcome = finished
-            defer { self.continuation = nil }
-            return self.continuation
+        let continuation: CheckedContinuation<Bool, Never>? = state.withLock {
+            guard $0.outcome == nil else { return nil }
+            $0.outcome = finished
+            let continuation = $0.continuation
+            $0.continuation = nil
+            return continuation
         }
         continuation?.resume(returning: finished)
     }

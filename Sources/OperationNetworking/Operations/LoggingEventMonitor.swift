@@ -14,13 +14,12 @@ import Logging
 ///
 /// Nothing secret is ever logged: no header values, no query string or fragment, no user or password
 /// of the URL, no credential, no body, no error description (those can quote the URL).
-/// - Threading: called on the library's monitor queue; the start times are guarded by `lock`.
-public final class LoggingEventMonitor: EventMonitor, @unchecked Sendable {   // `starts` is guarded by lock
+/// - Threading: called on the library's monitor queue; the start times live behind a lock of the monitor's own.
+public final class LoggingEventMonitor: EventMonitor, Sendable {
     /// The logger every line goes to; its level decides whether the `.debug` lines appear.
     public let logger: Logger
-    private let lock = NSLock()
     /// Monotonic start time of each running operation, by identity.
-    private var starts: [ObjectIdentifier: UInt64] = [:]   // guarded by lock
+    private let starts = Protected<[ObjectIdentifier: UInt64]>([:])
 
     /// A monitor logging to `logger`.
     public init(logger: Logger) {
@@ -30,7 +29,7 @@ public final class LoggingEventMonitor: EventMonitor, @unchecked Sendable {   //
     /// Logs `"HTTP request started"` at `.debug` and notes the start time.
     public func operationDidStart(_ operation: URLConnectionOperation) {
         let now = monotonicNow()
-        lock.withLock { starts[ObjectIdentifier(operation)] = now }
+        starts.withLock { $0[ObjectIdentifier(operation)] = now }
         logger.debug("HTTP request started", metadata: LoggingEventMonitor.identity(of: operation))
     }
 
@@ -55,7 +54,7 @@ public final class LoggingEventMonitor: EventMonitor, @unchecked Sendable {   //
     /// Logs `"HTTP request finished"` at `.info` with status, bytes, duration and attempts.
     public func operationDidFinish(_ operation: URLConnectionOperation) {
         let now = monotonicNow()
-        let start = lock.withLock { starts.removeValue(forKey: ObjectIdentifier(operation)) }
+        let start = starts.withLock { $0.removeValue(forKey: ObjectIdentifier(operation)) }
         var metadata = LoggingEventMonitor.identity(of: operation)
         if let status = (operation.response as? HTTPURLResponse)?.statusCode { metadata["status"] = "\(status)" }
         let bytes = operation.responseData.map { Int64($0.count) } ?? operation.bodyBytesDelivered

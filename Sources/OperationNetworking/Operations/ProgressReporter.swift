@@ -8,23 +8,27 @@ import Foundation
 /// transfer costs a handful of hops, and the totals a block sees are always current.
 /// The block is read when a delivery runs, not when the reporter is made, so a block replaced or
 /// removed while the transfer runs takes effect from the next delivery.
-/// - Threading: `record` on the network thread, delivery on `queue`; the pending numbers are
-///   guarded by `lock`, which is why the class may be `@unchecked Sendable`.
-final class ProgressReporter: @unchecked Sendable {
+/// - Threading: `record` on the network thread, delivery on `queue`; the pending numbers live behind
+///   the reporter's own lock, which is never held while the block runs.
+final class ProgressReporter: Sendable {
     /// `(bytes since the last call, total bytes, expected total or -1)`.
     typealias Block = @Sendable (Int, Int64, Int64) -> Void
 
-    /// Reads the operation's current block (under the operation's lock, never under `lock`).
+    /// What the network thread gathered for the next delivery.
+    private struct Pending {
+        /// Bytes gathered since the last delivery.
+        var bytes = 0
+        /// Latest totals.
+        var total: Int64 = 0
+        var expected: Int64 = -1
+        /// Whether a delivery is already on `queue`.
+        var scheduled = false
+    }
+
+    /// Reads the operation's current block (under the operation's lock, never under `pending`'s).
     private let currentBlock: @Sendable () -> Block?
     private let queue: DispatchQueue
-    private let lock = NSLock()
-    /// Bytes gathered since the last delivery; guarded by `lock`.
-    private var pendingBytes = 0
-    /// Latest totals; guarded by `lock`.
-    private var total: Int64 = 0
-    private var expected: Int64 = -1
-    /// Whether a delivery is already on `queue`; guarded by `lock`.
-    private var scheduled = false
+    private let pending = Protected(Pending())
 
     init(queue: DispatchQueue, currentBlock: @escaping @Sendable () -> Block?) {
         self.currentBlock = currentBlock
@@ -33,12 +37,12 @@ final class ProgressReporter: @unchecked Sendable {
 
     /// Adds a chunk; cheap enough for the network thread.
     func record(bytes: Int, total: Int64, expected: Int64) {
-        let schedule: Bool = lock.withLock {
-            pendingBytes += bytes
-            self.total = total
-            self.expected = expected
-            if scheduled { return false }
-            scheduled = true
+        let schedule: Bool = pending.withLock {
+            $0.bytes += bytes
+            $0.total = total
+            $0.expected = expected
+            if $0.scheduled { return false }
+            $0.scheduled = true
             return true
         }
         if schedule {
@@ -47,10 +51,12 @@ final class ProgressReporter: @unchecked Sendable {
     }
 
     private func deliver() {
-        let (bytes, total, expected) = lock.withLock {
-            defer { pendingBytes = 0; scheduled = false }
-            return (pendingBytes, self.total, self.expected)
+        let delivered: Pending = pending.withLock {
+            let gathered = $0
+            $0.bytes = 0
+            $0.scheduled = false
+            return gathered
         }
-        currentBlock()?(bytes, total, expected)
+        currentBlock()?(delivered.bytes, delivered.total, delivered.expected)
     }
 }

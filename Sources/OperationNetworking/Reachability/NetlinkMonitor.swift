@@ -9,12 +9,16 @@ import Glibc
 /// The thread sleeps in `poll` on a netlink socket subscribed to link, address and route changes and
 /// on a pipe that `stop()` writes to; every change triggers a fresh dump (link, address, route) and a
 /// new status, handed to `onStatus` only when it differs. No polling loop, no busy wait.
-/// - Threading: `start`/`stop` from any thread; the rest runs on the monitor thread. `stopped` is
-///   guarded by `lock`, which is why the class may be `@unchecked Sendable`.
-final class NetlinkMonitor: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stopped = false          // guarded by lock
-    private var wakeWrite: Int32 = -1    // guarded by lock
+/// - Threading: `start`/`stop` from any thread; the rest runs on the monitor thread. What both share
+///   lives behind the monitor's lock.
+final class NetlinkMonitor: Sendable {
+    private struct State {
+        var stopped = false
+        /// The pipe end `stop()` writes to; -1 before `start()` and after `stop()`.
+        var wakeWrite: Int32 = -1
+    }
+
+    private let state = Protected(State())
     private let compute: @Sendable (RoutingSnapshot) -> ReachabilityState
     private let onStatus: @Sendable (ReachabilityState) -> Void
 
@@ -33,7 +37,8 @@ final class NetlinkMonitor: @unchecked Sendable {
             close(watch)
             return false
         }
-        lock.withLock { wakeWrite = pipeEnds[1] }
+        let wakeWrite = pipeEnds[1]
+        state.withLock { $0.wakeWrite = wakeWrite }
         let wakeRead = pipeEnds[0]
         let thread = Thread { [self] in run(watch: watch, wake: wakeRead) }
         thread.name = "OperationNetworking.reachability"
@@ -43,10 +48,11 @@ final class NetlinkMonitor: @unchecked Sendable {
 
     /// Stops the thread; it closes its sockets as it leaves.
     func stop() {
-        let fd: Int32 = lock.withLock {
-            stopped = true
-            defer { wakeWrite = -1 }
-            return wakeWrite
+        let fd: Int32 = state.withLock {
+            $0.stopped = true
+            let fd = $0.wakeWrite
+            $0.wakeWrite = -1
+            return fd
         }
         guard fd >= 0 else { return }
         var byte: UInt8 = 1
@@ -76,7 +82,7 @@ final class NetlinkMonitor: @unchecked Sendable {
         }
         var last: ReachabilityState?
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while !lock.withLock({ stopped }) {
+        while !state.withLock({ $0.stopped }) {
             let status = NetlinkMonitor.snapshot().map(compute) ?? .unknown
             if status != last {
                 last = status

@@ -79,7 +79,8 @@ public let ReachabilityNotificationStatusItem = "OperationNetworkingReachability
 /// Reachability is a hint for pausing and resuming a queue, not a pre-flight check (as in AFN).
 /// - Threading: any thread. The status block and notification run on `callbackQueue` (default: the
 ///   library's callback queue), only when the status changes, the first one promptly after
-///   `startMonitoring()`. State is guarded by `lock`, hence `@unchecked Sendable`.
+///   `startMonitoring()`. The manager's state lives behind its lock, which is never held while the
+///   block, a notification or the netlink monitor runs.
 open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
     /// What is watched.
     enum Target {
@@ -91,14 +92,22 @@ open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
     /// The process-wide manager for "any network" (the default route).
     public static let shared = NetworkReachabilityManager(target: .anyRoute)
 
+    private struct State {
+        var reachability: ReachabilityState = .unknown
+        var block: (@Sendable (NetworkReachabilityStatus) -> Void)?
+        var monitor: NetlinkMonitor?
+        var queue: DispatchQueue?
+        var sysfsRoot = "/sys/class/net"
+    }
+
     private let target: Target
-    private let lock = NSLock()
-    private var state: ReachabilityState = .unknown                                   // guarded by lock
-    private var block: (@Sendable (NetworkReachabilityStatus) -> Void)?               // guarded by lock
-    private var monitor: NetlinkMonitor?                                              // guarded by lock
-    private var queue: DispatchQueue?                                                 // guarded by lock
-    /// Where `/sys/class/net` is read from (tests point it elsewhere).
-    var sysfsRoot = "/sys/class/net"                                                  // set before monitoring
+    private let state = Protected(State())
+
+    /// Where `/sys/class/net` is read from (tests point it elsewhere); read when monitoring starts.
+    var sysfsRoot: String {
+        get { state.withLock { $0.sysfsRoot } }
+        set { state.withLock { $0.sysfsRoot = newValue } }
+    }
 
     init(target: Target) {
         self.target = target
@@ -118,13 +127,13 @@ open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
     }
 
     deinit {
-        lock.withLock { monitor }?.stop()
+        state.withLock { $0.monitor }?.stop()
     }
 
     /// The last status seen; `.unknown` until monitoring delivered the first one.
-    public var networkReachabilityStatus: NetworkReachabilityStatus { lock.withLock { state.status } }
+    public var networkReachabilityStatus: NetworkReachabilityStatus { state.withLock { $0.reachability.status } }
     /// The kind of link behind the last status; `nil` while not reachable or unknown.
-    public var networkInterfaceKind: NetworkInterfaceKind? { lock.withLock { state.kind } }
+    public var networkInterfaceKind: NetworkInterfaceKind? { state.withLock { $0.reachability.kind } }
     /// Reachable by any link.
     public var isReachable: Bool { isReachableViaWWAN || isReachableViaWiFi }
     /// Reachable over a cellular link.
@@ -136,15 +145,21 @@ open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
 
     /// Where the status block and notification run. Default `nil`: the library's serial callback queue.
     public var callbackQueue: DispatchQueue? {
-        get { lock.withLock { queue } }
-        set { lock.withLock { queue = newValue } }
+        get { state.withLock { $0.queue } }
+        set { state.withLock { $0.queue = newValue } }
     }
 
     /// Sets the block called with each new status (on `callbackQueue`), also when only the link behind
     /// it changed (Ethernet to Wi-Fi: read `networkInterfaceKind`). `nil` removes it.
     @preconcurrency
     public func setReachabilityStatusChange(_ block: (@Sendable (NetworkReachabilityStatus) -> Void)?) {
-        lock.withLock { self.block = block }
+        let replaced = state.withLock { current in
+            let old = current.block
+            current.block = block
+            return old
+        }
+        // The old block (and what it captured) is released with no lock held.
+        withExtendedLifetime(replaced) {}
     }
 
     /// Starts watching; the first status arrives promptly. Calling it again restarts the watch.
@@ -157,18 +172,19 @@ open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
         }, onStatus: { [weak self] state in
             self?.deliver(state)
         })
-        lock.withLock { self.monitor = monitor }
+        state.withLock { $0.monitor = monitor }
         if !monitor.start() {
-            lock.withLock { self.monitor = nil }
+            state.withLock { $0.monitor = nil }
             deliver(ReachabilityState.unknown)
         }
     }
 
     /// Stops watching and releases the netlink socket.
     public func stopMonitoring() {
-        let monitor: NetlinkMonitor? = lock.withLock {
-            defer { self.monitor = nil }
-            return self.monitor
+        let monitor: NetlinkMonitor? = state.withLock {
+            let monitor = $0.monitor
+            $0.monitor = nil
+            return monitor
         }
         monitor?.stop()
     }
@@ -177,9 +193,9 @@ open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
 
     private func deliver(_ newState: ReachabilityState) {
         let newStatus = newState.status
-        let (block, queue) = lock.withLock { () -> ((@Sendable (NetworkReachabilityStatus) -> Void)?, DispatchQueue) in
-            state = newState
-            return (self.block, self.queue ?? CallbackQueues.callback)
+        let (block, queue) = state.withLock { current -> ((@Sendable (NetworkReachabilityStatus) -> Void)?, DispatchQueue) in
+            current.reachability = newState
+            return (current.block, current.queue ?? CallbackQueues.callback)
         }
         queue.async { [self] in
             block?(newStatus)

@@ -53,7 +53,7 @@ public enum SSLPinningMode: UInt, Sendable {
 /// ```swift
 /// final class RememberingPolicy: SecurityPolicy, @unchecked Sendable {
 ///     private let approvedLock = NSLock()
-///     private var approved: Set<Data> = []   // guarded by approvedLock
+///     private var approved: Set<Data> = []
 ///     func approve(_ certificate: Data) { approvedLock.withLock { _ = approved.insert(certificate) } }
 ///     override func evaluateServerTrust(_ chain: [Data], forDomain domain: String?) -> Bool {
 ///         if super.evaluateServerTrust(chain, forDomain: domain) { return true }
@@ -63,19 +63,15 @@ public enum SSLPinningMode: UInt, Sendable {
 /// }
 /// let policy = RememberingPolicy(pinningMode: .none)
 /// ```
-/// - Threading: settings are guarded by an internal lock; one policy may serve many operations.
+/// - Threading: the settings live behind an internal lock, which is never held while anything else
+///   runs (no override, no other lock); one policy may serve many operations.
 open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Sendable {
-    /// Guards every stored `var` below.
-    let lock = NSLock()
     /// This instance's number, never given to another in the process: connections a subclass
     /// instance accepted are kept under it (an address could be reused after the instance is freed).
     private let serialNumber = SecurityPolicy.serialNumbers.wrappingAdd(1, ordering: .relaxed).newValue
     private static let serialNumbers = Atomic<UInt64>(0)
-    private var storedMode: SSLPinningMode                     // guarded by lock
-    private var storedPinned: Set<Data> = []                   // guarded by lock
-    private var storedAnchors: Set<Data> = []                  // guarded by lock
-    private var storedAllowInvalid = false                     // guarded by lock
-    private var storedValidatesDomainName = true               // guarded by lock
+    /// Every setting (the evaluator is never stored here: `snapshot` adds it).
+    private let stored: Protected<Snapshot>
 
     /// A policy with `pinningMode` pinning the certificates among the resources of `Bundle.main`
     /// (its `.cer`, `.der`, `.crt` and `.pem` files: AFN's `defaultPinnedCertificates`). With none
@@ -88,8 +84,8 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     /// A policy with `pinningMode` and `pinnedCertificates` (DER). The designated initializer;
     /// subclasses keep it (copies are made through it).
     public required init(pinningMode: SSLPinningMode, withPinnedCertificates pinnedCertificates: Set<Data>) {
-        storedMode = pinningMode
-        storedPinned = pinnedCertificates
+        stored = Protected(Snapshot(mode: pinningMode, pinned: pinnedCertificates, anchors: [], allowInvalid: false,
+                                    validatesDomainName: true))
         super.init()
     }
 
@@ -121,31 +117,31 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     }
 
     /// The pinning mode, fixed at creation.
-    public var sslPinningMode: SSLPinningMode { lock.withLock { storedMode } }
+    public var sslPinningMode: SSLPinningMode { stored.withLock { $0.mode } }
 
     /// Pinned certificates as DER data. Default empty.
     public var pinnedCertificates: Set<Data> {
-        get { lock.withLock { storedPinned } }
-        set { lock.withLock { storedPinned = newValue } }
+        get { stored.withLock { $0.pinned } }
+        set { stored.withLock { $0.pinned = newValue } }
     }
 
     /// Extra trust anchors (DER) added to the system store, e.g. a private CA, without turning
     /// verification off. Default empty. (Not in AFNetworking: see Migration.md.)
     public var additionalTrustAnchors: Set<Data> {
-        get { lock.withLock { storedAnchors } }
-        set { lock.withLock { storedAnchors = newValue } }
+        get { stored.withLock { $0.anchors } }
+        set { stored.withLock { $0.anchors = newValue } }
     }
 
     /// Accept expired, not-yet-valid or untrusted chains. Default `false`. Never disables the pin match.
     public var allowInvalidCertificates: Bool {
-        get { lock.withLock { storedAllowInvalid } }
-        set { lock.withLock { storedAllowInvalid = newValue } }
+        get { stored.withLock { $0.allowInvalid } }
+        set { stored.withLock { $0.allowInvalid = newValue } }
     }
 
     /// Require the leaf to match the host. Default `true`.
     public var validatesDomainName: Bool {
-        get { lock.withLock { storedValidatesDomainName } }
-        set { lock.withLock { storedValidatesDomainName = newValue } }
+        get { stored.withLock { $0.validatesDomainName } }
+        set { stored.withLock { $0.validatesDomainName = newValue } }
     }
 
     /// Every certificate (DER) in the `.cer`, `.der`, `.crt` and `.pem` files of `directory`
@@ -226,11 +222,13 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
 
     /// A copy sharing no mutable state with the original.
     open func copy(with zone: NSZone? = nil) -> Any {
-        let copy = type(of: self).init(pinningMode: sslPinningMode, withPinnedCertificates: pinnedCertificates)
-        lock.withLock {
-            copy.storedAnchors = storedAnchors
-            copy.storedAllowInvalid = storedAllowInvalid
-            copy.storedValidatesDomainName = storedValidatesDomainName
+        let settings = self.settings
+        // The initializer may be a subclass's: it runs with no lock held.
+        let copy = type(of: self).init(pinningMode: settings.mode, withPinnedCertificates: settings.pinned)
+        copy.stored.withLock {
+            $0.anchors = settings.anchors
+            $0.allowInvalid = settings.allowInvalid
+            $0.validatesDomainName = settings.validatesDomainName
         }
         return copy
     }
@@ -260,16 +258,17 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
             coder.failInvalidValue(forKey: "SSLPinningMode", expected: "pinning mode")
             // Under SafeArchive the failure is thrown; a nil would only make corelibs print to stderr.
             guard ArchiveCheck.current != nil else { return nil }
-            storedMode = .none
+            stored = Protected(SecurityPolicy.defaultSnapshot)
             super.init()
             return
         }
-        storedMode = mode
+        stored = Protected(Snapshot(
+            mode: mode,
+            pinned: SecurityPolicy.decodeCertificates(coder, "pinnedCertificates"),
+            anchors: SecurityPolicy.decodeCertificates(coder, "additionalTrustAnchors"),
+            allowInvalid: coder.decodeCheckedBool(forKey: "allowInvalidCertificates", of: SecurityPolicy.self) ?? false,
+            validatesDomainName: coder.decodeCheckedBool(forKey: "validatesDomainName", of: SecurityPolicy.self) ?? true))
         super.init()
-        storedPinned = SecurityPolicy.decodeCertificates(coder, "pinnedCertificates")
-        storedAnchors = SecurityPolicy.decodeCertificates(coder, "additionalTrustAnchors")
-        storedAllowInvalid = coder.decodeCheckedBool(forKey: "allowInvalidCertificates", of: SecurityPolicy.self) ?? false
-        storedValidatesDomainName = coder.decodeCheckedBool(forKey: "validatesDomainName", of: SecurityPolicy.self) ?? true
     }
 
     private static func decodeCertificates(_ coder: NSCoder, _ key: String) -> Set<Data> {
@@ -279,7 +278,8 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     /// Equal when every setting is equal.
     open override func isEqual(_ object: Any?) -> Bool {
         guard let other = object as? SecurityPolicy else { return false }
-        return other.settings == settings
+        // The same instance is equal even while another thread changes its settings between the two reads.
+        return other === self || other.settings == settings
     }
 
     /// Consistent with `isEqual`.
@@ -301,12 +301,7 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     }
 
     /// The settings alone (what equality, hashing and archives see).
-    private var settings: Snapshot {
-        lock.withLock {
-            Snapshot(mode: storedMode, pinned: storedPinned, anchors: storedAnchors,
-                     allowInvalid: storedAllowInvalid, validatesDomainName: storedValidatesDomainName)
-        }
-    }
+    private var settings: Snapshot { stored.value }
 
     /// The settings of a policy at one moment; the transport decides from this.
     struct Snapshot: Sendable, Hashable {

@@ -31,14 +31,18 @@ final class TrustStore: @unchecked Sendable {
         if let cached = cache.withLock({ $0[key] }) { return cached }
         // Built outside the lock: two threads may build the same store once each; one is kept.
         guard let store = TrustStore(anchors: anchors, includesSystem: includesSystem) else { return nil }
-        return cache.withLock { stores in
+        // Stores dropped from the cache are freed (into OpenSSL) after the lock is released.
+        var dropped: [Key: TrustStore] = [:]
+        let kept: TrustStore = cache.withLock { stores in
             if let cached = stores[key] { return cached }
             // Distinct anchor sets are few in a process; a bound keeps a pathological caller from
             // growing the cache without end (a dropped store lives on while a transfer holds it).
-            if stores.count >= maximumCachedStores { stores.removeAll() }
+            if stores.count >= maximumCachedStores { swap(&stores, &dropped) }
             stores[key] = store
             return store
         }
+        dropped.removeAll()
+        return kept
     }
 
     /// How many certificates the system bundle holds (0 when libcurl names none or it cannot be read).

@@ -23,27 +23,19 @@ extension HTTPRequestSerializer {
 
     /// Copies every setting into `copy` (the custom query block too: blocks are immutable).
     func copySettings(into copy: HTTPRequestSerializer) {
-        let state = lock.withLock { (headers, changed, customQuery, storedStyle, storedMethodsInURI, storedEncoding) }
-        copy.lock.withLock {
-            copy.headers = state.0
-            copy.changed = state.1
-            copy.customQuery = state.2
-            copy.storedStyle = state.3
-            copy.storedMethodsInURI = state.4
-            copy.storedEncoding = state.5
-        }
+        let current = settings.value
+        copy.settings.withLock { $0 = current }
     }
 
     /// Writes every setting except the custom query block, which cannot be archived.
     func encodeSettings(with coder: NSCoder) {
-        let (headers, changed, style, methods, encoding) = lock.withLock {
-            (self.headers, self.changed, storedStyle, storedMethodsInURI, storedEncoding)
-        }
+        let current = settings.value
+        let changed = current.changed
         coder.encode(SerializationCodingVersion, forKey: CodingKeys.version)
-        coder.encodeJSON(headers, forKey: CodingKeys.headers)
-        coder.encode(Int(style.rawValue), forKey: CodingKeys.style)
-        coder.encode(Int(encoding.rawValue), forKey: CodingKeys.encoding)
-        coder.encodeJSON(methods.sorted(), forKey: CodingKeys.methods)
+        coder.encodeJSON(current.headers, forKey: CodingKeys.headers)
+        coder.encode(Int(current.style.rawValue), forKey: CodingKeys.style)
+        coder.encode(Int(current.encoding.rawValue), forKey: CodingKeys.encoding)
+        coder.encodeJSON(current.methodsInURI.sorted(), forKey: CodingKeys.methods)
         if let value = changed[CodingKeys.timeout] as? TimeInterval { coder.encode(value, forKey: CodingKeys.timeout) }
         if let value = changed[CodingKeys.cachePolicy] as? URLRequest.CachePolicy {
             coder.encode(Int(value.rawValue), forKey: CodingKeys.cachePolicy)
@@ -58,7 +50,7 @@ extension HTTPRequestSerializer {
 
     /// Reads what `encodeSettings` wrote; absent keys keep their defaults.
     func decodeSettings(from coder: NSCoder) {
-        var headers = self.headers
+        var headers = settings.withLock { $0.headers }
         if let decoded = coder.decodeJSON([String: String].self, forKey: CodingKeys.headers) {
             headers = decoded
         }
@@ -82,12 +74,12 @@ extension HTTPRequestSerializer {
             rawValue: UInt(max(0, coder.decodeCheckedInteger(forKey: CodingKeys.style, of: owner) ?? 0))) ?? .default
         let encoding = coder.decodeCheckedInteger(forKey: CodingKeys.encoding, of: owner)
             .map { String.Encoding(rawValue: UInt(max(0, $0))) } ?? .utf8
-        lock.withLock {
-            self.headers = headers
-            self.changed = changed
-            self.storedStyle = style
-            if let methods { self.storedMethodsInURI = methods }
-            self.storedEncoding = encoding
+        settings.withLock {
+            $0.headers = headers
+            $0.changed = changed
+            $0.style = style
+            if let methods { $0.methodsInURI = methods }
+            $0.encoding = encoding
         }
     }
 }

@@ -21,8 +21,10 @@ public let RequestSerializationErrorDomain = "org.operationnetworking.error.seri
 /// query or form), keep `required init()` and `required init?(coder:)` — `copy()` and archives create the
 /// subclass through them — and override `copy(with:)` and `encode(with:)` when you add settings.
 ///
-/// - Threading: settings are guarded by an internal lock, so a serializer shared by a manager may be
-///   read while requests are built on several threads.
+/// - Threading: the settings live behind an internal lock, which is never held while anything else
+///   runs (no override, no query block, no other lock), so a serializer shared by a manager may be
+///   read while requests are built on several threads. Each subclass keeps its own settings behind a
+///   lock of its own.
 open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked Sendable {
     /// Builds the query string from the request and the parameters; a thrown error fails the request.
     public typealias QueryStringSerialization = @Sendable (URLRequest, Any) throws -> String
@@ -33,14 +35,18 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
         case `default` = 0
     }
 
-    /// Guards every stored `var` of this class and its subclasses.
-    let lock = NSLock()
-    var headers: [String: String] = [:]                       // guarded by lock
-    var changed: [String: Any] = [:]                          // guarded by lock: factory settings set by the caller
-    var customQuery: QueryStringSerialization?                // guarded by lock
-    var storedStyle: QueryStringSerializationStyle = .default // guarded by lock
-    var storedMethodsInURI: Set<String> = ["GET", "HEAD", "DELETE"]   // guarded by lock
-    var storedEncoding: String.Encoding = .utf8              // guarded by lock
+    /// The settings every request serializer has.
+    struct Settings {
+        var headers: [String: String] = [:]
+        /// The request settings the caller set, by their `CodingKeys` name (unset ones are not applied).
+        var changed: [String: Any] = [:]
+        var customQuery: QueryStringSerialization?
+        var style: QueryStringSerializationStyle = .default
+        var methodsInURI: Set<String> = ["GET", "HEAD", "DELETE"]
+        var encoding: String.Encoding = .utf8
+    }
+
+    let settings = Protected(Settings())
 
     /// The deepest nesting of arrays, dictionaries and sets the library's encodings accept in
     /// parameters: 256 (the top-level container is level 1). Deeper parameters fail with
@@ -54,8 +60,11 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
     /// A serializer with AFN's default headers: `Accept-Language` and `User-Agent`.
     public required override init() {
         super.init()
-        headers["Accept-Language"] = HTTPRequestSerializer.defaultAcceptLanguage()
-        headers["User-Agent"] = HTTPRequestSerializer.defaultUserAgent()
+        let defaults = [
+            "Accept-Language": HTTPRequestSerializer.defaultAcceptLanguage(),
+            "User-Agent": HTTPRequestSerializer.defaultUserAgent(),
+        ]
+        settings.withLock { $0.headers = defaults }
     }
 
     /// A copy with every setting, sharing no mutable state with the original.
@@ -84,68 +93,83 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
 
     /// Encoding of form bodies. Default UTF-8 (percent-escaping is always UTF-8, as AFN 2.6+).
     public var stringEncoding: String.Encoding {
-        get { lock.withLock { storedEncoding } }
-        set { lock.withLock { storedEncoding = newValue } }
+        get { settings.withLock { $0.encoding } }
+        set { settings.withLock { $0.encoding = newValue } }
     }
     /// Applied to each request only when set. Default (as `URLRequest`): 60.
     public var timeoutInterval: TimeInterval {
         get { setting(CodingKeys.timeout, 60.0) }
-        set { lock.withLock { changed[CodingKeys.timeout] = newValue } }
+        set { settings.withLock { $0.changed[CodingKeys.timeout] = newValue } }
     }
     /// Applied to each request only when set. Default `.useProtocolCachePolicy`.
     public var cachePolicy: URLRequest.CachePolicy {
         get { setting(CodingKeys.cachePolicy, URLRequest.CachePolicy.useProtocolCachePolicy) }
-        set { lock.withLock { changed[CodingKeys.cachePolicy] = newValue } }
+        set { settings.withLock { $0.changed[CodingKeys.cachePolicy] = newValue } }
     }
     /// Applied to each request only when set. Default `true`.
     public var httpShouldHandleCookies: Bool {
         get { setting(CodingKeys.cookies, true) }
-        set { lock.withLock { changed[CodingKeys.cookies] = newValue } }
+        set { settings.withLock { $0.changed[CodingKeys.cookies] = newValue } }
     }
     /// Kept for AFN compatibility; has no effect: curl never pipelines HTTP/1.1 and multiplexes HTTP/2.
     /// Default `false`.
     public var httpShouldUsePipelining: Bool {
         get { setting(CodingKeys.pipelining, false) }
-        set { lock.withLock { changed[CodingKeys.pipelining] = newValue } }
+        set { settings.withLock { $0.changed[CodingKeys.pipelining] = newValue } }
     }
     /// Applied to each request only when set. Default `true`.
     public var allowsCellularAccess: Bool {
         get { setting(CodingKeys.cellular, true) }
-        set { lock.withLock { changed[CodingKeys.cellular] = newValue } }
+        set { settings.withLock { $0.changed[CodingKeys.cellular] = newValue } }
     }
     /// Applied to each request only when set. Default `.default`.
     public var networkServiceType: URLRequest.NetworkServiceType {
         get { setting(CodingKeys.serviceType, URLRequest.NetworkServiceType.default) }
-        set { lock.withLock { changed[CodingKeys.serviceType] = newValue } }
+        set { settings.withLock { $0.changed[CodingKeys.serviceType] = newValue } }
     }
     /// Methods whose parameters go in the query string. Default `GET`, `HEAD`, `DELETE`.
     public var httpMethodsEncodingParametersInURI: Set<String> {
-        get { lock.withLock { storedMethodsInURI } }
-        set { lock.withLock { storedMethodsInURI = newValue } }
+        get { settings.withLock { $0.methodsInURI } }
+        set { settings.withLock { $0.methodsInURI = newValue } }
     }
     /// The query string style; setting it removes a custom query block.
     public var queryStringSerializationStyle: QueryStringSerializationStyle {
-        get { lock.withLock { storedStyle } }
-        set { lock.withLock { storedStyle = newValue; customQuery = nil } }
+        get { settings.withLock { $0.style } }
+        set {
+            let replaced = settings.withLock { current in
+                let old = current.customQuery
+                current.style = newValue
+                current.customQuery = nil
+                return old
+            }
+            // The removed block (and what it captured) is released with no lock held.
+            withExtendedLifetime(replaced) {}
+        }
     }
     /// Replaces the query string encoding (`nil` restores the default style).
     @preconcurrency
     public func setQueryStringSerialization(_ block: QueryStringSerialization?) {
-        lock.withLock { customQuery = block }
+        let replaced = settings.withLock { current in
+            let old = current.customQuery
+            current.customQuery = block
+            return old
+        }
+        // The replaced block (and what it captured) is released with no lock held.
+        withExtendedLifetime(replaced) {}
     }
 
     // MARK: - Headers
 
     /// The headers added to every request that does not set them itself.
-    public var httpRequestHeaders: [String: String] { lock.withLock { headers } }
+    public var httpRequestHeaders: [String: String] { settings.withLock { $0.headers } }
     /// Sets (or with `nil` removes) a default header. Does not throw; a value with CR, LF or NUL makes
     /// every request-building call throw until it is replaced.
     public func setValue(_ value: String?, forHTTPHeaderField field: String) {
-        lock.withLock { headers[field] = value }
+        settings.withLock { $0.headers[field] = value }
     }
     /// A default header's value.
     public func value(forHTTPHeaderField field: String) -> String? {
-        lock.withLock { headers[field] }
+        settings.withLock { $0.headers[field] }
     }
     /// Sets `Authorization: Basic base64(username:password)`.
     public func setAuthorizationHeaderField(username: String, password: String) {
@@ -168,12 +192,12 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
         }
         var request = URLRequest(url: url)
         request.httpMethod = method
-        let settings = lock.withLock { changed }
-        if let value = settings[CodingKeys.timeout] as? TimeInterval { request.timeoutInterval = value }
-        if let value = settings[CodingKeys.cachePolicy] as? URLRequest.CachePolicy { request.cachePolicy = value }
-        if let value = settings[CodingKeys.cookies] as? Bool { request.httpShouldHandleCookies = value }
-        if let value = settings[CodingKeys.cellular] as? Bool { request.allowsCellularAccess = value }
-        if let value = settings[CodingKeys.serviceType] as? URLRequest.NetworkServiceType {
+        let changed = settings.withLock { $0.changed }
+        if let value = changed[CodingKeys.timeout] as? TimeInterval { request.timeoutInterval = value }
+        if let value = changed[CodingKeys.cachePolicy] as? URLRequest.CachePolicy { request.cachePolicy = value }
+        if let value = changed[CodingKeys.cookies] as? Bool { request.httpShouldHandleCookies = value }
+        if let value = changed[CodingKeys.cellular] as? Bool { request.allowsCellularAccess = value }
+        if let value = changed[CodingKeys.serviceType] as? URLRequest.NetworkServiceType {
             request.networkServiceType = value
         }
         return try self.request(bySerializing: request, withParameters: parameters)
@@ -183,17 +207,11 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
     /// header would carry CR, LF or NUL.
     func applyingDefaultHeaders(_ request: URLRequest) throws -> URLRequest {
         var result = request
-        let headers = lock.withLock { self.headers }
+        let headers = settings.withLock { $0.headers }
         // Checked here, before Foundation's URLRequest silently drops such a value.
         try HTTPRequestSerializer.validate(headers, url: request.url)
-        if result.allHTTPHeaderFields?.isEmpty ?? true {
-            // One assignment shares the serializer's dictionary with every request it makes (copy on
-            // write): a queued request holds no dictionary of its own, and none is grown field by field.
-            result.allHTTPHeaderFields = headers
-        } else {
-            for (field, value) in headers where result.value(forHTTPHeaderField: field) == nil {
-                result.setValue(value, forHTTPHeaderField: field)
-            }
+        for (field, value) in headers where result.value(forHTTPHeaderField: field) == nil {
+            result.setValue(value, forHTTPHeaderField: field)
         }
         try HTTPRequestSerializer.validateHeaders(of: result)
         return result
@@ -201,7 +219,7 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
 
     /// Whether `request`'s method puts parameters in the query string.
     func encodesParametersInURI(_ request: URLRequest) -> Bool {
-        lock.withLock { storedMethodsInURI }.contains(request.uppercasedMethod)
+        settings.withLock { $0.methodsInURI }.contains(request.uppercasedMethod)
     }
 
     /// A copy of `request` with the default headers and `parameters` applied. Throws `nestingTooDeep`
@@ -209,12 +227,14 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
     /// gets the parameters unchecked: its recursion, if any, is its own).
     open func request(bySerializing request: URLRequest, withParameters parameters: Any?) throws -> URLRequest {
         var result = try applyingDefaultHeaders(request)
-        let (custom, methods, encoding) = lock.withLock { (customQuery, storedMethodsInURI, storedEncoding) }
+        let current = settings.value
         var query: String?
         if let parameters {
-            query = try custom.map { try $0(result, parameters) } ?? QueryString.encode(parameters, url: result.url)
+            // The custom block is the caller's: it runs with no lock held.
+            query = try current.customQuery.map { try $0(result, parameters) }
+                ?? QueryString.encode(parameters, url: result.url)
         }
-        if methods.contains(result.uppercasedMethod) {
+        if current.methodsInURI.contains(result.uppercasedMethod) {
             if let query, let url = result.url {
                 let separator = url.query == nil ? "?" : "&"
                 let text = url.absoluteString + separator + query
@@ -226,7 +246,7 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
             if result.value(forHTTPHeaderField: "Content-Type") == nil {
                 result.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
             }
-            result.httpBody = (query ?? "").data(using: encoding) ?? Data((query ?? "").utf8)
+            result.httpBody = (query ?? "").data(using: current.encoding) ?? Data((query ?? "").utf8)
         }
         return result
     }
@@ -243,7 +263,7 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
     }
 
     private func setting<T>(_ key: String, _ fallback: T) -> T {
-        lock.withLock { changed[key] as? T } ?? fallback
+        settings.withLock { $0.changed[key] as? T } ?? fallback
     }
 
     // MARK: - Defaults

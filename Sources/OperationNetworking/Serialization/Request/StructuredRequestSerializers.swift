@@ -8,7 +8,7 @@ import FoundationNetworking
 /// Parameters that are not valid JSON throw, as do parameters nested deeper than
 /// `maximumParameterNestingDepth` (`nestingTooDeep`); nothing crashes.
 open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
-    private var storedWritingOptions: JSONSerialization.WritingOptions = []   // guarded by lock
+    private let storedWritingOptions = Protected<JSONSerialization.WritingOptions>([])
 
     /// A serializer with compact output.
     public required init() {
@@ -18,8 +18,9 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
     /// Restores the settings.
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
-        storedWritingOptions = JSONSerialization.WritingOptions(
+        let decoded = JSONSerialization.WritingOptions(
             rawValue: UInt(max(0, coder.decodeCheckedInteger(forKey: "writingOptions", of: JSONRequestSerializer.self) ?? 0)))
+        storedWritingOptions.withLock { $0 = decoded }
     }
 
     /// Archives the settings.
@@ -31,14 +32,15 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
     /// A copy with every setting.
     open override func copy(with zone: NSZone? = nil) -> Any {
         let copy = super.copy(with: zone)
-        (copy as? JSONRequestSerializer)?.writingOptions = writingOptions
+        let options = storedWritingOptions.value
+        (copy as? JSONRequestSerializer)?.storedWritingOptions.withLock { $0 = options }
         return copy
     }
 
     /// Options for `JSONSerialization`. Default none (compact).
     public var writingOptions: JSONSerialization.WritingOptions {
-        get { lock.withLock { storedWritingOptions } }
-        set { lock.withLock { storedWritingOptions = newValue } }
+        get { storedWritingOptions.value }
+        set { storedWritingOptions.withLock { $0 = newValue } }
     }
 
     /// The request with a JSON body, or the query string for methods in the URI.
@@ -74,8 +76,13 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
 /// a body (AFNetworking's `AFPropertyListRequestSerializer`). Values a property list cannot hold throw,
 /// as do parameters nested deeper than `maximumParameterNestingDepth` (`nestingTooDeep`).
 open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
-    private var storedFormat: PropertyListSerialization.PropertyListFormat = .xml     // guarded by lock
-    private var storedWriteOptions: PropertyListSerialization.WriteOptions = 0       // guarded by lock
+    /// The property-list settings (the base class keeps its own).
+    private struct Settings {
+        var format: PropertyListSerialization.PropertyListFormat = .xml
+        var writeOptions: PropertyListSerialization.WriteOptions = 0
+    }
+
+    private let plistSettings = Protected(Settings())
 
     /// A serializer writing XML property lists.
     public required init() {
@@ -86,11 +93,14 @@ open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Send
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
         let owner = PropertyListRequestSerializer.self
+        var decoded = Settings()
         if let raw = coder.decodeCheckedInteger(forKey: "format", of: owner),
            let format = PropertyListSerialization.PropertyListFormat(rawValue: UInt(max(0, raw))) {
-            storedFormat = format
+            decoded.format = format
         }
-        storedWriteOptions = PropertyListSerialization.WriteOptions(max(0, coder.decodeCheckedInteger(forKey: "writeOptions", of: owner) ?? 0))
+        decoded.writeOptions = PropertyListSerialization.WriteOptions(
+            max(0, coder.decodeCheckedInteger(forKey: "writeOptions", of: owner) ?? 0))
+        plistSettings.withLock { $0 = decoded }
     }
 
     /// Archives the settings.
@@ -103,22 +113,20 @@ open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Send
     /// A copy with every setting.
     open override func copy(with zone: NSZone? = nil) -> Any {
         let copy = super.copy(with: zone)
-        if let plist = copy as? PropertyListRequestSerializer {
-            plist.format = format
-            plist.writeOptions = writeOptions
-        }
+        let current = plistSettings.value
+        (copy as? PropertyListRequestSerializer)?.plistSettings.withLock { $0 = current }
         return copy
     }
 
     /// The property list format. Default `.xml`.
     public var format: PropertyListSerialization.PropertyListFormat {
-        get { lock.withLock { storedFormat } }
-        set { lock.withLock { storedFormat = newValue } }
+        get { plistSettings.withLock { $0.format } }
+        set { plistSettings.withLock { $0.format = newValue } }
     }
     /// Write options (unused by Foundation, kept for AFN parity). Default 0.
     public var writeOptions: PropertyListSerialization.WriteOptions {
-        get { lock.withLock { storedWriteOptions } }
-        set { lock.withLock { storedWriteOptions = newValue } }
+        get { plistSettings.withLock { $0.writeOptions } }
+        set { plistSettings.withLock { $0.writeOptions = newValue } }
     }
 
     /// The request with a property-list body, or the query string for methods in the URI.
@@ -129,8 +137,9 @@ open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Send
         // Before Foundation: the property-list writer recurses once per level.
         try ParameterNesting.validate(parameters, url: request.url)
         do {
-            result.httpBody = try PropertyListSerialization.data(fromPropertyList: parameters, format: format,
-                                                                 options: writeOptions)
+            let current = plistSettings.value
+            result.httpBody = try PropertyListSerialization.data(fromPropertyList: parameters, format: current.format,
+                                                                 options: current.writeOptions)
         } catch {
             throw LibraryError.requestSerialization(.unencodableParameters, "The parameters cannot be encoded as a property list.",
                                                     url: request.url, underlying: error)

@@ -7,12 +7,12 @@ import FoundationNetworking
 /// reported one, comes with it). When none does, the compound validates and returns the body itself,
 /// as a plain `HTTPResponseSerializer` (AFNetworking's `AFCompoundResponseSerializer`).
 open class CompoundResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
-    private var storedSerializers: [HTTPResponseSerializer] = []   // guarded by lock
+    private let storedSerializers = Protected<[HTTPResponseSerializer]>([])
 
     /// A compound of `responseSerializers`, tried in order.
     public convenience init(responseSerializers: [HTTPResponseSerializer]) {
         self.init()
-        storedSerializers = responseSerializers
+        storedSerializers.withLock { $0 = responseSerializers }
     }
 
     /// An empty compound.
@@ -21,7 +21,7 @@ open class CompoundResponseSerializer: HTTPResponseSerializer, @unchecked Sendab
     }
 
     /// The serializers tried in order.
-    public var responseSerializers: [HTTPResponseSerializer] { lock.withLock { storedSerializers } }
+    public var responseSerializers: [HTTPResponseSerializer] { storedSerializers.value }
 
     /// The first component's object, or the validated body.
     open override func responseObject(for response: URLResponse?, data: Data?) throws -> Any? {
@@ -41,9 +41,7 @@ open class CompoundResponseSerializer: HTTPResponseSerializer, @unchecked Sendab
     open override func copy(with zone: NSZone? = nil) -> Any {
         let copy = super.copy(with: zone)
         let parts = responseSerializers.compactMap { $0.copy() as? HTTPResponseSerializer }
-        if let compound = copy as? CompoundResponseSerializer {
-            compound.lock.withLock { compound.storedSerializers = parts }
-        }
+        (copy as? CompoundResponseSerializer)?.storedSerializers.withLock { $0 = parts }
         return copy
     }
 
@@ -59,8 +57,9 @@ open class CompoundResponseSerializer: HTTPResponseSerializer, @unchecked Sendab
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
         let count = min(max(0, coder.decodeCheckedInteger(forKey: "responseSerializers.count", of: CompoundResponseSerializer.self) ?? 0), 64)
-        storedSerializers = (0..<count).compactMap {
+        let parts = (0..<count).compactMap {
             coder.decodeChecked(HTTPResponseSerializer.self, forKey: "responseSerializers.\($0)")
         }
+        storedSerializers.withLock { $0 = parts }
     }
 }

@@ -30,31 +30,30 @@ public protocol URLResponseSerialization: NSSecureCoding, NSCopying {
 /// status error chains a content-type error, and a decoding error chains the status error, through
 /// `NSUnderlyingErrorKey`. When a body decodes despite a bad status (the JSON of a 404), the
 /// operation's `responseObject` still holds it.
-/// - Threading: settings are guarded by an internal lock; one serializer may serve many operations.
+/// - Threading: the settings live behind an internal lock, which is never held while anything else
+///   runs (no override, no other lock); each subclass keeps its own settings behind a lock of its own.
+///   One serializer may serve many operations.
 open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecked Sendable {
-    /// Guards every stored `var` of this class and its subclasses.
-    let lock = NSLock()
-    @exclusivity(unchecked) private var storedStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)   // guarded by lock
-    /// `storedStatusCodes` when it is one range (the default, and nearly every caller's): checked by
-    /// two compares, where `IndexSet.contains` goes through corelibs' `NSIndexSet`. Written with it.
-    @exclusivity(unchecked) private var statusCodeRange: Range<Int>? = 200..<300                       // guarded by lock
-    /// Whether this object's class is one of the library's own serializers (see
-    /// `acceptsWithoutResponseObject`). Set in `init`, read-only afterwards.
-    @exclusivity(unchecked) private var isBuiltInType = false
-    @exclusivity(unchecked) private var storedContentTypes: Set<String>?                                 // guarded by lock
-    private var storedEncoding: String.Encoding = .utf8                          // guarded by lock
+    /// The settings every response serializer has.
+    private struct Settings {
+        var statusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
+        var contentTypes: Set<String>?
+        var encoding: String.Encoding = .utf8
+    }
+
+    private let settings = Protected(Settings())
 
     /// A serializer accepting 2xx and the class's content types (`nil`, any, for this base class).
     public required override init() {
         super.init()
-        storedContentTypes = Swift.type(of: self).defaultAcceptableContentTypes
-        isBuiltInType = HTTPResponseSerializer.builtInTypes.contains(ObjectIdentifier(Swift.type(of: self)))
+        let types = Swift.type(of: self).defaultAcceptableContentTypes
+        settings.withLock { $0.contentTypes = types }
     }
 
-    /// Sets the status codes and their range form. Call with `lock` held (or in `init`).
-    private func storeStatusCodes(_ codes: IndexSet?) {
-        storedStatusCodes = codes
-        statusCodeRange = codes.flatMap { $0.rangeView.count == 1 ? $0.rangeView.first : nil }
+    /// Whether this object's class is one of the library's own serializers (see
+    /// `acceptsWithoutResponseObject`).
+    private var isBuiltInType: Bool {
+        HTTPResponseSerializer.builtInTypes.contains(ObjectIdentifier(Swift.type(of: self)))
     }
 
     /// The content types a new serializer of this class accepts.
@@ -62,18 +61,18 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
 
     /// Status codes that pass validation. Default 200–299; `nil` accepts any.
     public var acceptableStatusCodes: IndexSet? {
-        get { lock.withLock { storedStatusCodes } }
-        set { lock.withLock { storeStatusCodes(newValue) } }
+        get { settings.withLock { $0.statusCodes } }
+        set { settings.withLock { $0.statusCodes = newValue } }
     }
     /// MIME types that pass validation (compared with the lower-cased media type). Default `nil` (any).
     public var acceptableContentTypes: Set<String>? {
-        get { lock.withLock { storedContentTypes } }
-        set { lock.withLock { storedContentTypes = newValue } }
+        get { settings.withLock { $0.contentTypes } }
+        set { settings.withLock { $0.contentTypes = newValue } }
     }
     /// Encoding of text bodies without a charset. Default UTF-8.
     public var stringEncoding: String.Encoding {
-        get { lock.withLock { storedEncoding } }
-        set { lock.withLock { storedEncoding = newValue } }
+        get { settings.withLock { $0.encoding } }
+        set { settings.withLock { $0.encoding = newValue } }
     }
 
     /// Throws when the content type (`NSURLErrorCannotDecodeContentData`, only for a non-empty body)
@@ -97,19 +96,15 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     }
 
     /// Which of AFN's two checks fail: the content type (only judged for a non-empty body, compared
-    /// lower-cased) and the status code. Shared by `validate` and the raw-head fast path.
+    /// lower-cased) and the status code. Shared by `validate` and `acceptsWithoutResponseObject`.
     /// `mimeType` is only evaluated when content types are checked.
     private func failedChecks(statusCode: Int, mimeType: @autoclosure () -> String?, data: Data?) -> (contentType: Bool, status: Bool) {
-        // Taken and released by hand: a tuple of optionals through `withLock`'s generic result is
-        // re-abstracted both ways. The codes are read only when they are not one range.
-        lock.lock()
-        let range = statusCodeRange, codes = range == nil ? storedStatusCodes : nil, types = storedContentTypes
-        lock.unlock()
+        let current = settings.value
         var contentType = false
-        if let types, let data, !data.isEmpty {
+        if let types = current.contentTypes, let data, !data.isEmpty {
             contentType = mimeType().map { !types.contains($0.lowercased()) } ?? true
         }
-        let status = range.map { !$0.contains(statusCode) } ?? codes.map { !$0.contains(statusCode) } ?? false
+        let status = current.statusCodes.map { !$0.contains(statusCode) } ?? false
         return (contentType, status)
     }
 
@@ -199,12 +194,10 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
 
     /// A copy with every setting, sharing no mutable state with the original.
     open func copy(with zone: NSZone? = nil) -> Any {
+        let current = settings.value
+        // The initializer may be a subclass's: it runs with no lock held.
         let copy = Swift.type(of: self).init()
-        lock.withLock {
-            copy.storeStatusCodes(storedStatusCodes)
-            copy.storedContentTypes = storedContentTypes
-            copy.storedEncoding = storedEncoding
-        }
+        copy.settings.withLock { $0 = current }
         return copy
     }
 
@@ -213,29 +206,29 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
 
     /// Archives every setting (status codes, content types, string encoding) under a version key.
     open func encode(with coder: NSCoder) {
-        let (codes, types, encoding) = lock.withLock { (storedStatusCodes, storedContentTypes, storedEncoding) }
+        let current = settings.value
         coder.encode(SerializationCodingVersion, forKey: CodingKeys.version)
-        coder.encodeJSON(codes.map { Array($0) } as Any? ?? NSNull(), forKey: CodingKeys.statusCodes)
-        coder.encodeJSON(types.map { $0.sorted() } as Any? ?? NSNull(), forKey: CodingKeys.contentTypes)
-        coder.encode(Int(encoding.rawValue), forKey: CodingKeys.stringEncoding)
+        coder.encodeJSON(current.statusCodes.map { Array($0) } as Any? ?? NSNull(), forKey: CodingKeys.statusCodes)
+        coder.encodeJSON(current.contentTypes.map { $0.sorted() } as Any? ?? NSNull(), forKey: CodingKeys.contentTypes)
+        coder.encode(Int(current.encoding.rawValue), forKey: CodingKeys.stringEncoding)
     }
 
     /// Restores the settings; keys missing from an older archive keep their defaults.
     public required init?(coder: NSCoder) {
         super.init()
-        storedContentTypes = Swift.type(of: self).defaultAcceptableContentTypes
-        isBuiltInType = HTTPResponseSerializer.builtInTypes.contains(ObjectIdentifier(Swift.type(of: self)))
+        var decoded = Settings(contentTypes: Swift.type(of: self).defaultAcceptableContentTypes)
         coder.checkCodingVersion(of: HTTPResponseSerializer.self)
         if coder.containsValue(forKey: CodingKeys.statusCodes) {
-            storeStatusCodes(coder.decodeJSON([Int].self, forKey: CodingKeys.statusCodes)
-                .map { IndexSet($0.filter { (0...999).contains($0) }) })
+            decoded.statusCodes = coder.decodeJSON([Int].self, forKey: CodingKeys.statusCodes)
+                .map { IndexSet($0.filter { (0...999).contains($0) }) }
         }
         if coder.containsValue(forKey: CodingKeys.contentTypes) {
-            storedContentTypes = coder.decodeJSON([String].self, forKey: CodingKeys.contentTypes).map(Set.init)
+            decoded.contentTypes = coder.decodeJSON([String].self, forKey: CodingKeys.contentTypes).map(Set.init)
         }
         if let raw = coder.decodeCheckedInteger(forKey: CodingKeys.stringEncoding, of: HTTPResponseSerializer.self) {
-            storedEncoding = String.Encoding(rawValue: UInt(max(0, raw)))
+            decoded.encoding = String.Encoding(rawValue: UInt(max(0, raw)))
         }
+        settings.withLock { $0 = decoded }
     }
 
     private enum CodingKeys {

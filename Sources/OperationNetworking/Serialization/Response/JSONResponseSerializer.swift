@@ -8,8 +8,13 @@ import FoundationNetworking
 /// parsed as UTF-8. An empty or single-space body is `nil`, not an error. Bytes that are not valid in
 /// that charset are an error (AFN returned `nil` silently).
 open class JSONResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
-    private var storedOptions: JSONSerialization.ReadingOptions = []   // guarded by lock
-    private var storedRemovesNulls = false                             // guarded by lock
+    /// The JSON settings (the base class keeps its own).
+    private struct Settings {
+        var readingOptions: JSONSerialization.ReadingOptions = []
+        var removesNulls = false
+    }
+
+    private let jsonSettings = Protected(Settings())
 
     /// A JSON serializer with the JSON content types.
     public required init() {
@@ -22,13 +27,13 @@ open class JSONResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
 
     /// Options for `JSONSerialization`. Default none (`.fragmentsAllowed` for a top-level scalar).
     public var readingOptions: JSONSerialization.ReadingOptions {
-        get { lock.withLock { storedOptions } }
-        set { lock.withLock { storedOptions = newValue } }
+        get { jsonSettings.withLock { $0.readingOptions } }
+        set { jsonSettings.withLock { $0.readingOptions = newValue } }
     }
     /// Removes keys whose value is `null`, recursively through arrays and dictionaries. Default `false`.
     public var removesKeysWithNullValues: Bool {
-        get { lock.withLock { storedRemovesNulls } }
-        set { lock.withLock { storedRemovesNulls = newValue } }
+        get { jsonSettings.withLock { $0.removesNulls } }
+        set { jsonSettings.withLock { $0.removesNulls = newValue } }
     }
 
     override var gatesOnContentType: Bool { true }
@@ -41,18 +46,16 @@ open class JSONResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
         }
         if text == " " { return nil }
         let utf8 = encoding == .utf8 ? data : Data(text.utf8)
-        let (options, removeNulls) = lock.withLock { (storedOptions, storedRemovesNulls) }
-        let object = try JSONSerialization.jsonObject(with: utf8, options: options)
-        return removeNulls ? JSONResponseSerializer.removingNulls(object) : object
+        let current = jsonSettings.value
+        let object = try JSONSerialization.jsonObject(with: utf8, options: current.readingOptions)
+        return current.removesNulls ? JSONResponseSerializer.removingNulls(object) : object
     }
 
     /// A copy with every setting.
     open override func copy(with zone: NSZone? = nil) -> Any {
         let copy = super.copy(with: zone)
-        if let json = copy as? JSONResponseSerializer {
-            json.readingOptions = readingOptions
-            json.removesKeysWithNullValues = removesKeysWithNullValues
-        }
+        let current = jsonSettings.value
+        (copy as? JSONResponseSerializer)?.jsonSettings.withLock { $0 = current }
         return copy
     }
 
@@ -67,9 +70,11 @@ open class JSONResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
         let owner = JSONResponseSerializer.self
-        storedOptions = JSONSerialization.ReadingOptions(
-            rawValue: UInt(max(0, coder.decodeCheckedInteger(forKey: "readingOptions", of: owner) ?? 0)))
-        storedRemovesNulls = coder.decodeCheckedBool(forKey: "removesKeysWithNullValues", of: owner) ?? false
+        let decoded = Settings(
+            readingOptions: JSONSerialization.ReadingOptions(
+                rawValue: UInt(max(0, coder.decodeCheckedInteger(forKey: "readingOptions", of: owner) ?? 0))),
+            removesNulls: coder.decodeCheckedBool(forKey: "removesKeysWithNullValues", of: owner) ?? false)
+        jsonSettings.withLock { $0 = decoded }
     }
 
     /// `object` without `NSNull` dictionary values, at any depth (arrays keep `NSNull` elements).

@@ -6,8 +6,13 @@ import FoundationNetworking
 /// Parses `application/x-plist` bodies (AFNetworking's `AFPropertyListResponseSerializer`).
 /// An empty body is `nil`; a body that is not a property list is an error.
 open class PropertyListResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
-    private var storedFormat: PropertyListSerialization.PropertyListFormat = .xml        // guarded by lock
-    private var storedReadOptions: PropertyListSerialization.ReadOptions = []          // guarded by lock
+    /// The property-list settings (the base class keeps its own).
+    private struct Settings {
+        var format: PropertyListSerialization.PropertyListFormat = .xml
+        var readOptions: PropertyListSerialization.ReadOptions = []
+    }
+
+    private let plistSettings = Protected(Settings())
 
     /// A serializer for `application/x-plist`.
     public required init() {
@@ -19,13 +24,13 @@ open class PropertyListResponseSerializer: HTTPResponseSerializer, @unchecked Se
 
     /// The expected format (not used when reading, as in AFN). Default `.xml`.
     public var format: PropertyListSerialization.PropertyListFormat {
-        get { lock.withLock { storedFormat } }
-        set { lock.withLock { storedFormat = newValue } }
+        get { plistSettings.withLock { $0.format } }
+        set { plistSettings.withLock { $0.format = newValue } }
     }
     /// Options for `PropertyListSerialization`. Default none.
     public var readOptions: PropertyListSerialization.ReadOptions {
-        get { lock.withLock { storedReadOptions } }
-        set { lock.withLock { storedReadOptions = newValue } }
+        get { plistSettings.withLock { $0.readOptions } }
+        set { plistSettings.withLock { $0.readOptions = newValue } }
     }
 
     override func decodedObject(from data: Data?, textEncodingName: @autoclosure () -> String?) throws -> Any? {
@@ -40,10 +45,8 @@ open class PropertyListResponseSerializer: HTTPResponseSerializer, @unchecked Se
     /// A copy with every setting.
     open override func copy(with zone: NSZone? = nil) -> Any {
         let copy = super.copy(with: zone)
-        if let plist = copy as? PropertyListResponseSerializer {
-            plist.format = format
-            plist.readOptions = readOptions
-        }
+        let current = plistSettings.value
+        (copy as? PropertyListResponseSerializer)?.plistSettings.withLock { $0 = current }
         return copy
     }
 
@@ -58,11 +61,13 @@ open class PropertyListResponseSerializer: HTTPResponseSerializer, @unchecked Se
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
         let owner = PropertyListResponseSerializer.self
+        var decoded = Settings()
         if let raw = coder.decodeCheckedInteger(forKey: "format", of: owner),
            let format = PropertyListSerialization.PropertyListFormat(rawValue: UInt(max(0, raw))) {
-            storedFormat = format
+            decoded.format = format
         }
-        storedReadOptions = PropertyListSerialization.ReadOptions(
+        decoded.readOptions = PropertyListSerialization.ReadOptions(
             rawValue: UInt(max(0, coder.decodeCheckedInteger(forKey: "readOptions", of: owner) ?? 0)))
+        plistSettings.withLock { $0 = decoded }
     }
 }

@@ -50,7 +50,7 @@ open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Senda
 /// it, is refused with that same error, as `XMLParserResponseSerializer` refuses it; and the document
 /// is parsed with external loading and entity substitution off, whatever `options` say.
 open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
-    private var storedOptions: XMLNode.Options = []   // guarded by lock
+    private let storedOptions = Protected<XMLNode.Options>([])
 
     /// A serializer for the XML content types.
     public required init() {
@@ -64,8 +64,8 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
     /// `.nodeLoadExternalEntitiesSameOriginOnly` and `.documentXInclude` are ignored, and
     /// `.nodeLoadExternalEntitiesNever` is always added when parsing: a response never loads anything.
     public var options: XMLNode.Options {
-        get { lock.withLock { storedOptions } }
-        set { lock.withLock { storedOptions = newValue } }
+        get { storedOptions.value }
+        set { storedOptions.withLock { $0 = newValue } }
     }
 
     override func decodedObject(from data: Data?, textEncodingName: @autoclosure () -> String?) throws -> Any? {
@@ -114,8 +114,9 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
     /// Restores the settings.
     public required init?(coder: NSCoder) {
         super.init(coder: coder)
-        storedOptions = XMLNode.Options(rawValue: UInt(truncatingIfNeeded:
+        let decoded = XMLNode.Options(rawValue: UInt(truncatingIfNeeded:
             coder.decodeCheckedInteger(forKey: "options", of: XMLDocumentResponseSerializer.self) ?? 0))
+        storedOptions.withLock { $0 = decoded }
     }
 }
 
