@@ -5,12 +5,9 @@ import FoundationNetworking
 #endif
 
 /// Everything a caller configures on an operation, as one value: `copy(with:)` and the manager hand
-/// it over whole, so a setting added here cannot be forgotten by either.
-///
-/// Copy-on-write: the settings live in one shared box until a copy changes one, so the operations a
-/// manager makes share its configuration instead of carrying a copy each. Read and write them as
-/// properties (`configuration.credential`), through `Settings`.
-/// - Threading: a value; the operation and the manager each keep theirs in their `Protected` state. The box is never written while shared (`isKnownUniquelyReferenced`).
+/// it over whole, so a setting added here cannot be forgotten by either. Read and write the settings
+/// as properties (`configuration.credential`), through `Settings`.
+/// - Threading: a value; the operation and the manager each keep theirs in their `Protected` state.
 @dynamicMemberLookup
 struct OperationConfiguration {
     /// The settings themselves.
@@ -33,34 +30,19 @@ struct OperationConfiguration {
         var cacheBlock: URLConnectionOperation.CacheResponseBlock? = nil
     }
 
-    /// Shared by copies; written only through a unique reference.
-    /// `@unchecked Sendable`: the settings are written only through a unique reference (so never
-    /// while another thread can read them), and read under each owner's lock.
-    private final class Box: @unchecked Sendable {
-        /// Read by every copy (reads never conflict), written only through a unique reference.
-        var settings: Settings
-        init(_ settings: Settings) { self.settings = settings }
+    /// The settings (every one its default until set).
+    private var settings = Settings()
 
-        /// The defaults, shared by every configuration until its first write: an operation made with
-        /// the default settings allocates no box of its own.
-        static let defaults = Box(Settings())
-    }
-
-    private var box = Box.defaults
-
-    /// A setting, read from the shared box or written to one of its own.
+    /// A setting.
     subscript<Value>(dynamicMember key: WritableKeyPath<Settings, Value>) -> Value {
-        get { box.settings[keyPath: key] }
-        set {
-            if !isKnownUniquelyReferenced(&box) { box = Box(box.settings) }
-            box.settings[keyPath: key] = newValue
-        }
+        get { settings[keyPath: key] }
+        set { settings[keyPath: key] = newValue }
     }
 
     /// The queue progress blocks and handlers run on, the default applied.
-    var effectiveCompletionQueue: DispatchQueue { box.settings.completionQueue ?? CallbackQueues.callback }
+    var effectiveCompletionQueue: DispatchQueue { settings.completionQueue ?? CallbackQueues.callback }
     /// The group handlers run in, the default applied.
-    var effectiveCompletionGroup: DispatchGroup { box.settings.completionGroup ?? CallbackQueues.group }
+    var effectiveCompletionGroup: DispatchGroup { settings.completionGroup ?? CallbackQueues.group }
 
     /// The same configuration for another operation: the security policy is copied (it is a mutable
     /// class), everything else shared.
@@ -70,18 +52,13 @@ struct OperationConfiguration {
         return copy
     }
 
-    /// Drops every block (an operation does when it finishes, to break the cycles blocks make); a
-    /// box without blocks, shared with the manager, is left as it is.
+    /// Drops every block (an operation does when it finishes, to break the cycles blocks make).
     mutating func releaseBlocks() {
-        let box = self.box
-        guard box.settings.uploadProgressBlock != nil || box.settings.downloadProgressBlock != nil
-                || box.settings.redirectBlock != nil || box.settings.challengeBlock != nil
-                || box.settings.cacheBlock != nil else { return }
-        self.uploadProgressBlock = nil
-        self.downloadProgressBlock = nil
-        self.redirectBlock = nil
-        self.challengeBlock = nil
-        self.cacheBlock = nil
+        settings.uploadProgressBlock = nil
+        settings.downloadProgressBlock = nil
+        settings.redirectBlock = nil
+        settings.challengeBlock = nil
+        settings.cacheBlock = nil
     }
 }
 
