@@ -2,9 +2,8 @@ import Foundation
 @testable import OperationNetworking
 import XCTest
 
-/// The no-progress timeout counts every header line as activity: the lines are kept in C
-/// (`ccurl_header_block`), which stamps each one, so a head that arrives slowly but steadily is
-/// received, and one that stops midway times out.
+/// The no-progress timeout counts every header line as activity (the header callback stamps each
+/// one), so a head that arrives slowly but steadily is received, and one that stops midway times out.
 final class SlowHeadTests: XCTestCase {
     private func request(_ server: RawServer, timeout: TimeInterval) throws -> URLRequest {
         var request = URLRequest(url: try XCTUnwrap(server.url))

@@ -1,4 +1,3 @@
-import CCurlShim
 import Foundation
 @testable import OperationNetworking
 import XCTest
@@ -94,9 +93,7 @@ final class TransferLifetimeTests: XCTestCase {
         transfer.hop.classify(as: .redirect)
         transfer.hop.lastActivity = 2
         let status = Array("HTTP/1.1 302 Found\r\n".utf8)
-        let block = UnsafeMutablePointer<ccurl_header_block>.allocate(capacity: 1)
-        defer { block.deallocate() }
-        _ = status.withUnsafeBytes { transfer.hop.headerParser.handle(CCURL_HEADER_STATUS, line: $0, block: block) }
+        _ = status.withUnsafeBytes { transfer.hop.headerParser.consume($0) }
         transfer.hop.decoder = ContentDecoder(contentEncoding: "gzip")
         transfer.hop.setAsideBody = Data("moved".utf8)
         transfer.hop.requiredBodyEnd = 10

@@ -5,12 +5,8 @@ import XCTest
 
 /// The pure parts of the transport: header parsing and the curl → URLError table.
 final class TransportUnitTests: XCTestCase {
-    private func makeParser(limit: Int = Transfer.maxHeaderBytes) throws -> StandaloneHeaderParser {
-        try XCTUnwrap(StandaloneHeaderParser(limit: limit))
-    }
-
     func testHeaderBlockIsParsedAndInformationalBlocksDropped() throws {
-        let parser = try makeParser()
+        var parser = ResponseHeaderParser()
         XCTAssertEqual(parser.feed("HTTP/1.1 100 Continue\r\n"), ResponseHeaderParser.Event.none)
         XCTAssertEqual(parser.feed("\r\n"), .informational)
         XCTAssertEqual(parser.feed("HTTP/1.1 404 Not Found\r\n"), ResponseHeaderParser.Event.none)
@@ -20,18 +16,17 @@ final class TransportUnitTests: XCTestCase {
         _ = parser.feed("X-Folded: one\r\n")
         _ = parser.feed("  two\r\n")
         XCTAssertEqual(parser.feed("\r\n"), .headComplete)
-        XCTAssertEqual(parser.parser.statusCode, 404)
+        XCTAssertEqual(parser.statusCode, 404)
         XCTAssertEqual(parser.head(url: try XCTUnwrap(URL(string: "http://h/"))).values(for: "Set-Cookie"), ["a=1", "b=2"])
-        XCTAssertEqual(parser.parser.value(for: "x-folded"), "one two")
+        XCTAssertEqual(parser.value(for: "x-folded"), "one two")
         let response = try XCTUnwrap(parser.head(url: try XCTUnwrap(URL(string: "http://h/"))).makeResponse())
         XCTAssertEqual(response.statusCode, 404)
         XCTAssertEqual(response.value(forHTTPHeaderField: "Set-Cookie"), "a=1, b=2")
         XCTAssertEqual(response.mimeType, "text/plain")
     }
 
-    /// The fields the C block finds as it keeps each line, taken when the block ends (or split again
-    /// in Swift when a line is folded): checked against a line-at-a-time reading of the same lines,
-    /// with odd spacing, lines without a colon or a name, folds and trailers.
+    /// The fields split from a block when it ends: checked against a line-at-a-time reading of the
+    /// same lines, with odd spacing, lines without a colon or a name, folds and trailers.
     func testFieldsSplitAtTheBlocksEndMatchALineByLineReading() throws {
         var generator = SeededGenerator(seed: 23)
         let pieces = ["Name", "x-a", "Content-Type", "", " ", "\t", "v", "a b", ":", "::", "é"]
@@ -60,7 +55,7 @@ final class TransportUnitTests: XCTestCase {
                 let value = line[line.index(after: colon)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
                 if !name.isEmpty { expected.append((name, value)) }
             }
-            let parser = try makeParser()
+            var parser = ResponseHeaderParser()
             _ = parser.feed("HTTP/1.1 200 OK\r\n")
             for line in lines { XCTAssertEqual(parser.feed(line + (round % 2 == 0 ? "\r\n" : "\n")), .none) }
             XCTAssertEqual(parser.feed("\r\n"), .headComplete)
@@ -69,12 +64,12 @@ final class TransportUnitTests: XCTestCase {
             // A trailer after the block: the block's fields are taken again, with it.
             XCTAssertEqual(parser.feed("Trailer-X: t\r\n"), .none)
             XCTAssertEqual(parser.feed("\r\n"), .headComplete)
-            XCTAssertEqual(parser.parser.value(for: "trailer-x"), "t")
+            XCTAssertEqual(parser.value(for: "trailer-x"), "t")
         }
     }
 
     func testContentTypeAndLengthAreParsedFromBytes() throws {
-        let parser = try makeParser()
+        var parser = ResponseHeaderParser()
         _ = parser.feed("HTTP/1.1 200 OK\r\n")
         _ = parser.feed("content-TYPE:  Text/HTML ; foo=bar; Charset=\"ISO-8859-1\" \r\n")
         _ = parser.feed("Content-Length: 12\r\n")
@@ -87,7 +82,7 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(head.httpVersion, "HTTP/1.1")
 
         for (value, expected) in [("99999999999999999999999", Int64(-1)), ("-5", -1), ("1 2", -1), ("", -1), ("0", 0)] {
-            let other = try makeParser()
+            var other = ResponseHeaderParser()
             _ = other.feed("HTTP/2 200\r\n")
             _ = other.feed("Content-Length: \(value)\r\n")
             _ = other.feed("Content-Type: ;charset=utf-8\r\n")
@@ -123,7 +118,7 @@ final class TransportUnitTests: XCTestCase {
     }
 
     func testOversizedHeaderBlockIsReported() throws {
-        let parser = try makeParser(limit: 100)
+        var parser = ResponseHeaderParser(limit: 100)
         _ = parser.feed("HTTP/1.1 200 OK\r\n")
         XCTAssertEqual(parser.feed("X-Filler: \(String(repeating: "a", count: 120))\r\n"), .tooLarge)
     }
@@ -131,7 +126,7 @@ final class TransportUnitTests: XCTestCase {
     /// The limit counts the whole block, status line included (17 bytes here), and only it: a new
     /// block counts afresh.
     func testTheHeaderLimitCountsTheStatusLineAndRestartsWithEachBlock() throws {
-        let parser = try makeParser(limit: 100)
+        var parser = ResponseHeaderParser(limit: 100)
         _ = parser.feed("HTTP/1.1 100 Continue\r\n")
         XCTAssertEqual(parser.feed("\r\n"), .informational)
         XCTAssertEqual(parser.feed("HTTP/1.1 200 OK\r\n"), .none)
@@ -139,19 +134,19 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(parser.feed(fits), .none)
         XCTAssertEqual(parser.feed("\r\n"), .tooLarge, "the block's end is one byte past the limit")
 
-        let other = try makeParser(limit: 100)
+        var other = ResponseHeaderParser(limit: 100)
         _ = other.feed("HTTP/1.1 200 OK\r\n")
         XCTAssertEqual(other.feed("X-Filler: \(String(repeating: "a", count: 69))\r\n"), .none)   // 81: 98 in all
         XCTAssertEqual(other.feed("\r\n"), .headComplete)
         _ = other.feed("HTTP/1.1 200 OK\r\n")
         XCTAssertEqual(other.feed("X-Filler: \(String(repeating: "b", count: 69))\r\n"), .none, "a new block counts afresh")
         XCTAssertEqual(other.feed("\r\n"), .headComplete)
-        XCTAssertEqual(other.parser.value(for: "x-filler"), String(repeating: "b", count: 69))
+        XCTAssertEqual(other.value(for: "x-filler"), String(repeating: "b", count: 69))
     }
 
-    /// A block far larger than the C block's first allocation (1 KiB) is kept whole and in order.
+    /// A block of many fields is kept whole and in order.
     func testALargeHeaderBlockIsKeptWhole() throws {
-        let parser = try makeParser()
+        var parser = ResponseHeaderParser()
         _ = parser.feed("HTTP/1.1 200 OK\r\n")
         for index in 0..<400 {
             XCTAssertEqual(parser.feed("X-Field-\(index): \(String(repeating: "v", count: index % 90))\(index)\r\n"), .none)
@@ -184,9 +179,9 @@ final class TransportUnitTests: XCTestCase {
     }
 }
 
-extension StandaloneHeaderParser {
+extension ResponseHeaderParser {
     /// Feeds `line` as curl would hand it over.
-    func feed(_ line: String) -> ResponseHeaderParser.Event {
+    mutating func feed(_ line: String) -> ResponseHeaderParser.Event {
         Array(line.utf8).withUnsafeBytes { consume($0) }
     }
 }

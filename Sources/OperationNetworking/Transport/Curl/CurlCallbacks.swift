@@ -6,13 +6,13 @@ import Foundation
 // `Transfer` (kept alive by the network thread's table while curl can call back) and forwards.
 // All of them run on the network thread, inside curl_multi_perform.
 //
-// The userdata of every per-transfer callback is the easy handle's `ccurl_header_block`, set once
-// per handle configuration; its `owner` is the transfer on the handle, which the transfer sets when
-// it begins a hop (`nil` while the handle is pooled).
+// The userdata of every per-transfer callback is the easy handle's `callbackData`, set once per
+// handle configuration: a cell holding the transfer on the handle (`CurlEasyHandle.owner`), which the
+// transfer sets when it begins a hop (`nil` while the handle is pooled).
 
 /// The transfer owning the handle whose callback data is `userdata`, unretained.
 func callbackOwner(_ userdata: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    userdata?.assumingMemoryBound(to: ccurl_header_block.self).pointee.owner
+    userdata?.assumingMemoryBound(to: UnsafeMutableRawPointer?.self).pointee
 }
 
 private func transfer(_ userdata: UnsafeMutableRawPointer?) -> Transfer? {
@@ -20,25 +20,17 @@ private func transfer(_ userdata: UnsafeMutableRawPointer?) -> Transfer? {
     return Unmanaged<Transfer>.fromOpaque(owner).takeUnretainedValue()
 }
 
-/// Hands the bytes of a header or write callback to `receive` on the transfer, borrowed without a
-/// retain (the network thread's table keeps it alive throughout the call): these two run for every
-/// response, several times. The byte count, or 0 to abort.
+/// Hands the bytes of a header or write callback to `receive` on the transfer. The byte count, or 0
+/// to abort.
 private func received(_ buffer: UnsafeMutablePointer<CChar>?, _ length: Int, _ userdata: UnsafeMutableRawPointer?,
                       _ receive: (Transfer, UnsafeRawBufferPointer) -> Bool) -> Int {
-    guard let buffer, let owner = callbackOwner(userdata) else { return 0 }
-    let bytes = UnsafeRawBufferPointer(start: buffer, count: length)
-    return Unmanaged<Transfer>.fromOpaque(owner)._withUnsafeGuaranteedRef { receive($0, bytes) } ? length : 0
+    guard let buffer, let transfer = transfer(userdata) else { return 0 }
+    return receive(transfer, UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
 }
 
-/// `ccurl_header_block.on_event`: a header block's status line, its end or a refusal (`CURLOPT_HEADERFUNCTION`
-/// is `ccurl_header_callback`, which keeps field lines in C). The block's owner is its transfer,
-/// borrowed as in `received`. 0 aborts.
-let curlHeaderEvent: ccurl_header_event_callback = { block, line, length, event in
-    guard let block, let line, let owner = block.pointee.owner else { return 0 }
-    let bytes = UnsafeRawBufferPointer(start: line, count: length)
-    return Unmanaged<Transfer>.fromOpaque(owner)._withUnsafeGuaranteedRef {
-        $0.receiveHeaderEvent(event, line: bytes, block: block)
-    } ? 1 : 0
+/// `CURLOPT_HEADERFUNCTION`: one response header line (status line and the empty line included).
+let curlHeaderCallback: curl_write_callback = { buffer, size, count, userdata in
+    received(buffer, size * count, userdata) { $0.receiveHeaderLine($1) }
 }
 
 /// `CURLOPT_WRITEFUNCTION`: a piece of the (decoded) response body.

@@ -14,26 +14,30 @@ final class CurlEasyHandle {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// curl writes its detailed message for a failure here (`CURLOPT_ERRORBUFFER`).
     private let errorBuffer: UnsafeMutablePointer<CChar>
-    /// Where the response header lines of the handle's transfers are kept (`CURLOPT_HEADERDATA`); its
-    /// `owner` is the transfer on the handle. Freed in `deinit`.
-    let headerBlock: UnsafeMutablePointer<ccurl_header_block>
-    /// What every per-transfer callback is given as its data: the header block (see CurlCallbacks.swift).
-    var callbackData: UnsafeMutableRawPointer { UnsafeMutableRawPointer(headerBlock) }
+    /// One cell holding the transfer on the handle, unretained, or `nil` while none is. Its own
+    /// allocation, so that its address stays put for curl; freed in `deinit`.
+    private let ownerCell: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    /// What every per-transfer callback is given as its data, and the handle's `CURLOPT_PRIVATE`: the
+    /// owner cell (`callbackOwner` in CurlCallbacks.swift reads it back).
+    var callbackData: UnsafeMutableRawPointer { UnsafeMutableRawPointer(ownerCell) }
+
+    /// The transfer on the handle, as the callbacks find it (`nil`: none; the handle is pooled).
+    /// Unretained: the network thread's table keeps the transfer alive while it is on the handle.
+    var owner: Transfer? {
+        get { ownerCell.pointee.map { Unmanaged<Transfer>.fromOpaque($0).takeUnretainedValue() } }
+        set { ownerCell.pointee = newValue.map { Unmanaged.passUnretained($0).toOpaque() } }
+    }
 
     /// Easy handles alive in the process (tests check that none leak).
     private static let live = Protected(0)
     static var liveCount: Int { live.value }
 
     /// A new handle; `share`, when given, is attached for the handle's whole life (`reset` keeps it).
-    /// `clock`, the network thread's, stamps the activity of header lines (`nil`: read per line).
-    init?(share: UnsafeMutableRawPointer? = nil, clock: UnsafePointer<UInt64>? = nil) {
-        guard let block = ccurl_header_block_create(Transfer.maxHeaderBytes, clock, curlHeaderEvent) else { return nil }
-        guard let handle = curl_easy_init() else {
-            ccurl_header_block_destroy(block)
-            return nil
-        }
+    init?(share: UnsafeMutableRawPointer? = nil) {
+        guard let handle = curl_easy_init() else { return nil }
         if let share { _ = ccurl_easy_setopt_ptr(handle, CURLOPT_SHARE, share) }
-        headerBlock = block
+        ownerCell = .allocate(capacity: 1)
+        ownerCell.initialize(to: nil)
         CurlEasyHandle.live.withLock { $0 += 1 }
         raw = handle
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -45,7 +49,7 @@ final class CurlEasyHandle {
         curl_easy_cleanup(raw)
         if let headerList { curl_slist_free_all(headerList) }
         errorBuffer.deallocate()
-        ccurl_header_block_destroy(headerBlock)
+        ownerCell.deallocate()
     }
 
     /// Clears every option (keeps the handle's caches), so the handle can serve the next hop or request.

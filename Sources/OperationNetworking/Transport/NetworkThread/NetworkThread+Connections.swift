@@ -59,12 +59,11 @@ extension NetworkThread {
         return true
     }
 
-    /// The transfer whose hop runs on the easy handle `raw` (one curl reported done): its header
-    /// block, the handle's `CURLOPT_PRIVATE`, names it as its owner while the handle is on curl.
+    /// The transfer whose hop runs on the easy handle `raw` (one curl reported done): the handle's
+    /// `CURLOPT_PRIVATE`, its callback data, names it as its owner while the handle is on curl.
     func transfer(on raw: UnsafeMutableRawPointer) -> Transfer? {
         var data: UnsafeMutableRawPointer?
-        guard ccurl_easy_getinfo_ptr(raw, CURLINFO_PRIVATE, &data) == CURLE_OK, let data,
-              let owner = data.assumingMemoryBound(to: ccurl_header_block.self).pointee.owner else { return nil }
+        guard ccurl_easy_getinfo_ptr(raw, CURLINFO_PRIVATE, &data) == CURLE_OK, let owner = callbackOwner(data) else { return nil }
         // `active` holds the transfer while its handle is on curl, so the unretained pointer is alive.
         return Unmanaged<Transfer>.fromOpaque(owner).takeUnretainedValue()
     }

@@ -103,7 +103,7 @@ final class NetworkThread: @unchecked Sendable {
     /// Whether the multi handle's per-host cap is lifted (see `putOnCurl`).
     var hostCapLifted = false
     /// Transfers on curl, in no order; each knows its place (`Transfer.activeIndex`), and curl's
-    /// messages name a transfer through its handle's header block (`CURLOPT_PRIVATE`).
+    /// messages name a transfer through its handle's callback data (`CURLOPT_PRIVATE`).
     var active: [Transfer] = []
     /// Transfers waiting for a slot, oldest first (`waitingHead` is the next to admit).
     var waiting: [Transfer] = []
@@ -118,17 +118,9 @@ final class NetworkThread: @unchecked Sendable {
     var events: [TransferEvent] = []
     private var lastTimeoutScan: UInt64 = 0
     /// `monotonicNow()` as of the start of this loop turn, and again after curl's work in it: the time
-    /// transfers stamp their activity with from curl's callbacks (two clock reads per turn instead of
-    /// one per header line and body piece: 12 fewer per request at W2 shape). Stale by at most one
-    /// `curl_multi_perform`, far below any timeout. In its own allocation, since the header blocks of
-    /// this thread's easy handles read it from C (freed in `deinit`, after which no handle of the
-    /// thread is used).
-    private let clockCell: UnsafeMutablePointer<UInt64> = {
-        let cell = UnsafeMutablePointer<UInt64>.allocate(capacity: 1)
-        cell.initialize(to: 0)
-        return cell
-    }()
-    var clock: UInt64 { clockCell.pointee }
+    /// transfers stamp their activity with from curl's callbacks. Stale by at most one
+    /// `curl_multi_perform`, far below any timeout.
+    private(set) var clock: UInt64 = 0
     /// Set by a shut-down command: the loop ends and signals it.
     var shutDownSignal: DispatchSemaphore?
 
@@ -171,10 +163,6 @@ final class NetworkThread: @unchecked Sendable {
         let thread = Thread { [self] in run() }
         thread.name = "OperationNetworking.network"
         thread.start()
-    }
-
-    deinit {
-        clockCell.deallocate()
     }
 
     /// Hands a command to the network thread (any thread).
@@ -230,14 +218,14 @@ final class NetworkThread: @unchecked Sendable {
     /// One turn of the loop: take commands in, let curl work, carry out what it reports, hand the
     /// turn's events over, and sleep unless there is more to do at once.
     private func turn() {
-        clockCell.pointee = monotonicNow()
+        clock = monotonicNow()
         drainInbox()
         admitWaiting()
         multi.perform()
         readFinished()
         if !origins.probes.isEmpty { learnProbedOrigins() }
         let now = monotonicNow()
-        clockCell.pointee = now
+        clock = now
         if now &- lastTimeoutScan >= NetworkThread.timeoutScanInterval {
             lastTimeoutScan = now
             failStalled(now: now)
@@ -308,14 +296,14 @@ final class NetworkThread: @unchecked Sendable {
     /// An easy handle for a transfer about to start: a pooled one, else a new one (`nil` if libcurl
     /// could not make one).
     func takeEasyHandle() -> CurlEasyHandle? {
-        pool.popLast() ?? CurlEasyHandle(share: share, clock: clockCell)
+        pool.popLast() ?? CurlEasyHandle(share: share)
     }
 
     /// Keeps a handle, reset, for the next transfer.
     func recycle(_ easy: CurlEasyHandle) {
         assertOnNetworkThread()
         guard pool.count < NetworkThread.maxPooledHandles else { return }
-        easy.headerBlock.pointee.owner = nil   // its transfer is over
+        easy.owner = nil   // its transfer is over
         easy.reset()
         pool.append(easy)
     }

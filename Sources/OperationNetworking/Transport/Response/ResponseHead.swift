@@ -1,108 +1,11 @@
-import CCurlShim
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-/// Where one header field lies in a head's byte storage: the C block's own span, so that a block's
-/// spans become an array by one copy of memory.
-typealias FieldSpan = ccurl_field_span
-
-extension FieldSpan {
-    init(nameStart: Int32, nameEnd: Int32, valueStart: Int32, valueEnd: Int32) {
-        self.init(name_start: nameStart, name_end: nameEnd, value_start: valueStart, value_end: valueEnd)
-    }
-
-    var nameStart: Int32 { name_start }
-    var nameEnd: Int32 { name_end }
-    var valueStart: Int32 { value_start }
-    var valueEnd: Int32 { get { value_end } set { value_end = newValue } }
-}
-
-extension ccurl_head_summary {
-    /// The summary of `fields`, for fields that did not come through a C block (a folded block split
-    /// again, an archive's).
-    init(_ fields: HeadFields) {
-        self.init()
-        ccurl_head_summary_clear(&self)
-        fields.withBytesAndSpans { base, first in
-            for index in 0..<fields.count { ccurl_head_summary_note(&self, base, first, index) }
-        }
-    }
-}
-
-/// A head's fields in one array: their bytes as received, back to back, then (from the next multiple
-/// of 4) where each field lies: one allocation per response.
-/// - Threading: a value; immutable once made.
-struct HeadFields {
-    /// The field bytes, then the spans.
-    let storage: [UInt8]
-    /// How many leading bytes of `storage` are field bytes.
-    let byteCount: Int
-    /// How many spans follow them.
-    let count: Int
-
-    /// Where the spans start in `storage` (4-byte aligned, as `FieldSpan` is).
-    private var spanOffset: Int { (byteCount + 3) & ~3 }
-    private static let spanStride = MemoryLayout<FieldSpan>.stride
-
-    /// No fields.
-    static let empty = HeadFields(bytes: nil, byteCount: 0, spans: nil, count: 0)
-
-    /// `byteCount` bytes and `count` spans copied from C memory (a header block's), in one allocation.
-    init(bytes: UnsafeRawPointer?, byteCount: Int, spans: UnsafeRawPointer?, count: Int) {
-        let byteCount = bytes == nil ? 0 : max(byteCount, 0)
-        let count = spans == nil ? 0 : max(count, 0)
-        let spanOffset = (byteCount + 3) & ~3
-        let total = spanOffset + count * HeadFields.spanStride
-        // Reserved once, then appended to.
-        var storage: [UInt8] = []
-        storage.reserveCapacity(total)
-        if let bytes { storage.append(contentsOf: UnsafeRawBufferPointer(start: bytes, count: byteCount)) }
-        while storage.count < spanOffset { storage.append(0) }
-        if let spans { storage.append(contentsOf: UnsafeRawBufferPointer(start: spans, count: count * HeadFields.spanStride)) }
-        self.storage = storage
-        self.byteCount = byteCount
-        self.count = count
-    }
-
-    /// From separate arrays (a folded block split again, an archive's fields).
-    init(bytes: [UInt8], spans: [FieldSpan]) {
-        let count = spans.count
-        self = bytes.withUnsafeBytes { bytes in
-            spans.withUnsafeBytes { spans in
-                HeadFields(bytes: bytes.baseAddress, byteCount: bytes.count, spans: spans.baseAddress, count: count)
-            }
-        }
-    }
-
-    /// The place of field `index` (`0..<count`).
-    subscript(index: Int) -> FieldSpan {
-        storage.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: spanOffset + index * HeadFields.spanStride, as: FieldSpan.self) }
-    }
-
-    /// Every field's place, in arrival order.
-    var spans: [FieldSpan] { (0..<count).map { self[$0] } }
-
-    /// The place of the first field named `name` (ASCII case-insensitive).
-    func first(named name: String) -> FieldSpan? {
-        for index in 0..<count {
-            let span = self[index]
-            if HeaderBytes.nameMatches(name, storage, span) { return span }
-        }
-        return nil
-    }
-
-    /// Calls `body` with the first field byte and the first span (both `nil`-free only when there are
-    /// fields), as the C summary wants them.
-    func withBytesAndSpans(_ body: (UnsafePointer<UInt8>, UnsafePointer<FieldSpan>) -> Void) {
-        guard count > 0 else { return }
-        let offset = spanOffset
-        storage.withUnsafeBytes { raw in
-            guard let base = raw.baseAddress else { return }
-            body(base.assumingMemoryBound(to: UInt8.self), (base + offset).assumingMemoryBound(to: FieldSpan.self))
-        }
-    }
+/// Where one header field lies in a head's byte storage.
+struct FieldSpan: Sendable {
+    var nameStart: Int32, nameEnd: Int32, valueStart: Int32, valueEnd: Int32
 }
 
 /// A response head as it came off the wire: status, version and fields in order.
@@ -119,10 +22,10 @@ final class ResponseHead: Sendable {
     let statusCode: Int
     /// `"HTTP/1.1"`, `"HTTP/2"`…
     let httpVersion: String
-    /// Names and values of the fields, as received, and each field's place among them.
-    private let fieldStorage: HeadFields
-    /// The field bytes (`fieldStorage.storage`: indices past the field bytes are the places').
-    private var bytes: [UInt8] { fieldStorage.storage }
+    /// Names and values of the fields, as received, back to back.
+    private let bytes: [UInt8]
+    /// Each field's place in `bytes`, in arrival order.
+    private let spans: [FieldSpan]
     /// `Content-Length` when the server sent a valid one, otherwise -1.
     let expectedContentLength: Int64
     /// Where the first `Content-Type` lies, parsed only when the media type or charset is read.
@@ -133,29 +36,28 @@ final class ResponseHead: Sendable {
     private let contentEncodingSpan: FieldSpan?
     /// Whether two `Content-Length` fields disagree (compared as bytes).
     let hasConflictingContentLengths: Bool
-    /// Whether any `Set-Cookie` field came (most responses have none: no scan for them then).
+    /// Whether any `Set-Cookie` field came.
     let hasSetCookie: Bool
 
-    /// A head from raw storage (the parser's), with what its fields say that every response needs
-    /// (`summary`, found by the C block as the fields came, or made from `fields`).
-    init(url: URL, statusCode: Int, httpVersion: String, fields: HeadFields, summary: ccurl_head_summary? = nil) {
+    /// A head from raw storage (the parser's), with what its fields say that every response needs.
+    init(url: URL, statusCode: Int, httpVersion: String, bytes: [UInt8], spans: [FieldSpan]) {
         self.url = url
         self.statusCode = statusCode
         self.httpVersion = httpVersion
-        fieldStorage = fields
-        let summary = summary ?? ccurl_head_summary(fields)
-        let field = { (index: Int32) in index >= 0 && Int(index) < fields.count ? fields[Int(index)] : nil }
-        let bytes = fields.storage
-        contentType = field(summary.content_type)
-        contentLength = field(summary.content_length)
-        contentEncodingSpan = field(summary.content_encoding)
-        hasConflictingContentLengths = summary.conflicting_lengths != 0
-        hasSetCookie = summary.has_set_cookie != 0
-        expectedContentLength = contentLength.flatMap { HeaderBytes.parseLength(bytes, $0) } ?? -1
+        self.bytes = bytes
+        self.spans = spans
+        let named = { (name: String) in spans.filter { HeaderBytes.nameMatches(name, bytes, $0) } }
+        let lengths = named("Content-Length")
+        contentType = named("Content-Type").first
+        contentLength = lengths.first
+        contentEncodingSpan = named("Content-Encoding").first
+        hasConflictingContentLengths = lengths.dropFirst().contains { !HeaderBytes.sameValue(bytes, $0, lengths[0]) }
+        hasSetCookie = !named("Set-Cookie").isEmpty
+        expectedContentLength = lengths.first.flatMap { HeaderBytes.parseLength(bytes, $0) } ?? -1
     }
 
-    /// Every `Set-Cookie` value, in order (none without a scan when the head has none).
-    var setCookieValues: [String] { hasSetCookie ? values(for: "Set-Cookie") : [] }
+    /// Every `Set-Cookie` value, in order.
+    var setCookieValues: [String] { values(for: "Set-Cookie") }
 
     /// The first `Content-Encoding` value.
     var contentEncoding: String? {
@@ -193,26 +95,24 @@ final class ResponseHead: Sendable {
             spans.append(FieldSpan(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart,
                                    valueEnd: Int32(clamping: bytes.count)))
         }
-        self.init(url: url, statusCode: statusCode, httpVersion: httpVersion, fields: HeadFields(bytes: bytes, spans: spans))
+        self.init(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: bytes, spans: spans)
     }
 
     /// Fields in arrival order, names as sent.
     var fields: [(name: String, value: String)] {
-        let bytes = self.bytes
-        return fieldStorage.spans.map {
+        spans.map {
             (HeaderBytes.text(bytes, $0.nameStart, $0.nameEnd), HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd))
         }
     }
 
     /// The value of the first field named `name` (ASCII case-insensitive).
     func value(for name: String) -> String? {
-        fieldStorage.first(named: name).map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
+        HeaderBytes.first(named: name, in: bytes, spans).map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
     }
 
     /// All values of the fields named `name` (for `Set-Cookie`, which must not be joined).
     func values(for name: String) -> [String] {
-        let bytes = self.bytes
-        return fieldStorage.spans.filter { HeaderBytes.nameMatches(name, bytes, $0) }
+        spans.filter { HeaderBytes.nameMatches(name, bytes, $0) }
             .map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
     }
 
@@ -242,6 +142,16 @@ final class ResponseHead: Sendable {
 enum HeaderBytes {
     static func text(_ bytes: [UInt8], _ start: Int32, _ end: Int32) -> String {
         String(decoding: bytes[Int(start)..<Int(end)], as: UTF8.self)
+    }
+
+    /// The place of the first field named `name` (ASCII case-insensitive).
+    static func first(named name: String, in bytes: [UInt8], _ spans: [FieldSpan]) -> FieldSpan? {
+        spans.first { nameMatches(name, bytes, $0) }
+    }
+
+    /// Whether two fields have the same value, byte for byte.
+    static func sameValue(_ bytes: [UInt8], _ one: FieldSpan, _ other: FieldSpan) -> Bool {
+        bytes[Int(one.valueStart)..<Int(one.valueEnd)].elementsEqual(bytes[Int(other.valueStart)..<Int(other.valueEnd)])
     }
 
     static func nameMatches(_ name: String, _ bytes: [UInt8], _ span: FieldSpan) -> Bool {

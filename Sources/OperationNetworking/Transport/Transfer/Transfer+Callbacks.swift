@@ -11,24 +11,18 @@ extension Transfer {
     /// When curl's callbacks stamp activity: the network thread's clock of the loop turn.
     private var activityTime: UInt64 { network?.clock ?? monotonicNow() }
 
-    /// The later of `lastActivity` and the last header line's stamp (kept in the header block, in C).
-    var latestActivity: UInt64 {
-        max(hop.lastActivity, easy?.headerBlock.pointee.activity ?? 0)
-    }
+    /// When the hop last saw activity (a header line, a piece of either body), as the stall scan reads it.
+    var latestActivity: UInt64 { hop.lastActivity }
 
-    /// The header block said `event` of `line` (a status line, the block's end, a refusal: field lines
-    /// stay in C, which stamps the activity of every line); false aborts the transfer (the reason is in
-    /// `abortError`).
-    func receiveHeaderEvent(_ event: Int32, line: UnsafeRawBufferPointer, block: UnsafeMutablePointer<ccurl_header_block>) -> Bool {
+    /// One response header line arrived (every line counts as activity); false aborts the transfer
+    /// (the reason is in `abortError`).
+    func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
         assertOnNetworkThread()
-        switch hop.headerParser.handle(event, line: line, block: block) {
+        hop.lastActivity = activityTime
+        switch hop.headerParser.consume(line) {
         case .tooLarge:
             current.abortError = TransportError.make(.cannotParseResponse,
-                                             "The response headers exceed \(Transfer.maxHeaderBytes) bytes.",
-                                             url: currentRequest.url)
-            return false
-        case .outOfMemory:
-            current.abortError = TransportError.make(.cannotParseResponse, "No memory was left for the response headers.",
+                                             "The response headers exceed \(hop.headerParser.limit) bytes.",
                                              url: currentRequest.url)
             return false
         case .headComplete:

@@ -46,17 +46,16 @@ extension Transfer {
             // The header itself is one of `headerLines`; this only keeps libcurl from decoding.
             try easy.set(CURLOPT_HTTP_CONTENT_DECODING, false)
         }
-        ccurl_header_block_reset(easy.headerBlock)
-        easy.headerBlock.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        easy.owner = self
     }
 
-    /// Every callback's data is the handle's header block, whose `owner` says which transfer it serves
-    /// (see CurlCallbacks.swift); `configure` sets it last.
+    /// Every callback's data is the handle's `callbackData`, which says which transfer it serves (its
+    /// `owner`, see CurlCallbacks.swift); `configure` sets the owner last.
     private func configureCallbacks(_ easy: CurlEasyHandle) throws {
         let callbackData = easy.callbackData
-        // The network thread finds the transfer of a finished handle through the block's owner.
+        // The network thread finds the transfer of a finished handle through the same owner.
         try easy.set(CURLOPT_PRIVATE, pointer: callbackData)
-        try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_HEADERFUNCTION, ccurl_header_callback))
+        try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
         try easy.set(CURLOPT_HEADERDATA, pointer: callbackData)
         try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_WRITEFUNCTION, curlWriteCallback))
         try easy.set(CURLOPT_WRITEDATA, pointer: callbackData)
