@@ -56,9 +56,9 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// serialization or validation error becomes `error` (the object may still be set, e.g. the JSON
     /// body of a 404). `nil` before the end and after a transport error.
     public var responseObject: Any? {
-        let ended = state.withLock { state -> (data: Data?, Void)? in
+        let ended = state.withLock { state -> (data: Data?, head: ResponseHead?)? in
             guard state.lifecycle.hasEnded, state.error == nil else { return nil }
-            return (state.responseData, ())
+            return (state.responseData, state.head)
         }
         guard let ended else { return nil }
         let (serializer, done, object) = handling.withLock { ($0.serializer, $0.serialized, $0.object) }
@@ -66,7 +66,13 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         var result: Any?
         var failure: Error?
         do {
-            result = try serializer.responseObject(for: response, data: ended.data)
+            // The library's own serializers validate from the raw head when it passes, so a response
+            // nobody reads never builds Foundation's HTTPURLResponse.
+            if let head = ended.head, serializer.acceptsWithoutResponseObject(head, data: ended.data) {
+                result = try serializer.decodedObject(from: ended.data, head: head)
+            } else {
+                result = try serializer.responseObject(for: response, data: ended.data)
+            }
         } catch {
             failure = error
             result = (error as NSError).userInfo[ResponseObjectErrorKey]

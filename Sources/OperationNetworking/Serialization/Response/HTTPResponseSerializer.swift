@@ -50,6 +50,12 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
         settings.withLock { $0.contentTypes = types }
     }
 
+    /// Whether this object's class is one of the library's own serializers (see
+    /// `acceptsWithoutResponseObject`).
+    private var isBuiltInType: Bool {
+        HTTPResponseSerializer.builtInTypes.contains(ObjectIdentifier(Swift.type(of: self)))
+    }
+
     /// The content types a new serializer of this class accepts.
     class var defaultAcceptableContentTypes: Set<String>? { nil }
 
@@ -90,7 +96,7 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
     }
 
     /// Which of AFN's two checks fail: the content type (only judged for a non-empty body, compared
-    /// lower-cased) and the status code.
+    /// lower-cased) and the status code. Shared by `validate` and `acceptsWithoutResponseObject`.
     /// `mimeType` is only evaluated when content types are checked.
     private func failedChecks(statusCode: Int, mimeType: @autoclosure () -> String?, data: Data?) -> (contentType: Bool, status: Bool) {
         let current = settings.value
@@ -141,6 +147,17 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
         data
     }
 
+    /// `decodedObject` for the operation's raw-head path: a decoding error carries the failing URL, the
+    /// response and the body, as on the documented path.
+    func decodedObject(from data: Data?, head: ResponseHead) throws -> Any? {
+        do {
+            return try decodedObject(from: data, textEncodingName: head.textEncodingName)
+        } catch {
+            throw HTTPResponseSerializer.addingContext(to: error as NSError, url: head.url, response: head.makeResponse(),
+                                                       data: data)
+        }
+    }
+
     /// `error` with the failing URL, the response and the body added where it lacks them (decoding
     /// errors are made where only the body is at hand).
     static func addingContext(to error: NSError, url: URL?, response: URLResponse?, data: Data?) -> NSError {
@@ -150,6 +167,21 @@ open class HTTPResponseSerializer: NSObject, URLResponseSerialization, @unchecke
         if info[FailingURLResponseDataErrorKey] == nil, let data { info[FailingURLResponseDataErrorKey] = data }
         return NSError(domain: error.domain, code: error.code, userInfo: info)
     }
+
+    /// True when `head` passes `validate` and the class is one of the library's own, whose
+    /// `responseObject(for:data:)` is then exactly `decodedObject`, so the operation can skip building
+    /// Foundation's `HTTPURLResponse`. Subclasses outside the library always take the documented path.
+    func acceptsWithoutResponseObject(_ head: ResponseHead, data: Data?) -> Bool {
+        guard isBuiltInType else { return false }
+        let failed = failedChecks(statusCode: head.statusCode, mimeType: head.mimeType, data: data)
+        return !failed.contentType && !failed.status
+    }
+
+    private static let builtInTypes: Set<ObjectIdentifier> = [
+        ObjectIdentifier(HTTPResponseSerializer.self), ObjectIdentifier(JSONResponseSerializer.self),
+        ObjectIdentifier(XMLParserResponseSerializer.self), ObjectIdentifier(XMLDocumentResponseSerializer.self),
+        ObjectIdentifier(PropertyListResponseSerializer.self), ObjectIdentifier(ImageResponseSerializer.self),
+    ]
 
     /// The error for a body that could not be decoded, with the response and body attached.
     func decodingError(_ description: String, underlying: Error? = nil) -> NSError {
