@@ -4,8 +4,7 @@ import Foundation
 import OperationNetworking
 import Synchronization
 
-/// `onet bench`: the client side of the benchmark harness whose set-up, commands and runs
-/// `bench/README.md` records.
+/// `onet bench`: the client side of the benchmark harness (`bench/run`).
 ///
 /// N requests go through one `OperationQueue` whose `maxConcurrentOperationCount` is C: exactly how
 /// an AFNetworking 2.x user bounds requests in flight. Every response body is read whole: by default
@@ -242,13 +241,13 @@ final class Tally: @unchecked Sendable {
 }
 
 /// Counting streams of finished requests, handed to new ones: corelibs builds a CoreFoundation stream
-/// for every `OutputStream`, about 4,000 instructions per request to make and free, where the
-/// harness's other clients discard bodies through a plain callback. A stream serves one request at a
-/// time: it comes back when the operation closes it, after its completion block read the count.
-/// `idle` is guarded by `lock`, hence `@unchecked Sendable`.
+/// for every `OutputStream`, costly to make and free, where the harness's other clients discard
+/// bodies through a plain callback. A stream serves one request at a time: it comes back when the
+/// operation closes it, after its completion block read the count. `idle` is only touched inside
+/// `lock.withLock`, hence `@unchecked Sendable`.
 private final class CountingStreamPool: @unchecked Sendable {
     private let lock = NSLock()
-    @exclusivity(unchecked) private var idle: [CountingOutputStream] = []   // guarded by lock
+    private var idle: [CountingOutputStream] = []
 
     /// A stream at zero, not open.
     func take() -> CountingOutputStream {
@@ -264,8 +263,8 @@ private final class CountingStreamPool: @unchecked Sendable {
 /// An output stream that counts the bytes written to it into `counted` and keeps none: the harness's
 /// "read every body, discard it". Written on the network thread, read and closed on the completion
 /// queue after the transfer ended. Its count and status are atomics, not a lock: the harness's other
-/// clients discard a body with no synchronization at all, and two lock round trips per call were
-/// about 0.5k instructions a request of the client's, not the library's (bench/README.md, round 10).
+/// clients discard a body with no synchronization at all, so the client's own cost stays out of the
+/// library's figures.
 private final class CountingOutputStream: OutputStream {
     /// Bytes counted since the stream was last closed.
     let counted = ByteCount()
