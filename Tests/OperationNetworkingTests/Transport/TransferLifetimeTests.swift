@@ -13,7 +13,7 @@ final class TransferLifetimeTests: XCTestCase {
 
     private func makeTransfer(retryPolicy: RetryPolicy = .none) -> Transfer {
         Transfer(request: original, outputStream: nil, resumeFrom: nil, initialBody: Data(),
-                 retryPolicy: retryPolicy, delegate: SilentDelegate())
+                 retryPolicy: retryPolicy, delegate: TransferOutcomeRecorder(XCTestExpectation(description: "never waited for: these transfers never reach a network thread")))
     }
 
     /// Each stored field of `value`, by name, as text.
@@ -125,19 +125,4 @@ final class TransferLifetimeTests: XCTestCase {
         XCTAssertThrowsError(try transfer.makeHop(for: bad, now: 0))
         XCTAssertEqual(try transfer.makeHop(for: URLRequest(url: URL(string: "https://A.test/x")!), now: 0).tlsOrigin, "a.test:443")
     }
-}
-
-/// A delegate that is never called: these transfers never reach the network thread.
-private final class SilentDelegate: TransferDelegate, @unchecked Sendable {
-    func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
-        request
-    }
-    func transfer(_ transfer: Transfer, didReceive head: ResponseHead) {}
-    func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
-        .deliver
-    }
-    func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
-    func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}
-    func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {}
-    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch) {}
 }
