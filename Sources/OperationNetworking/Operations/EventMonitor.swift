@@ -137,7 +137,8 @@ final class OperationObservers: Sendable {
 
     // MARK: - Monitor events
 
-    /// A transfer started (delivery queue): the first one is reported.
+    /// The operation started (on the thread calling `start()` or `resume()`, before its transfer is
+    /// handed over): the first start is reported.
     func transferDidStart(_ operation: URLConnectionOperation) {
         let monitors: [EventMonitor] = state.withLock {
             guard !$0.startReported, !$0.finishReported else { return [] }
@@ -155,10 +156,8 @@ final class OperationObservers: Sendable {
         state.withLock { !($0.active ?? $0.configured).isEmpty && !$0.finishReported }
     }
 
-    /// The final head of a transfer arrived. Runs on the delivery queue, after the start of the same
-    /// transfer was delivered — except when curl got the head within the loop iteration that took the
-    /// transfer in (the start is then still in the network thread's batch): the start is reported
-    /// here, first, and the later one skipped.
+    /// The final head of a transfer arrived (delivery queue). Monitors set after the operation
+    /// started hear of the start here, first.
     func didReceive(_ head: ResponseHead, for operation: URLConnectionOperation) {
         let (monitors, reportStart) = state.withLock { $0.reportingAfterStart() }
         guard !monitors.isEmpty, let response = head.makeResponse() else { return }
