@@ -10,7 +10,8 @@ final class TestRunnerTests: XCTestCase {
         .deletingLastPathComponent().deletingLastPathComponent()
 
     /// Each class's outcome, counted: a crash and a hang fail every test they left unfinished, a
-    /// process that fails after its tests is one failure; two classes ran at the same time.
+    /// process that fails after its tests is one failure; two classes ran at the same time, and the
+    /// class that runs alone after the others did.
     func testEveryTestCountsAndAProcessThatDiesOrHangsFailsWhatItLeftUnfinished() throws {
         let repository = try StandInRepository(root: root, bundleDirectory: ".build/debug")
         defer { repository.remove() }
@@ -18,7 +19,7 @@ final class TestRunnerTests: XCTestCase {
 
         XCTAssertNotEqual(status, 0, shown(output))
         let lines = output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        XCTAssertEqual(lines.dropLast().last, "5 passed, 5 failed, 1 skipped", shown(output))
+        XCTAssertEqual(lines.dropLast().last, "6 passed, 5 failed, 1 skipped", shown(output))
         XCTAssertTrue(output.contains("Test Case 'BTests.testCrash' did not finish: the test process died of signal 11"),
                       shown(output))
         XCTAssertTrue(output.contains("Test Case 'BTests.testNeverRun' did not finish: the test process died of signal 11"),
@@ -63,13 +64,14 @@ private struct StandInRepository {
 
     /// The classes the bundle plays: A passes one test and fails one, B crashes in its first, C hangs,
     /// D skips, E and F each wait for the other to start (a class that waits alone fails), G passes
-    /// and then exits 23 as LeakSanitizer does after a report.
+    /// and then exits 23 as LeakSanitizer does after a report; HTTP2MultiplexingTests, which runs after
+    /// all others, fails unless E and F have ended.
     static let allTests = [
         "OperationNetworkingTests.ATests/testPass", "OperationNetworkingTests.ATests/testFail",
         "OperationNetworkingTests.BTests/testCrash", "OperationNetworkingTests.BTests/testNeverRun",
         "OperationNetworkingTests.CTests/testHang", "OperationNetworkingTests.DTests/testSkip",
         "OperationNetworkingTests.ETests/testWaitsForF", "OperationNetworkingTests.FTests/testWaitsForE",
-        "OperationNetworkingTests.GTests/testPassThenLeak",
+        "OperationNetworkingTests.GTests/testPassThenLeak", "OperationNetworkingTests.HTTP2MultiplexingTests/testAlone",
     ]
 
     init(root: URL, bundleDirectory: String, listing: [String] = StandInRepository.allTests) throws {
@@ -93,7 +95,7 @@ private struct StandInRepository {
             ended() { echo "Test Case '$1' $2 (0.001 seconds)"; }
             awaits() {
               run "$1"; mkdir -p "\(started)"; touch "\(started)/$2"
-              for i in $(seq 1 50); do [ -e "\(started)/$3" ] && { ended "$1" passed; exit 0; }; sleep 0.1; done
+              for i in $(seq 1 50); do [ -e "\(started)/$3" ] && { ended "$1" passed; touch "\(started)/$2-ended"; exit 0; }; sleep 0.1; done
               echo "$1 waited alone"; ended "$1" failed; exit 1
             }
             case "$1" in
@@ -104,6 +106,9 @@ private struct StandInRepository {
               *ETests*) awaits ETests.testWaitsForF E F ;;
               *FTests*) awaits FTests.testWaitsForE F E ;;
               *GTests*) run GTests.testPassThenLeak; ended GTests.testPassThenLeak passed; exit 23 ;;
+              *HTTP2MultiplexingTests*) run HTTP2MultiplexingTests.testAlone
+                [ -e "\(started)/E-ended" ] && [ -e "\(started)/F-ended" ] && ended HTTP2MultiplexingTests.testAlone passed && exit 0
+                echo "HTTP2MultiplexingTests ran beside others"; ended HTTP2MultiplexingTests.testAlone failed; exit 1 ;;
               *) echo "ran $1"; exit 2 ;;
             esac
             """, to: "\(bundleDirectory)/OperationNetworkingPackageTests.xctest")
