@@ -1,7 +1,6 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
-import NIOHTTPCompression
 import NIOPosix
 
 /// An in-process HTTP/1.1 server on an ephemeral loopback port, for tests and demos.
@@ -90,14 +89,7 @@ public final class TestServer: @unchecked Sendable {
                     channel.closeFuture.whenComplete { _ in state.connectionClosed(id) }
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.configureHTTPServerPipeline()
-                    let receivedHead = ReceivedHeadBox()
-                    try pipeline.addHandler(RequestPreprocessor(box: receivedHead))
-                    try pipeline.addHandler(
-                        HTTPResponseCompressor(responseCompressionPredicate: CompressionMarker.predicate)
-                    )
-                    try pipeline.addHandler(
-                        TestServerHandler(connectionID: id, state: state, receivedHead: receivedHead)
-                    )
+                    try pipeline.addHandler(TestServerHandler(connectionID: id, state: state))
                 }
             }
     }
