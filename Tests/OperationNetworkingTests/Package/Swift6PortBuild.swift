@@ -126,7 +126,7 @@ struct Swift6PortBuild: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         // Only the build's diagnostics and status are read, never its products: no debug information
-        // and no index, which would take about a third of its time.
+        // and no index, which would be much of its work.
         process.arguments = ["swift", "build", "--package-path", package.path, "--scratch-path", scratch.path,
                              "--disable-index-store", "-Xswiftc", "-gnone"]
         var environment = ProcessInfo.processInfo.environment
