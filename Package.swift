@@ -66,6 +66,7 @@ let package = Package(
             dependencies: [
                 // Encoders for the br and zstd routes; certificates and Digest's MD5; HTTPS.
                 "CBrotliEncoder", "CZstd", "CTestCrypto", "CTestTLS",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
