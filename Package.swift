@@ -11,8 +11,9 @@ let package = Package(
     name: "OperationNetworking",
     products: [
         // The library is the one product, so a package that depends on it resolves swift-log alone:
-        // SwiftPM resolves only what a dependency's products use. The `onet` tool, the test server,
-        // the tests and the documentation plugin are the repository's own (`swift run onet` still works).
+        // SwiftPM resolves only what a dependency's products use. The `onet` tool, the test server and
+        // the tests are the repository's own (`swift run onet` still works); scripts/docs runs the
+        // toolchain's docc, so no documentation plugin is declared (nor compiled by every build).
         .library(name: "OperationNetworking", targets: ["OperationNetworking"]),
     ],
     dependencies: [
@@ -20,9 +21,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-        // `swift package generate-documentation` for the DocC catalog (scripts/docs); a plugin only,
-        // nothing of it is linked into the library or the tool.
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // C libraries found through pkg-config, each with the Debian package that provides it.

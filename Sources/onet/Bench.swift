@@ -52,13 +52,16 @@ struct Bench: ParsableCommand {
         case stream, memory
     }
 
-    /// Why a request failed, in one line naming its URL: the status, or the transport error.
+    /// Why a request failed, in one line naming its URL: the status, or the transport error. curl's
+    /// messages tell how long a step took ("Failed to connect to … after 1 ms"); that part is left out,
+    /// so that requests failing for the same cause share one line however long each waited.
     static func reason(_ error: Error, of operation: HTTPRequestOperation?) -> String {
         if let response = operation?.response, !(200..<400).contains(response.statusCode) {
             return "HTTP \(response.statusCode) \(ResponsePrinter.reasonPhrase(response.statusCode)) — "
                 + (operation?.request.url?.absoluteString ?? "")
         }
         return ResponsePrinter.describe(error as NSError)
+            .replacingOccurrences(of: " after [0-9]+ (ms|milliseconds)", with: "", options: .regularExpression)
     }
 
     /// The methods the harness runs.

@@ -140,7 +140,11 @@ final class ManagerAsyncTests: ServerTestCase {
         XCTAssertTrue(queued)
         let overtaken = await eventuallyAsync(timeout: 0.3) { server.requests.count > 1 }
         XCTAssertFalse(overtaken, "the second request must wait for the queue's one slot")
+        // Foundation cancels in queue order, the running operation first, and the queue may start the
+        // second before the call reaches it: suspended, the queue starts none until both are cancelled.
+        manager.operationQueue.isSuspended = true
         manager.operationQueue.cancelAllOperations()
+        manager.operationQueue.isSuspended = false
         for task in [stalled, second] {
             do {
                 _ = try await withTimeout(5) { try await task.value }

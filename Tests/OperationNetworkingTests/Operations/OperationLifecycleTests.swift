@@ -129,7 +129,11 @@ final class OperationLifecycleTests: ServerTestCase {
         }
         let server = self.server!
         XCTAssertTrue(eventually { server.requests.count == 1 })
+        // Foundation cancels in queue order, the running operation first, and the queue may start the
+        // next one before the call reaches it: suspended, the queue starts none until all are cancelled.
+        queue.isSuspended = true
         queue.cancelAllOperations()
+        queue.isSuspended = false
         wait(for: [failed], timeout: 5)
         XCTAssertEqual(codes.all, Array(repeating: .cancelled, count: 5))
         XCTAssertTrue(eventually { queue.operationCount == 0 })
