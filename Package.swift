@@ -48,6 +48,9 @@ let package = Package(
         // The test server's TLS front (TLS 1.2 and 1.3 over libssl, relaying to its plain HTTP server);
         // never linked into the library.
         .target(name: "CTestTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        // The test bundle's environment, set before any test runs: a private XDG_CACHE_HOME, so the
+        // tests never write into the user's cache directory. Linked into the tests only.
+        .target(name: "CTestEnvironment"),
         // Netlink sockets for NetworkReachabilityManager (Linux headers only).
         .target(name: "CNetlink"),
         .target(
@@ -87,7 +90,7 @@ let package = Package(
         .testTarget(
             name: "OperationNetworkingTests",
             dependencies: [
-                "OperationNetworking", "OperationNetworkingTestServer",
+                "OperationNetworking", "OperationNetworkingTestServer", "CTestEnvironment",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Fixtures"]
