@@ -1,0 +1,32 @@
+import CTestEnvironment
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@testable import OperationNetworking
+import XCTest
+
+/// Where the shared cache lives by default, and that this test process keeps it out of the user's
+/// cache directory (CTestEnvironment sets XDG_CACHE_HOME before any test runs).
+final class SharedCacheLocationTests: XCTestCase {
+    func testTheSharedCacheIsOnDiskInThisProcessesOwnCacheDirectory() throws {
+        let home = try XCTUnwrap(cte_private_cache_home().map { String(cString: $0) })
+        XCTAssertEqual(ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], home)
+        XCTAssertTrue(home.hasPrefix(FileManager.default.temporaryDirectory.path), home)
+        XCTAssertNotEqual(home, FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache").path)
+
+        let shared = CacheStorage.defaultShared()
+        // Apple's documented capacities for the shared cache.
+        XCTAssertEqual(shared.memoryCapacity, 4 * 1024 * 1024)
+        XCTAssertEqual(shared.diskCapacity, 20 * 1024 * 1024)
+        // On disk in a folder named after the process, under the cache directory.
+        let folder = URL(fileURLWithPath: home).appendingPathComponent("org.swift.foundation.URLCache")
+            .appendingPathComponent(ProcessInfo.processInfo.processName)
+        let before = Set((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
+        let url = try XCTUnwrap(URL(string: "http://127.0.0.1:9/location/\(UUID().uuidString)"))
+        CacheStorage(shared).store(StoredResponses.named(url), for: URLRequest(url: url))
+        defer { shared.removeCachedResponse(for: URLRequest(url: url)) }
+        let after = Set(try FileManager.default.contentsOfDirectory(atPath: folder.path))
+        XCTAssertEqual(after.subtracting(before).count, 1, "\(after)")
+    }
+}
