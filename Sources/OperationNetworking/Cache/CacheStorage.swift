@@ -115,10 +115,10 @@ final class CacheStorage: Sendable {
 extension CacheStorage {
     /// The cache operations use when the app sets none: `URLCache.shared`.
     ///
-    /// corelibs' default shared cache already is what API.md §11 promises: Apple's documented capacities
-    /// (4 MiB in memory, 20 MiB on disk), on disk under `$XDG_CACHE_HOME` (an absolute path), else
-    /// `~/.cache`, in `org.swift.foundation.URLCache/<process name>`, created on first use. An app that
-    /// sets `URLCache.shared` before or after keeps its own. This is the one place the library chooses it.
+    /// corelibs' default shared cache already is what the library promises for it: Apple's documented
+    /// capacities (4 MiB in memory, 20 MiB on disk), on disk under `$XDG_CACHE_HOME` (an absolute path),
+    /// else `~/.cache`, in `org.swift.foundation.URLCache/<process name>`, created on first use. An app
+    /// that sets `URLCache.shared` keeps its own. This is the one place the library chooses it.
     static func defaultShared() -> URLCache {
         URLCache.shared
     }
