@@ -13,7 +13,7 @@ final class SharedCacheLocationTests: XCTestCase {
         let home = try XCTUnwrap(cte_private_cache_home().map { String(cString: $0) })
         XCTAssertEqual(ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], home)
         XCTAssertTrue(home.hasPrefix(FileManager.default.temporaryDirectory.path), home)
-        XCTAssertNotEqual(home, FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache").path)
+        XCTAssertNotEqual(home, ProcessInfo.processInfo.environment["ONET_TESTS_USER_CACHE_HOME"])
 
         let shared = CacheStorage.defaultShared()
         // Apple's documented capacities for the shared cache.
@@ -28,5 +28,19 @@ final class SharedCacheLocationTests: XCTestCase {
         defer { shared.removeCachedResponse(for: URLRequest(url: url)) }
         let after = Set(try FileManager.default.contentsOfDirectory(atPath: folder.path))
         XCTAssertEqual(after.subtracting(before).count, 1, "\(after)")
+    }
+
+    func testToolsTheTestsRunKeepTheUsersOtherCaches() throws {
+        let home = try XCTUnwrap(cte_private_cache_home().map { String(cString: $0) })
+        let userCaches = try XCTUnwrap(ProcessInfo.processInfo.environment["ONET_TESTS_USER_CACHE_HOME"])
+        XCTAssertNotEqual(userCaches, home)
+        // swift build's package cache and clang's module cache, where the tests' nested builds find them.
+        for name in ["org.swift.swiftpm", "clang"] where FileManager.default.fileExists(atPath: "\(userCaches)/\(name)") {
+            XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: "\(home)/\(name)"), "\(userCaches)/\(name)")
+        }
+        for name in try FileManager.default.contentsOfDirectory(atPath: home) where name != "org.swift.foundation.URLCache" {
+            XCTAssertNoThrow(try FileManager.default.destinationOfSymbolicLink(atPath: "\(home)/\(name)"), name)
+        }
+        XCTAssertThrowsError(try FileManager.default.destinationOfSymbolicLink(atPath: "\(home)/org.swift.foundation.URLCache"))
     }
 }
