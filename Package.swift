@@ -35,6 +35,8 @@ let package = Package(
         pkgConfigLibrary("CZstd", pkgConfig: "libzstd", debian: "libzstd-dev"),
         // libpsl, the Public Suffix List: a cookie may not claim a public suffix as its domain.
         pkgConfigLibrary("CPsl", pkgConfig: "libpsl", debian: "libpsl-dev"),
+        // SQLite, the default HTTP cache's store (SQLiteURLCache): one database file per cache.
+        pkgConfigLibrary("CSQLite", pkgConfig: "sqlite3", debian: "libsqlite3-dev"),
         // libbrotlienc, for the test server's br bodies only; never linked into the library.
         pkgConfigLibrary("CBrotliEncoder", pkgConfig: "libbrotlienc", debian: "libbrotli-dev"),
         // Typed, non-variadic wrappers for curl_easy_setopt / getinfo / curl_multi_setopt.
@@ -56,7 +58,7 @@ let package = Package(
         .target(
             name: "OperationNetworking",
             dependencies: [
-                "CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib", "CBrotli", "CZstd", "CPsl",
+                "CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib", "CBrotli", "CZstd", "CPsl", "CSQLite",
                 // `Logger` for LoggingEventMonitor.
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -113,13 +113,41 @@ final class CacheStorage: Sendable {
 }
 
 extension CacheStorage {
-    /// The cache operations use when the app sets none: `URLCache.shared`.
+    /// The cache operations use when the app sets none: `URLCache.shared`, which the library replaces,
+    /// once, at its first use, by an `SQLiteURLCache` unless the app has set one of its own.
     ///
-    /// corelibs' default shared cache already is what the library promises for it: Apple's documented
-    /// capacities (4 MiB in memory, 20 MiB on disk), on disk under `$XDG_CACHE_HOME` (an absolute path),
-    /// else `~/.cache`, in `org.swift.foundation.URLCache/<process name>`, created on first use. An app
-    /// that sets `URLCache.shared` keeps its own. This is the one place the library chooses it.
+    /// The rule: when `URLCache.shared` is still of corelibs' own class (`URLCache` itself, not a
+    /// subclass), the library sets it to an `SQLiteURLCache` with Apple's documented capacities (4 MiB
+    /// in memory, 20 MiB on disk) in `<cache home>/org.operationnetworking.URLCache/<process name>`, where
+    /// the cache home is `$XDG_CACHE_HOME` when it is an absolute path, else `~/.cache`. An app that
+    /// wants corelibs' cache, or its own, sets `URLCache.shared` to an instance of a subclass before the
+    /// first operation starts, or sets the operation's `urlCache`. When the directory cannot be made,
+    /// the cache keeps its entries in memory. This is the one place the library chooses it.
     static func defaultShared() -> URLCache {
-        URLCache.shared
+        _ = sharedCacheInstallation
+        return URLCache.shared
+    }
+
+    /// Installs the library's shared cache, once (a static's initializer runs once, on first use,
+    /// whichever thread gets there first).
+    private static let sharedCacheInstallation: Void = {
+        guard type(of: URLCache.shared) == URLCache.self else { return }
+        URLCache.shared = SQLiteURLCache(memoryCapacity: 4 * 1024 * 1024, diskCapacity: 20 * 1024 * 1024,
+                                         directory: sharedCacheDirectory)
+    }()
+
+    /// Where the library's shared cache keeps its database.
+    static var sharedCacheDirectory: URL {
+        let environment = ProcessInfo.processInfo.environment
+        let home: URL
+        if let configured = environment["XDG_CACHE_HOME"], configured.hasPrefix("/") {
+            home = URL(fileURLWithPath: configured, isDirectory: true)
+        } else {
+            home = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache", isDirectory: true)
+        }
+        // A process name cannot hold "/", but keep the folder one path component whatever it is.
+        let processFolder = ProcessInfo.processInfo.processName.replacingOccurrences(of: "/", with: "_")
+        return home.appendingPathComponent("org.operationnetworking.URLCache", isDirectory: true)
+            .appendingPathComponent(processFolder, isDirectory: true)
     }
 }

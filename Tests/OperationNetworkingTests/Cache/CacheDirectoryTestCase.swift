@@ -32,6 +32,20 @@ class CacheDirectoryTestCase: XCTestCase {
         CacheStorage(openCache(memoryCapacity: memoryCapacity, diskCapacity: diskCapacity))
     }
 
+    /// A new `SQLiteURLCache` on the test's directory: it keeps no memory layer, so every read comes
+    /// from the database file.
+    func openSQLiteCache(diskCapacity: Int = 20 << 20) -> SQLiteURLCache {
+        SQLiteURLCache(memoryCapacity: 0, diskCapacity: diskCapacity, directory: directory)
+    }
+
+    /// A storage on a new `SQLiteURLCache` on the test's directory.
+    func openSQLiteStorage(diskCapacity: Int = 20 << 20) -> CacheStorage {
+        CacheStorage(openSQLiteCache(diskCapacity: diskCapacity))
+    }
+
+    /// The database file of the `SQLiteURLCache`s on the test's directory.
+    var databaseFile: URL { directory.appendingPathComponent(SQLiteURLCache.fileName) }
+
     /// Everything in the test's directory, sorted.
     func directoryContents() throws -> [URL] {
         try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)

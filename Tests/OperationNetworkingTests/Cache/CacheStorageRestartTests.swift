@@ -11,11 +11,21 @@ final class CacheStorageRestartTests: CacheDirectoryTestCase {
     private static let childDirectoryVariable = "ONET_CACHE_RESTART_DIRECTORY"
 
     func testAnEntryStoredByAnotherProcessIsReadAfterItExited() throws {
-        // This test bundle, run again with only the child half below: a process of its own, which
-        // stores one entry and exits.
+        try runChildHalf("testChildHalfStoresAnEntry")
+        StoredResponses.assertEqual(openStorage().storedResponse(for: StoredResponses.request), StoredResponses.article())
+    }
+
+    func testAnEntryStoredInTheSQLiteCacheByAnotherProcessIsReadAfterItExited() throws {
+        try runChildHalf("testChildHalfStoresAnEntryInTheSQLiteCache")
+        StoredResponses.assertEqual(openSQLiteStorage().storedResponse(for: StoredResponses.request), StoredResponses.article())
+    }
+
+    /// Runs this test bundle again with only the child half `name` below: a process of its own, which
+    /// stores one entry and exits.
+    private func runChildHalf(_ name: String) throws {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        child.arguments = ["OperationNetworkingTests.CacheStorageRestartTests/testChildHalfStoresAnEntry"]
+        child.arguments = ["OperationNetworkingTests.CacheStorageRestartTests/\(name)"]
         child.environment = ProcessInfo.processInfo.environment.merging([Self.childDirectoryVariable: directory.path]) { $1 }
         child.standardOutput = FileHandle.nullDevice
         child.standardError = FileHandle.nullDevice
@@ -24,8 +34,6 @@ final class CacheStorageRestartTests: CacheDirectoryTestCase {
         try child.run()
         wait(for: [exited], timeout: 120)
         XCTAssertEqual(child.terminationStatus, 0, "the child half failed")
-
-        StoredResponses.assertEqual(openStorage().storedResponse(for: StoredResponses.request), StoredResponses.article())
     }
 
     /// The child half of `testAnEntryStoredByAnotherProcessIsReadAfterItExited`; skipped in any other run.
@@ -35,5 +43,14 @@ final class CacheStorageRestartTests: CacheDirectoryTestCase {
         }
         let storage = CacheStorage(URLCache(memoryCapacity: 4 << 20, diskCapacity: 20 << 20, diskPath: path))
         storage.store(StoredResponses.article(), for: StoredResponses.request)
+    }
+
+    /// The child half of `testAnEntryStoredInTheSQLiteCacheByAnotherProcessIsReadAfterItExited`.
+    func testChildHalfStoresAnEntryInTheSQLiteCache() throws {
+        guard let path = ProcessInfo.processInfo.environment[Self.childDirectoryVariable] else {
+            throw XCTSkip("the child process of testAnEntryStoredInTheSQLiteCacheByAnotherProcessIsReadAfterItExited")
+        }
+        let cache = SQLiteURLCache(memoryCapacity: 4 << 20, diskCapacity: 20 << 20, directory: URL(fileURLWithPath: path))
+        CacheStorage(cache).store(StoredResponses.article(), for: StoredResponses.request)
     }
 }

@@ -16,18 +16,20 @@ final class SharedCacheLocationTests: XCTestCase {
         XCTAssertNotEqual(home, ProcessInfo.processInfo.environment["ONET_TESTS_USER_CACHE_HOME"])
 
         let shared = CacheStorage.defaultShared()
+        XCTAssertTrue(shared is SQLiteURLCache, "\(type(of: shared))")
+        XCTAssertTrue(CacheStorage.defaultShared() === shared)
+        XCTAssertTrue(URLCache.shared === shared)
         // Apple's documented capacities for the shared cache.
         XCTAssertEqual(shared.memoryCapacity, 4 * 1024 * 1024)
         XCTAssertEqual(shared.diskCapacity, 20 * 1024 * 1024)
         // On disk in a folder named after the process, under the cache directory.
-        let folder = URL(fileURLWithPath: home).appendingPathComponent("org.swift.foundation.URLCache")
+        let folder = URL(fileURLWithPath: home).appendingPathComponent("org.operationnetworking.URLCache")
             .appendingPathComponent(ProcessInfo.processInfo.processName)
-        let before = Set((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
         let url = try XCTUnwrap(URL(string: "http://127.0.0.1:9/location/\(UUID().uuidString)"))
         CacheStorage(shared).store(StoredResponses.named(url), for: URLRequest(url: url))
         defer { shared.removeCachedResponse(for: URLRequest(url: url)) }
-        let after = Set(try FileManager.default.contentsOfDirectory(atPath: folder.path))
-        XCTAssertEqual(after.subtracting(before).count, 1, "\(after)")
+        let reopened = SQLiteURLCache(memoryCapacity: 0, diskCapacity: 20 << 20, directory: folder)
+        XCTAssertEqual(reopened.cachedResponse(for: URLRequest(url: url))?.data, StoredResponses.named(url).body)
     }
 
     func testToolsTheTestsRunKeepTheUsersOtherCaches() throws {
@@ -38,9 +40,13 @@ final class SharedCacheLocationTests: XCTestCase {
         for name in ["org.swift.swiftpm", "clang"] where FileManager.default.fileExists(atPath: "\(userCaches)/\(name)") {
             XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: "\(home)/\(name)"), "\(userCaches)/\(name)")
         }
-        for name in try FileManager.default.contentsOfDirectory(atPath: home) where name != "org.swift.foundation.URLCache" {
+        for name in try FileManager.default.contentsOfDirectory(atPath: home) 
+            where !["org.swift.foundation.URLCache", "org.operationnetworking.URLCache"].contains(name) {
             XCTAssertNoThrow(try FileManager.default.destinationOfSymbolicLink(atPath: "\(home)/\(name)"), name)
         }
-        XCTAssertThrowsError(try FileManager.default.destinationOfSymbolicLink(atPath: "\(home)/org.swift.foundation.URLCache"))
+        for name in ["org.swift.foundation.URLCache", "org.operationnetworking.URLCache"]
+            where FileManager.default.fileExists(atPath: "\(home)/\(name)") {
+            XCTAssertThrowsError(try FileManager.default.destinationOfSymbolicLink(atPath: "\(home)/\(name)"), name)
+        }
     }
 }
