@@ -22,11 +22,12 @@ struct SQLiteError: Error, CustomStringConvertible {
         return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB
     }
 
-    /// Whether the file cannot be used where it is (damaged, a directory, unreadable or read-only): a
-    /// new file in its place may be.
+    /// Whether the file cannot be used where it is (damaged, a directory, unreadable, marked read-only
+    /// by a damaged header): a new file in its place may be. Not when another connection holds a lock
+    /// past the busy timeout, which the next call tries again.
     var isUnusableFile: Bool {
         let primary = code & 0xFF
-        return isDamage || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM || primary == SQLITE_READONLY
+        return isDamage || [SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR].contains(primary)
     }
 
     var description: String { "SQLite error \(code): \(message)" }

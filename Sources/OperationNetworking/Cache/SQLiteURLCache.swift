@@ -176,14 +176,14 @@ private struct Database {
         self.diskCapacity = diskCapacity
     }
 
-    /// Runs `body` on the connection; nil when it fails. A file found damaged is replaced by a new
-    /// one and `body` runs once more on it.
+    /// Runs `body` on the connection; nil when it fails. A file found unusable (see
+    /// `SQLiteError.isUnusableFile`) is replaced by a new one and `body` runs once more on it.
     @discardableResult
     mutating func use<Result>(_ body: (SQLiteConnection) throws -> Result) -> Result? {
         guard let connection = connect() else { return nil }
         do {
             return try body(connection)
-        } catch let error as SQLiteError where error.isDamage {
+        } catch let error as SQLiteError where error.isUnusableFile {
             replaceFile()
             guard let connection = connect() else { return nil }
             return try? body(connection)
