@@ -120,19 +120,19 @@ final class SQLiteURLCache: URLCache, @unchecked Sendable {
     override func removeCachedResponse(for request: URLRequest) {
         guard let url = request.url else { return }
         let key = CacheEntryMetadata.key(for: url)
-        database.withLock { database in
+        _ = database.withLock { database in
             database.use { connection in try connection.run("DELETE FROM entries WHERE key = ?", [.text(key)]) }
         }
     }
 
     override func removeAllCachedResponses() {
-        database.withLock { database in
+        _ = database.withLock { database in
             database.use { connection in try connection.run("DELETE FROM entries") }
         }
     }
 
     override func removeCachedResponses(since date: Date) {
-        database.withLock { database in
+        _ = database.withLock { database in
             database.use { connection in
                 try connection.run("DELETE FROM entries WHERE stored_at > ?", [.real(date.timeIntervalSinceReferenceDate)])
             }
