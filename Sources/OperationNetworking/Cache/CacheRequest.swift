@@ -59,6 +59,18 @@ struct CacheRequest: Sendable {
             && !headers.keys.contains { CacheRequest.callerPreconditions.contains($0) }
     }
 
+    /// Whether the request's policy reads stored responses at all (every policy but the ones that
+    /// reload ignoring them), for a request that `usesCache`: the storage is read only then.
+    var readsStoredResponses: Bool {
+        guard usesCache else { return false }
+        switch policy {
+        case .useProtocolCachePolicy, .returnCacheDataElseLoad, .returnCacheDataDontLoad, .reloadRevalidatingCacheData:
+            return true
+        default:
+            return false
+        }
+    }
+
     /// Whether the request's method is unsafe, so that its success invalidates stored responses.
     var isUnsafe: Bool { !CacheRequest.safeMethods.contains(method) }
 

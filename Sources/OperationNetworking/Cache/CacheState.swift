@@ -103,6 +103,14 @@ struct CacheState {
         }
     }
 
+    /// Whether the run ended without the network: answered by a stored response, or refused.
+    var endedWithoutNetwork: Bool {
+        switch phase {
+        case .answered, .refused: return true
+        case .idle, .bypassed, .revalidating, .loading, .storing, .finished: return false
+        }
+    }
+
     /// Whether the end needs the storage (a store, a merge or an invalidation may follow).
     var mayWriteStorage: Bool {
         switch phase {

@@ -4,7 +4,7 @@ import XCTest
 
 /// Cache-Control parsing (RFC 9111 §5.2, §4.2.1 for invalid and repeated directives), `Pragma:
 /// no-cache` on requests, and HTTP dates (RFC 9110 §5.6.7), without a network.
-final class CacheControlTests: XCTestCase {
+final class CacheControlTests: LibraryTestCase {
     func testDeltaSecondsDirectives() {
         let rows: [(String?, CacheControl.Seconds)] = [
             ("max-age=60", .valid(60)),

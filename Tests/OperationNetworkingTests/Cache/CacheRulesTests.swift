@@ -7,7 +7,7 @@ import XCTest
 
 /// What may be stored (RFC 9111 §3), secondary keys (§4.1), validation and 304 merges (§4.3, §3.2)
 /// and invalidation (§4.4), without a network.
-final class CacheRulesTests: XCTestCase {
+final class CacheRulesTests: LibraryTestCase {
     func testWhatMayBeStored() throws {
         let rows: [(String, [String: String], String, Int, [String: String], Bool, Bool)] = [
             // name, request fields, method, status, response fields, authenticated, expected

@@ -5,9 +5,9 @@ import FoundationNetworking
 @testable import OperationNetworking
 import XCTest
 
-/// `CacheState` alone, no network: the decision for each policy and stored response (API.md §11's
+/// `CacheState` alone, no network: the decision for each policy and stored response (the policies'
 /// table), then what each end of the transfer delivers, stores and drops.
-final class CacheStateTests: XCTestCase {
+final class CacheStateTests: LibraryTestCase {
     private let t0 = CacheFixture.t0
 
     /// The stored responses the decision table uses, at `t0 + 100 s`.

@@ -4,7 +4,7 @@ import XCTest
 
 /// Freshness lifetime, current age and the request's freshness directives (RFC 9111 §4.2, §5.2.1),
 /// without a network.
-final class FreshnessTests: XCTestCase {
+final class FreshnessTests: LibraryTestCase {
     private let t0 = CacheFixture.t0
 
     private func date(_ offset: TimeInterval) -> String { CacheFixture.httpDate(t0.addingTimeInterval(offset)) }
