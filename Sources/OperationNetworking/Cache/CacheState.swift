@@ -9,13 +9,12 @@ import FoundationNetworking
 /// and writes happen there, never here.
 ///
 /// ```
-///          consult                      transfer's end            store done
-///  idle ──────────────▶ loading ─────────────────────▶ storing ───────────▶ finished(status)
-///   │  │               revalidating ──────────────────▶   │                    ▲
-///   │  │ a stored response answers: answered ─────────────┼────────────────────┤
-///   │  │ may not load: refused ───────────────────────────┼────────────────────┤
-///   │  └ bypass (cache off, stream, method): bypassed ────┴────────────────────┘
-///   └ continuing a paused download: bypassed
+///         consult                          transfer's end                  store done
+///  idle ──────────┬──▶ loading ──────┬──────────────────▶ storing ───────────────────▶ finished(stored…)
+///                 ├──▶ revalidating ─┴──────────────────────────────────────────────▶ finished(miss)
+///                 ├──▶ answered   a stored response answers; nothing more happens
+///                 └──▶ refused    may not load; nothing more happens
+///  bypass, continueDownload ──▶ bypassed ── transfer's end ──▶ finished(notConsulted)
 /// ```
 ///
 /// The policies, as `URLRequest.CachePolicy` documents them on Apple's platforms:

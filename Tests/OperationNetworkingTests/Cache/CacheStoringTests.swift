@@ -148,6 +148,13 @@ final class CacheStoringTests: CacheTestCase {
         XCTAssertFalse(isStored("/cache/refused?cc=max-age=600"))
     }
 
+    func testARetriedRequestStoresTheAttemptThatSucceeded() throws {
+        let retried = fetch("/flaky/1/cached") { $0.retryPolicy = RetryPolicy(maxAttempts: 2, baseDelay: 0) }
+        XCTAssertEqual(retried.attempts, 2)
+        XCTAssertEqual(retried.metrics?.cacheStatus, .stored)
+        XCTAssertEqual(text(fetch("/flaky/1/cached", policy: .returnCacheDataDontLoad)), "success 2")
+    }
+
     func testAResumedDownloadIsNeverServedFromOrStitchedIntoTheCache() throws {
         // The server answers the continuation's Range with the whole body (200), as some do.
         let path = "/bytes/200000?chunkSize=10000&chunkDelayMs=20&ignoreRange=1"
