@@ -20,7 +20,7 @@ enum CacheSetting: Sendable {
     /// takes a lock of Foundation's.
     var cache: URLCache? {
         switch self {
-        case .shared: return URLCache.shared
+        case .shared: return CacheStorage.defaultShared()
         case .custom(let cache): return cache
         case .off: return nil
         }

@@ -6,7 +6,7 @@ import FoundationNetworking
 import XCTest
 
 /// A test with a cache directory of its own, removed after it, and `URLCache`s opened on it.
-class CacheDirectoryTestCase: XCTestCase {
+class CacheDirectoryTestCase: LibraryTestCase {
     private(set) var directory: URL!
 
     override func setUpWithError() throws {

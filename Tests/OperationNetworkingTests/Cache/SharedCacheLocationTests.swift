@@ -7,9 +7,29 @@ import FoundationNetworking
 import XCTest
 
 /// Where the shared cache lives by default, and that this test process keeps it out of the user's
-/// cache directory (CTestEnvironment sets XDG_CACHE_HOME before any test runs).
-final class SharedCacheLocationTests: XCTestCase {
-    func testTheSharedCacheIsOnDiskInThisProcessesOwnCacheDirectory() throws {
+/// cache directory (CTestEnvironment sets XDG_CACHE_HOME before any test runs). The default is looked
+/// at in a child process of its own, where no test installed `TestURLCache` first.
+final class SharedCacheLocationTests: LibraryTestCase {
+    func testTheSharedCacheIsOnDiskInTheProcessesOwnCacheDirectory() throws {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        child.arguments = ["OperationNetworkingTests.SharedCacheLocationTests/testChildHalfChecksTheDefault"]
+        child.environment = ProcessInfo.processInfo.environment.merging([TestURLCache.keepDefaultVariable: "1"]) { $1 }
+        let output = Pipe()
+        child.standardOutput = output
+        child.standardError = output
+        try child.run()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        child.waitUntilExit()
+        XCTAssertEqual(child.terminationStatus, 0, printed)
+        XCTAssertTrue(printed.contains("testChildHalfChecksTheDefault' passed"), printed)
+    }
+
+    /// The child half of `testTheSharedCacheIsOnDiskInTheProcessesOwnCacheDirectory`.
+    func testChildHalfChecksTheDefault() throws {
+        guard ProcessInfo.processInfo.environment[TestURLCache.keepDefaultVariable] != nil else {
+            throw XCTSkip("the child process of testTheSharedCacheIsOnDiskInTheProcessesOwnCacheDirectory")
+        }
         let home = try XCTUnwrap(cte_private_cache_home().map { String(cString: $0) })
         XCTAssertEqual(ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], home)
         XCTAssertTrue(home.hasPrefix(FileManager.default.temporaryDirectory.path), home)

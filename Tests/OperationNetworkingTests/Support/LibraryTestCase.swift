@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+@testable import OperationNetworking
 import XCTest
 
 /// The base of every test class: before its first test, the process's `URLCache.shared` becomes a
@@ -9,6 +10,8 @@ import XCTest
 class LibraryTestCase: XCTestCase {
     override class func setUp() {
         super.setUp()
+        // The child process of SharedCacheLocationTests looks at the library's own default instead.
+        guard ProcessInfo.processInfo.environment[TestURLCache.keepDefaultVariable] == nil else { return }
         TestURLCache.install()
     }
 }
@@ -24,8 +27,13 @@ enum TestURLCache {
         FileManager.default.temporaryDirectory.appendingPathComponent("onet-tests-urlcache-\(getpid())")
     }
 
+    /// Set in the environment of a child process that must see the library's default shared cache.
+    static let keepDefaultVariable = "ONET_TESTS_KEEP_DEFAULT_SHARED_CACHE"
+
     private static let installed: Bool = {
-        URLCache.shared = URLCache(memoryCapacity: 0, diskCapacity: 0, diskPath: directory.path)
+        // The library's own class: the library replaces a plain corelibs `URLCache.shared` with its
+        // default store at first use, and leaves an instance of a subclass alone.
+        URLCache.shared = SQLiteURLCache(memoryCapacity: 0, diskCapacity: 0, directory: directory)
         atexit { try? FileManager.default.removeItem(at: TestURLCache.directory) }
         return true
     }()
