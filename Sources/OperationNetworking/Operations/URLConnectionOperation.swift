@@ -192,6 +192,12 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// starts; `nil` turns caching off for this operation. Only GET requests are read from the cache; a
     /// request with its own `Range` or conditional fields, a body going to `outputStream` and a resumed
     /// download never are, nor stored. Set it before `start()`; `copy()` keeps it.
+    ///
+    /// When the program has not set `URLCache.shared` to an instance of a `URLCache` subclass, the
+    /// library makes it, at first use, a store of its own in one SQLite file (4 MiB memory and 20 MiB
+    /// disk capacity, in `$XDG_CACHE_HOME`, else `~/.cache`, under
+    /// `org.operationnetworking.URLCache/<process name>`): corelibs' own disk cache can crash on a
+    /// damaged file and ignores the query in its key. A plain `URLCache` given here is used as it is.
     public var urlCache: URLCache? {
         get { self[setting: \.urlCache].cache }
         set { self[setting: \.urlCache] = CacheSetting(newValue) }
