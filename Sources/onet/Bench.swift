@@ -135,6 +135,8 @@ struct Bench: ParsableCommand {
                 request = multipart
             }
             let operation = HTTPRequestOperation(request: request)
+            // Every request goes to the server, as the harness's other clients' do (none has a cache).
+            operation.urlCache = nil
             operation.responseSerializer = responseSerializer
             if let policy { operation.securityPolicy = policy }
             let stream = sink == .stream ? streams.take() : nil
