@@ -10,16 +10,19 @@ final class ExternalServer: @unchecked Sendable {   // immutable after init but 
     /// Its working directory (configuration, logs, certificates).
     let directory: URL
     private let process: Process
+    /// What `stop()` sends the process when nobody reads what it would write on its way out.
+    private let stopSignal: Int32
     /// Undoes what the configuration set up outside `directory`; taken (and run) by the first `stop`.
     private var cleanup: (@Sendable () -> Void)?   // guarded by cleanupLock
     private let cleanupLock = NSLock()
 
     /// Writes `configuration(port, directory)` to `directory/<name>.conf`, runs `executable` with
     /// `arguments(configFile)` and waits (bounded) until the port accepts connections. `cleanup` runs
-    /// when the server stops (or fails to start).
-    init(executable: String, name: String, arguments: (String) -> [String],
+    /// when the server stops (or fails to start); `stopSignal` ends it then (SIGKILL: at once).
+    init(executable: String, name: String, arguments: (String) -> [String], stopSignal: Int32 = SIGKILL,
          cleanup: (@Sendable () -> Void)? = nil, configuration: (Int, URL) throws -> String) throws {
         self.cleanup = cleanup
+        self.stopSignal = stopSignal
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             cleanup?()
             throw XCTSkip("\(executable) is not installed (scripts/setup installs it)")
@@ -52,12 +55,12 @@ final class ExternalServer: @unchecked Sendable {   // immutable after init but 
     }
 
     /// Stops the process, runs the cleanup, and (unless `keepingFiles`) removes its directory.
-    /// Without `keepingFiles` nobody reads what the server would write on its way out, so it is
-    /// killed at once (squid spends two seconds on an orderly shut-down); with it, it is asked to end
-    /// and given time to write its logs.
+    /// Without `keepingFiles` nobody reads what the server would write on its way out, so it is sent
+    /// `stopSignal`, by default killed at once (squid spends two seconds on an orderly shut-down);
+    /// with it, it is asked to end and given time to write its logs.
     func stop(keepingFiles: Bool = false) {
         if process.isRunning && !keepingFiles {
-            kill(process.processIdentifier, SIGKILL)
+            kill(process.processIdentifier, stopSignal)
             process.waitUntilExit()
         }
         if process.isRunning {
@@ -258,13 +261,14 @@ extension ExternalServer {
     /// danted closes every descriptor it inherited, among them the one by which Foundation's `Process`
     /// learns that a child ended: Foundation would then wait for danted on the thread that reaps every
     /// child of the test process, and no other `Process` of the test would ever be seen to end. A
-    /// shell holds that descriptor instead, runs danted, and passes it the `terminate()`.
+    /// shell holds that descriptor instead, runs danted, and passes it SIGTERM, which `stop()` sends
+    /// (a SIGKILL would end the shell alone and leave danted and its children running).
     private static func startDante(_ executable: String, socksMethod: String,
                                    cleanup: (@Sendable () -> Void)?) throws -> ExternalServer {
         let script = "\(executable) -f \"$1\" -p danted.pid & child=$!; "
             + "trap 'kill -TERM $child; wait $child; exit 0' TERM; wait $child"
         return try ExternalServer(executable: "/bin/sh", name: "danted", arguments: { ["-c", script, "sh", $0] },
-                                  cleanup: cleanup) { port, directory in
+                                  stopSignal: SIGTERM, cleanup: cleanup) { port, directory in
             """
             logoutput: \(directory.path)/danted.log
             internal: 127.0.0.1 port = \(port)

@@ -134,6 +134,22 @@ final class SOCKSProxyTests: LibraryTestCase {
         XCTAssertEqual(origin.requests.count, 2)
     }
 
+    // MARK: - The test server itself
+
+    /// Stopping the proxy ends danted, not only the shell that runs it: nothing is left running after
+    /// the test.
+    func testStoppingTheProxyEndsDanted() throws {
+        let dante = try ExternalServer.dante()
+        servers.append(dante)
+        let pidFile = dante.directory.appendingPathComponent("danted.pid")
+        XCTAssertTrue(eventually { FileManager.default.fileExists(atPath: pidFile.path) }, "danted wrote no pid file")
+        let text = try String(contentsOf: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let pid = try XCTUnwrap(pid_t(text), "danted.pid holds \(text)")
+        XCTAssertEqual(kill(pid, 0), 0, "danted runs")
+        dante.stop()
+        XCTAssertTrue(eventually { kill(pid, 0) != 0 && errno == ESRCH }, "danted (\(pid)) still runs after stop()")
+    }
+
     /// GET `path` with `manager`; the error, if it failed.
     private func get(_ path: String, with manager: HTTPRequestOperationManager) -> Error? {
         let done = expectation(description: "GET \(path)")
