@@ -45,8 +45,9 @@ static int user_cache_home(char *path, size_t size) {
     return length > 0 && (size_t)length < size;
 }
 
-/// Links every entry of the user's cache directory but URLCache's into the private one, so that the
-/// tools the tests run (swift build's package cache, clang's module cache) keep using theirs.
+/// Links every entry of the user's cache directory but the URL caches (corelibs' and the library's own)
+/// into the private one, so that the tools the tests run (swift build's package cache, clang's module
+/// cache) keep using theirs while the tests' URL caches stay their own.
 static void link_user_caches(const char *user) {
     DIR *directory = opendir(user);
     if (directory == NULL) {
@@ -55,7 +56,8 @@ static void link_user_caches(const char *user) {
     struct dirent *entry;
     while ((entry = readdir(directory)) != NULL) {
         const char *name = entry->d_name;
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, "org.swift.foundation.URLCache") == 0) {
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, "org.swift.foundation.URLCache") == 0
+            || strcmp(name, "org.operationnetworking.URLCache") == 0) {
             continue;
         }
         char target[4096], link[4096];
