@@ -32,6 +32,8 @@ let package = Package(
         pkgConfigLibrary("CZstd", pkgConfig: "libzstd", debian: "libzstd-dev"),
         // libpsl, the Public Suffix List: a cookie may not claim a public suffix as its domain.
         pkgConfigLibrary("CPsl", pkgConfig: "libpsl", debian: "libpsl-dev"),
+        // SQLite, the default HTTP cache's store (SQLiteURLCache): one database file per cache.
+        pkgConfigLibrary("CSQLite", pkgConfig: "sqlite3", debian: "libsqlite3-dev"),
         // libbrotlienc, for the test server's br bodies only; never linked into the library.
         pkgConfigLibrary("CBrotliEncoder", pkgConfig: "libbrotlienc", debian: "libbrotli-dev"),
         // Typed, non-variadic wrappers for curl_easy_setopt / getinfo / curl_multi_setopt.
@@ -45,12 +47,15 @@ let package = Package(
         // The test server's TLS front (TLS 1.2 and 1.3 over libssl, relaying to its plain HTTP server);
         // never linked into the library.
         .target(name: "CTestTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        // The test bundle's environment, set before any test runs: a private XDG_CACHE_HOME, so the
+        // tests never write into the user's cache directory. Linked into the tests only.
+        .target(name: "CTestEnvironment"),
         // Netlink sockets for NetworkReachabilityManager (Linux headers only).
         .target(name: "CNetlink"),
         .target(
             name: "OperationNetworking",
             dependencies: [
-                "CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib", "CBrotli", "CZstd", "CPsl",
+                "CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib", "CBrotli", "CZstd", "CPsl", "CSQLite",
                 // `Logger` for LoggingEventMonitor.
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -63,6 +68,7 @@ let package = Package(
             dependencies: [
                 // Encoders for the gzip, br and zstd routes; certificates and Digest's MD5; HTTPS.
                 "CZlib", "CBrotliEncoder", "CZstd", "CTestCrypto", "CTestTLS",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -83,7 +89,7 @@ let package = Package(
         .testTarget(
             name: "OperationNetworkingTests",
             dependencies: [
-                "OperationNetworking", "OperationNetworkingTestServer",
+                "OperationNetworking", "OperationNetworkingTestServer", "CTestEnvironment",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Fixtures"]

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// One complete HTTP request as the ``TestServer`` received it, captured when its end arrived.
@@ -54,61 +55,63 @@ public struct RecordedRequest: Sendable {
 /// and the open child channels (so `shutdown()` can close them).
 ///
 /// It is a separate object, not `TestServer` itself, so channel handlers never retain the server
-/// and `TestServer.deinit` can still run and shut everything down.
-///
-/// `@unchecked Sendable` is safe because every mutable property is read and written only while
-/// holding `lock`, and no reference to the mutable storage escapes the lock.
-final class ServerState: @unchecked Sendable {
-    private let lock = NSLock()
-    /// Guarded by `lock`: every complete request, in arrival order.
-    private var log: [RecordedRequest] = []
-    /// Guarded by `lock`: number of TCP connections accepted so far (also the last connection ID).
-    private var accepted = 0
-    /// Guarded by `lock`: how each TLS handshake ended, in order: whether it completed, and the ALPN
-    /// protocol it chose (`nil`: none).
-    private var handshakes: [(completed: Bool, negotiated: String?)] = []
-    /// Guarded by `lock`: child channels that are still open, keyed by connection ID.
-    private var open: [Int: any Channel] = [:]
+/// and `TestServer.deinit` can still run and shut everything down. Its lock owns the state.
+final class ServerState: Sendable {
+    private struct Shared {
+        /// Every complete request, in arrival order.
+        var log: [RecordedRequest] = []
+        /// Number of TCP connections accepted so far (also the last connection ID).
+        var accepted = 0
+        /// How each TLS handshake ended, in order: whether it completed, and the ALPN protocol it
+        /// chose (`nil`: none).
+        var handshakes: [(completed: Bool, negotiated: String?)] = []
+        /// Child channels that are still open, keyed by connection ID.
+        var open: [Int: any Channel] = [:]
+    }
+
+    private let shared = NIOLockedValueBox(Shared())
 
     /// Registers a newly accepted connection and returns its 1-based connection ID.
     func connectionOpened(_ channel: any Channel) -> Int {
-        lock.withLock {
-            accepted += 1
-            open[accepted] = channel
-            return accepted
+        shared.withLockedValue { shared in
+            shared.accepted += 1
+            shared.open[shared.accepted] = channel
+            return shared.accepted
         }
     }
 
     /// Forgets a connection once its channel has closed.
     func connectionClosed(_ id: Int) {
-        lock.withLock { _ = open.removeValue(forKey: id) }
+        shared.withLockedValue { _ = $0.open.removeValue(forKey: id) }
     }
 
     /// Appends a request to the log.
     func record(_ request: RecordedRequest) {
-        lock.withLock { log.append(request) }
+        shared.withLockedValue { $0.log.append(request) }
     }
 
     /// A snapshot of the log.
-    var requests: [RecordedRequest] { lock.withLock { log } }
+    var requests: [RecordedRequest] { shared.withLockedValue { $0.log } }
 
     /// Empties the log (connection counters are kept).
-    func clearLog() { lock.withLock { log.removeAll() } }
+    func clearLog() { shared.withLockedValue { $0.log.removeAll() } }
 
     /// Number of connections accepted so far.
-    var acceptedConnections: Int { lock.withLock { accepted } }
+    var acceptedConnections: Int { shared.withLockedValue { $0.accepted } }
 
     /// Records how a TLS handshake ended (the TLS front's threads call this).
     func handshakeEnded(completed: Bool, protocol negotiated: String?) {
-        lock.withLock { handshakes.append((completed, negotiated)) }
+        shared.withLockedValue { $0.handshakes.append((completed, negotiated)) }
     }
 
     /// The ALPN protocol of each completed handshake, in order (`nil`: none).
-    var negotiatedProtocols: [String?] { lock.withLock { handshakes.filter(\.completed).map(\.negotiated) } }
+    var negotiatedProtocols: [String?] {
+        shared.withLockedValue { $0.handshakes.filter(\.completed).map(\.negotiated) }
+    }
 
     /// Number of child channels currently open.
-    var openConnections: Int { lock.withLock { open.count } }
+    var openConnections: Int { shared.withLockedValue { $0.open.count } }
 
     /// The child channels currently open.
-    var openChannels: [any Channel] { lock.withLock { Array(open.values) } }
+    var openChannels: [any Channel] { shared.withLockedValue { Array($0.open.values) } }
 }

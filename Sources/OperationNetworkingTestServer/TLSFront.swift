@@ -1,13 +1,14 @@
 import CTestTLS
 import Foundation
+import NIOConcurrencyHelpers
 
 /// The TLS side of an HTTPS ``TestServer``: `CTestTLS`'s front, over the system's OpenSSL. It accepts
 /// TLS 1.2 and 1.3 on its own ephemeral port and relays each connection's plaintext, both ways and
 /// closes included, over one connection of its own to the server's plain HTTP listener on 127.0.0.1
 /// (one to one, so the server's connection counts stay true). Each handshake is reported to `state`.
 ///
-/// `@unchecked Sendable` is safe: `isStopped` is accessed only under `lock`; the front is stopped once,
-/// after which nothing uses it; the other properties are immutable.
+/// `@unchecked Sendable` for the C front's pointer, which its own threads use and `stop()` ends once;
+/// whether it was stopped is owned by a lock, and the other properties are immutable.
 final class TLSFront: @unchecked Sendable {
     /// The port clients connect to.
     let port: Int
@@ -15,9 +16,8 @@ final class TLSFront: @unchecked Sendable {
     private let front: OpaquePointer
     /// Retained for the front's threads, which report handshakes to it; released once they have ended.
     private let observed: Unmanaged<ServerState>
-    private let lock = NSLock()
-    /// Guarded by `lock`: set by the first `stop()`.
-    private var isStopped = false
+    /// Set by the first `stop()`.
+    private let isStopped = NIOLockedValueBox(false)
 
     /// Starts accepting on `host`, presenting `identity`'s chain (see
     /// ``TestServer/init(host:tls:clientCertificateAuthority:applicationProtocols:)``).
@@ -53,9 +53,9 @@ final class TLSFront: @unchecked Sendable {
 
     /// Closes the listener and every connection and waits for the front's threads. Safe to call more than once.
     func stop() {
-        let alreadyStopped = lock.withLock {
-            defer { isStopped = true }
-            return isStopped
+        let alreadyStopped = isStopped.withLockedValue { stopped in
+            defer { stopped = true }
+            return stopped
         }
         guard !alreadyStopped else { return }
         ctt_front_stop(front)

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -13,10 +14,9 @@ import NIOPosix
 /// With a TLS identity it serves HTTPS: a TLS front (`TLSFront`) listens on ``port``, terminates TLS and
 /// relays each connection, one to one, to the plain server on 127.0.0.1.
 ///
-/// `@unchecked Sendable` is safe: the only mutable property, `isShutDown`, is accessed only
-/// under `lock`; the request log and counters live in `ServerState`, which has its own lock; every
-/// other stored property is an immutable `let` of a thread-safe NIO type or the Sendable `TLSFront`.
-public final class TestServer: @unchecked Sendable {
+/// Its one mutable value, whether it was shut down, is owned by a lock; the request log and counters
+/// live in `ServerState`.
+public final class TestServer: Sendable {
     /// The TCP port the server listens on, chosen by the kernel.
     public let port: Int
 
@@ -26,9 +26,8 @@ public final class TestServer: @unchecked Sendable {
     private let front: TLSFront?
     private let state: ServerState
     private let base: URL
-    private let lock = NSLock()
-    /// Guarded by `lock`: set by the first `shutdown()` so later calls (and deinit) do nothing.
-    private var isShutDown = false
+    /// Set by the first `shutdown()` so later calls (and deinit) do nothing.
+    private let isShutDown = NIOLockedValueBox(false)
 
     /// Starts a server bound to `host` on an ephemeral port and begins serving immediately.
     ///
@@ -124,9 +123,9 @@ public final class TestServer: @unchecked Sendable {
     ///
     /// Must not be called from the server's own event loop (it waits for that loop).
     public func shutdown() {
-        let alreadyShutDown = lock.withLock {
-            defer { isShutDown = true }
-            return isShutDown
+        let alreadyShutDown = isShutDown.withLockedValue { shutDown in
+            defer { shutDown = true }
+            return shutDown
         }
         guard !alreadyShutDown else { return }
         front?.stop()

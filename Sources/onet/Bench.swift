@@ -135,6 +135,8 @@ struct Bench: ParsableCommand {
                 request = multipart
             }
             let operation = HTTPRequestOperation(request: request)
+            // Every request goes to the server, as the harness's other clients' do (none has a cache).
+            operation.urlCache = nil
             operation.responseSerializer = responseSerializer
             if let policy { operation.securityPolicy = policy }
             let stream = sink == .stream ? streams.take() : nil
@@ -172,18 +174,16 @@ struct Bench: ParsableCommand {
     }
 }
 
-/// Makes and queues the run's operations a few at a time; `remaining` is guarded by `lock`, the rest
-/// is immutable, hence `@unchecked Sendable`.
-private final class Feeder: @unchecked Sendable {
-    private let lock = NSLock()
-    @exclusivity(unchecked) private var remaining: Int   // guarded by lock
+/// Makes and queues the run's operations a few at a time; how many are left is owned by a lock.
+private final class Feeder: Sendable {
+    private let remaining: Locked<Int>
     private let queue: OperationQueue
     private let make: @Sendable (Feeder) -> HTTPRequestOperation?
     private let unbuildable: @Sendable () -> Void
 
     init(total: Int, queue: OperationQueue, make: @escaping @Sendable (Feeder) -> HTTPRequestOperation?,
          unbuildable: @escaping @Sendable () -> Void) {
-        remaining = total
+        remaining = Locked(total)
         self.queue = queue
         self.make = make
         self.unbuildable = unbuildable
@@ -191,7 +191,7 @@ private final class Feeder: @unchecked Sendable {
 
     /// Makes up to `count` more operations (fewer when the run has no more) and queues them.
     func feed(_ count: Int) {
-        let taken = lock.withLock {
+        let taken = remaining.update { remaining in
             let taken = min(count, remaining)
             remaining -= taken
             return taken
@@ -206,38 +206,43 @@ private final class Feeder: @unchecked Sendable {
     }
 }
 
-/// Counts finished requests; guarded by `lock`, hence `@unchecked Sendable`.
-final class Tally: @unchecked Sendable {
-    private let lock = NSLock()
-    @exclusivity(unchecked) private var finished = 0      // guarded by lock
-    @exclusivity(unchecked) private var errors = 0        // guarded by lock
-    @exclusivity(unchecked) private var bytes: Int64 = 0  // guarded by lock
+/// Counts finished requests; the counts are owned by a lock.
+final class Tally: Sendable {
+    private struct Counts {
+        var finished = 0
+        var errors = 0
+        var bytes: Int64 = 0
+        /// Why requests failed, with how many each (at most `maximumReasons` distinct ones, in order).
+        var reasons: [(text: String, count: Int)] = []
+    }
 
-    /// Why requests failed, with how many each (at most `maximumReasons` distinct ones, in order).
-    @exclusivity(unchecked) private var reasons: [(text: String, count: Int)] = []   // guarded by lock
+    private let counts = Locked(Counts())
     private static let maximumReasons = 5
 
     /// Records one request (`reason`: why it failed); returns how many have finished.
     func record(bytes: Int64, failed: Bool, reason: String? = nil) -> Int {
-        lock.withLock {
-            finished += 1
-            if failed { errors += 1 } else { self.bytes += bytes }
+        counts.update { counts in
+            counts.finished += 1
+            if failed { counts.errors += 1 } else { counts.bytes += bytes }
             if failed, let reason {
-                if let index = reasons.firstIndex(where: { $0.text == reason }) {
-                    reasons[index].count += 1
-                } else if reasons.count < Tally.maximumReasons {
-                    reasons.append((reason, 1))
+                if let index = counts.reasons.firstIndex(where: { $0.text == reason }) {
+                    counts.reasons[index].count += 1
+                } else if counts.reasons.count < Tally.maximumReasons {
+                    counts.reasons.append((reason, 1))
                 }
             }
-            return finished
+            return counts.finished
         }
     }
 
-    var snapshot: (Int, Int, Int64) { lock.withLock { (finished, errors, bytes) } }
+    var snapshot: (Int, Int, Int64) {
+        let counts = counts.value
+        return (counts.finished, counts.errors, counts.bytes)
+    }
 
     /// One line on standard error per reason requests failed: `onet: bench: 3 of 20 failed: HTTP 500 …`.
     func reportReasons(of total: Int) {
-        for (text, count) in lock.withLock({ reasons }) {
+        for (text, count) in counts.value.reasons {
             StandardStreams.write("onet: bench: \(count) of \(total) failed: \(text)\n", to: .standardError)
         }
     }
@@ -246,20 +251,18 @@ final class Tally: @unchecked Sendable {
 /// Counting streams of finished requests, handed to new ones: corelibs builds a CoreFoundation stream
 /// for every `OutputStream`, costly to make and free, where the harness's other clients discard
 /// bodies through a plain callback. A stream serves one request at a time: it comes back when the
-/// operation closes it, after its completion block read the count. `idle` is only touched inside
-/// `lock.withLock`, hence `@unchecked Sendable`.
-private final class CountingStreamPool: @unchecked Sendable {
-    private let lock = NSLock()
-    private var idle: [CountingOutputStream] = []
+/// operation closes it, after its completion block read the count. The idle streams are owned by a lock.
+private final class CountingStreamPool: Sendable {
+    private let idle = Locked<[CountingOutputStream]>([])
 
     /// A stream at zero, not open.
     func take() -> CountingOutputStream {
-        lock.withLock { idle.popLast() } ?? CountingOutputStream(pool: self)
+        idle.update { $0.popLast() } ?? CountingOutputStream(pool: self)
     }
 
     /// Takes back a closed stream, already at zero.
     fileprivate func giveBack(_ stream: CountingOutputStream) {
-        lock.withLock { idle.append(stream) }
+        idle.update { $0.append(stream) }
     }
 }
 

@@ -8,9 +8,9 @@ import Foundation
 ///
 /// The bars are drawn on standard error (standard output stays free for the list of saved files),
 /// so the terminal test is `isatty(2)`.
-/// - Threading: every stored var is guarded by `lock`; the redraw timer runs on `timerQueue`;
-///   writes happen under `lock`, so a message and a redraw never interleave on the screen.
-final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded by lock
+/// - Threading: what changes is one `Screen` value owned by a lock; the redraw timer runs on
+///   `timerQueue`; writes happen with the lock held, so a message and a redraw never interleave.
+final class FetchDisplay: Sendable {
     /// Where one file stands, as the display shows it.
     enum Phase {
         /// Queued, not started.
@@ -48,52 +48,46 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
     let interactive: Bool
     /// Whether the bars use block characters (a UTF-8 locale) or ASCII.
     private let unicode: Bool
-    /// Guards every var below.
-    private let lock = NSLock()
-    private var files: [File]                                       // guarded by lock
-    /// (time, bytes received in this run) samples of the last `rateWindow` seconds.
-    private var samples: [(time: TimeInterval, bytes: Int64)] = []  // guarded by lock
-    /// Lines of bars currently on the screen, below the cursor's line start.
-    private var drawnLines = 0                                      // guarded by lock
-    private var lastPlainLine: TimeInterval = 0                     // guarded by lock
-    private var timer: DispatchSourceTimer?                         // guarded by lock
+    private let screen: Locked<Screen>
     private let timerQueue = DispatchQueue(label: "org.operationnetworking.onet.fetch.display")
 
     /// A display for `files` (name and bytes already on disk each).
     init(files: [(name: String, bytes: Int64)], interactive: Bool? = nil, plainInterval: TimeInterval = 1) {
-        self.files = files.map { File(name: $0.name, received: $0.bytes, baseline: $0.bytes) }
         self.plainInterval = plainInterval
         let environment = ProcessInfo.processInfo.environment
-        self.interactive = interactive ?? (isatty(STDERR_FILENO) == 1 && environment["TERM"] != "dumb")
+        let interactive = interactive ?? (isatty(STDERR_FILENO) == 1 && environment["TERM"] != "dumb")
         let locale = environment["LC_ALL"] ?? environment["LC_CTYPE"] ?? environment["LANG"] ?? ""
+        self.interactive = interactive
         unicode = locale.lowercased().replacingOccurrences(of: "-", with: "").contains("utf8")
+        screen = Locked(Screen(files: files.map { File(name: $0.name, received: $0.bytes, baseline: $0.bytes) },
+                               interactive: interactive, unicode: unicode))
     }
 
     // MARK: - Events (any thread)
 
     /// The file's transfer started.
     func started(_ index: Int) {
-        lock.withLock { if files[index].phase == .waiting { files[index].phase = .active } }
+        screen.update { if $0.files[index].phase == .waiting { $0.files[index].phase = .active } }
     }
 
     /// The file holds `received` of `expected` bytes (-1: unknown).
     func progress(_ index: Int, received: Int64, expected: Int64) {
-        lock.withLock {
+        screen.update { screen in
             // A late progress call must not bring a finished file's bar back.
-            guard files[index].phase == .waiting || files[index].phase == .active else { return }
-            files[index].phase = .active
-            files[index].received = received
-            files[index].expected = expected
+            guard screen.files[index].phase == .waiting || screen.files[index].phase == .active else { return }
+            screen.files[index].phase = .active
+            screen.files[index].received = received
+            screen.files[index].expected = expected
         }
     }
 
     /// The file ended: saved (`ok`) or failed.
     func finished(_ index: Int, ok: Bool, bytes: Int64) {
-        lock.withLock {
-            files[index].phase = ok ? .done : .failed
+        screen.update { screen in
+            screen.files[index].phase = ok ? .done : .failed
             if ok {
-                files[index].received = bytes
-                files[index].expected = bytes
+                screen.files[index].received = bytes
+                screen.files[index].expected = bytes
             }
         }
     }
@@ -102,10 +96,10 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
     /// of any URL in it as `***`), above the bars.
     func message(_ text: String, error: Bool = false) {
         let line = error ? URLRedaction.redactingPasswords(in: text) : text
-        lock.withLock {
-            clearBars()
-            write(line + "\n", to: error ? FileHandle.standardError : FileHandle.standardOutput)
-            if timer != nil { drawBars() }
+        screen.update { screen in
+            screen.clearBars()
+            Screen.write(line + "\n", to: error ? FileHandle.standardError : FileHandle.standardOutput)
+            if screen.timer != nil { screen.drawBars() }
         }
     }
 
@@ -116,126 +110,152 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
         let source = DispatchSource.makeTimerSource(queue: timerQueue)
         source.schedule(deadline: .now(), repeating: interactive ? FetchDisplay.redrawInterval : .milliseconds(250))
         source.setEventHandler { [weak self] in self?.tick() }
-        lock.withLock {
-            timer = source
-            if interactive { write("\u{1B}[?25l", to: FileHandle.standardError) }   // hide the cursor while redrawing
+        screen.update { screen in
+            screen.timer = source
+            if interactive { Screen.write("\u{1B}[?25l", to: FileHandle.standardError) }   // hide the cursor while redrawing
         }
         source.resume()
     }
 
     /// Stops drawing: removes the bars and prints the final total line (plain, once).
     func stop() {
-        let source = lock.withLock { () -> DispatchSourceTimer? in
-            defer { timer = nil }
-            return timer
+        let source = screen.update { screen -> DispatchSourceTimer? in
+            defer { screen.timer = nil }
+            return screen.timer
         }
         source?.cancel()
         // The handler may still be running on timerQueue; let it end before the last draw.
         timerQueue.sync {}
-        lock.withLock {
-            clearBars()
-            if interactive { write("\u{1B}[?25h", to: FileHandle.standardError) }
-            sample()
-            write(totalLine() + "\n", to: FileHandle.standardError)
+        screen.update { screen in
+            screen.clearBars()
+            if interactive { Screen.write("\u{1B}[?25h", to: FileHandle.standardError) }
+            screen.sample()
+            Screen.write(screen.totalLine() + "\n", to: FileHandle.standardError)
         }
     }
 
     /// One timer tick: redraw, or a plain line when its interval passed.
     private func tick() {
-        lock.withLock {
-            guard timer != nil else { return }
-            sample()
-            if interactive {
-                drawBars()
+        let plainInterval = plainInterval
+        screen.update { screen in
+            guard screen.timer != nil else { return }
+            screen.sample()
+            if screen.interactive {
+                screen.drawBars()
             } else {
                 let now = Date().timeIntervalSinceReferenceDate
-                guard now - lastPlainLine >= plainInterval else { return }
-                lastPlainLine = now
-                write(totalLine() + "\n", to: FileHandle.standardError)
+                guard now - screen.lastPlainLine >= plainInterval else { return }
+                screen.lastPlainLine = now
+                Screen.write(screen.totalLine() + "\n", to: FileHandle.standardError)
             }
         }
     }
 
-    /// Records how many bytes this run received by now, for the rate. Caller holds `lock`.
-    private func sample() {
-        let now = Date().timeIntervalSinceReferenceDate
-        let bytes = FetchDisplay.sum(files.map { max(0, $0.received &- $0.baseline) })
-        samples.append((now, bytes))
-        samples.removeAll { now - $0.time > FetchDisplay.rateWindow }
-    }
+    /// What is on the screen and what it is drawn from.
+    private struct Screen {
+        var files: [File]
+        /// (time, bytes received in this run) samples of the last `rateWindow` seconds.
+        var samples: [(time: TimeInterval, bytes: Int64)] = []
+        /// Lines of bars currently on the screen, below the cursor's line start.
+        var drawnLines = 0
+        var lastPlainLine: TimeInterval = 0
+        var timer: DispatchSourceTimer?
+        let interactive: Bool
+        let unicode: Bool
 
-    /// Bytes per second over the window, or `nil` while too little time passed. Caller holds `lock`.
-    private func rate() -> Double? {
-        guard let first = samples.first, let last = samples.last, last.time - first.time >= 0.5 else { return nil }
-        return max(0, Double(last.bytes - first.bytes) / (last.time - first.time))
-    }
-
-    /// Moves to the first bar line and clears the bars. Caller holds `lock`.
-    private func clearBars() {
-        guard interactive, drawnLines > 0 else { return }
-        write("\u{1B}[\(drawnLines)F\u{1B}[J", to: FileHandle.standardError)
-        drawnLines = 0
-    }
-
-    /// Draws the active files' bars and the total line over the previous ones. Caller holds `lock`.
-    private func drawBars() {
-        guard interactive else { return }
-        let (columns, rows) = FetchDisplay.terminalSize()
-        let width = max(40, columns - 1)   // never the last column: no wrapping
-        let active = files.filter { $0.phase == .active }
-        // The block must fit on the screen, or moving back up to its first line would fall short.
-        let shown = min(active.count, max(0, rows - 3))
-        var lines = active.prefix(shown).map { barLine($0, width: width) }
-        if shown < active.count { lines.append((unicode ? "…" : "...") + " and \(active.count - shown) more") }
-        lines.append(totalLine())
-        var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)F" : "\r"
-        for line in lines {
-            text += "\u{1B}[2K" + String(line.prefix(width)) + "\n"
+        init(files: [File], interactive: Bool, unicode: Bool) {
+            self.files = files
+            self.interactive = interactive
+            self.unicode = unicode
         }
-        text += "\u{1B}[J"
-        drawnLines = lines.count
-        write(text, to: FileHandle.standardError)
-    }
 
-    /// `name  [█████░░░░░]  52%  1.2 MB / 2.3 MB` fitted to `width`.
-    private func barLine(_ file: File, width: Int) -> String {
-        let amounts = file.expected >= 0
-            ? "\(FetchDisplay.bytes(file.received)) / \(FetchDisplay.bytes(file.expected))"
-            : FetchDisplay.bytes(file.received)
-        let fraction = file.expected > 0 ? min(1, Double(max(0, file.received)) / Double(file.expected)) : 0
-        let percent = file.expected > 0 ? "\(Int(fraction * 100))%" : "--%"
-        let nameWidth = min(30, max(10, width / 4))
-        var name = file.name
-        if name.count > nameWidth { name = String(name.prefix(nameWidth - 1)) + (unicode ? "…" : "~") }
-        name += String(repeating: " ", count: nameWidth - name.count)
-        let barWidth = max(10, min(40, width - nameWidth - amounts.count - 12))
-        let filled = Int(Double(barWidth) * fraction)
-        let bar = String(repeating: unicode ? "█" : "#", count: filled)
-            + String(repeating: unicode ? "░" : "-", count: barWidth - filled)
-        let padded = String(repeating: " ", count: max(0, 4 - percent.count)) + percent
-        return "\(name) [\(bar)] \(padded)  \(amounts)"
-    }
-
-    /// `Total  2/5 files  1.2 MB / 3.4 MB  640.0 KB/s  ETA 0:03` (`2/5 files, 1 failed` once one
-    /// failed): only saved files count as done. Caller holds `lock`.
-    private func totalLine() -> String {
-        let saved = files.filter { $0.phase == .done }.count
-        let failed = files.filter { $0.phase == .failed }.count
-        let finished = saved + failed
-        let received = FetchDisplay.sum(files.map(\.received))
-        let sizesKnown = files.allSatisfy { $0.expected >= 0 || $0.phase == .failed }
-        let expected = FetchDisplay.sum(files.map { max(0, $0.expected) })
-        var line = "Total  \(saved)/\(files.count) files" + (failed > 0 ? ", \(failed) failed" : "") + "  \(FetchDisplay.bytes(received))"
-        line += sizesKnown ? " / \(FetchDisplay.bytes(expected))" : " / ?"
-        let speed = rate()
-        line += "  " + (speed.map { FetchDisplay.bytes(Int64(min($0, 9e18))) + "/s" } ?? "--/s")
-        let remaining = FetchDisplay.sum(files.filter { $0.phase != .failed }.map { max(0, $0.expected &- $0.received) })
-        if sizesKnown, let speed, speed > 0 {
-            line += "  ETA " + FetchDisplay.duration(Double(remaining) / speed)
-        } else {
-            line += finished == files.count ? "  ETA 0:00" : "  ETA --:--"
+        /// Records how many bytes this run received by now, for the rate.
+        mutating func sample() {
+            let now = Date().timeIntervalSinceReferenceDate
+            let bytes = FetchDisplay.sum(files.map { max(0, $0.received &- $0.baseline) })
+            samples.append((now, bytes))
+            samples.removeAll { now - $0.time > FetchDisplay.rateWindow }
         }
-        return line
+
+        /// Bytes per second over the window, or `nil` while too little time passed.
+        func rate() -> Double? {
+            guard let first = samples.first, let last = samples.last, last.time - first.time >= 0.5 else { return nil }
+            return max(0, Double(last.bytes - first.bytes) / (last.time - first.time))
+        }
+
+        /// Moves to the first bar line and clears the bars.
+        mutating func clearBars() {
+            guard interactive, drawnLines > 0 else { return }
+            Screen.write("\u{1B}[\(drawnLines)F\u{1B}[J", to: FileHandle.standardError)
+            drawnLines = 0
+        }
+
+        /// Draws the active files' bars and the total line over the previous ones.
+        mutating func drawBars() {
+            guard interactive else { return }
+            let (columns, rows) = FetchDisplay.terminalSize()
+            let width = max(40, columns - 1)   // never the last column: no wrapping
+            let active = files.filter { $0.phase == .active }
+            // The block must fit on the screen, or moving back up to its first line would fall short.
+            let shown = min(active.count, max(0, rows - 3))
+            var lines = active.prefix(shown).map { barLine($0, width: width) }
+            if shown < active.count { lines.append((unicode ? "…" : "...") + " and \(active.count - shown) more") }
+            lines.append(totalLine())
+            var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)F" : "\r"
+            for line in lines {
+                text += "\u{1B}[2K" + String(line.prefix(width)) + "\n"
+            }
+            text += "\u{1B}[J"
+            drawnLines = lines.count
+            Screen.write(text, to: FileHandle.standardError)
+        }
+
+        /// `name  [█████░░░░░]  52%  1.2 MB / 2.3 MB` fitted to `width`.
+        func barLine(_ file: File, width: Int) -> String {
+            let amounts = file.expected >= 0
+                ? "\(FetchDisplay.bytes(file.received)) / \(FetchDisplay.bytes(file.expected))"
+                : FetchDisplay.bytes(file.received)
+            let fraction = file.expected > 0 ? min(1, Double(max(0, file.received)) / Double(file.expected)) : 0
+            let percent = file.expected > 0 ? "\(Int(fraction * 100))%" : "--%"
+            let nameWidth = min(30, max(10, width / 4))
+            var name = file.name
+            if name.count > nameWidth { name = String(name.prefix(nameWidth - 1)) + (unicode ? "…" : "~") }
+            name += String(repeating: " ", count: nameWidth - name.count)
+            let barWidth = max(10, min(40, width - nameWidth - amounts.count - 12))
+            let filled = Int(Double(barWidth) * fraction)
+            let bar = String(repeating: unicode ? "█" : "#", count: filled)
+                + String(repeating: unicode ? "░" : "-", count: barWidth - filled)
+            let padded = String(repeating: " ", count: max(0, 4 - percent.count)) + percent
+            return "\(name) [\(bar)] \(padded)  \(amounts)"
+        }
+
+        /// `Total  2/5 files  1.2 MB / 3.4 MB  640.0 KB/s  ETA 0:03` (`2/5 files, 1 failed` once one
+        /// failed): only saved files count as done.
+        func totalLine() -> String {
+            let saved = files.filter { $0.phase == .done }.count
+            let failed = files.filter { $0.phase == .failed }.count
+            let finished = saved + failed
+            let received = FetchDisplay.sum(files.map(\.received))
+            let sizesKnown = files.allSatisfy { $0.expected >= 0 || $0.phase == .failed }
+            let expected = FetchDisplay.sum(files.map { max(0, $0.expected) })
+            var line = "Total  \(saved)/\(files.count) files" + (failed > 0 ? ", \(failed) failed" : "") + "  \(FetchDisplay.bytes(received))"
+            line += sizesKnown ? " / \(FetchDisplay.bytes(expected))" : " / ?"
+            let speed = rate()
+            line += "  " + (speed.map { FetchDisplay.bytes(Int64(min($0, 9e18))) + "/s" } ?? "--/s")
+            let remaining = FetchDisplay.sum(files.filter { $0.phase != .failed }.map { max(0, $0.expected &- $0.received) })
+            if sizesKnown, let speed, speed > 0 {
+                line += "  ETA " + FetchDisplay.duration(Double(remaining) / speed)
+            } else {
+                line += finished == files.count ? "  ETA 0:00" : "  ETA --:--"
+            }
+            return line
+        }
+
+        /// Writes unbuffered, so the order on the terminal is the order of the calls. A stream that went
+        /// away (a closed pipe) loses the text rather than stopping the downloads.
+        static func write(_ text: String, to handle: FileHandle) {
+            try? handle.write(contentsOf: Data(text.utf8))
+        }
     }
 
     // MARK: - Formatting
@@ -277,11 +297,5 @@ final class FetchDisplay: @unchecked Sendable {   // every stored var is guarded
         }
         let environment = ProcessInfo.processInfo.environment
         return (environment["COLUMNS"].flatMap { Int($0) } ?? 80, environment["LINES"].flatMap { Int($0) } ?? 24)
-    }
-
-    /// Writes unbuffered, so the order on the terminal is the order of the calls. A stream that went
-    /// away (a closed pipe) loses the text rather than stopping the downloads.
-    private func write(_ text: String, to handle: FileHandle) {
-        try? handle.write(contentsOf: Data(text.utf8))
     }
 }

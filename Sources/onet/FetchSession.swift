@@ -9,8 +9,8 @@ import OperationNetworking
 /// every file's handler has recorded an outcome (the last one signals `end`), or SIGINT arrived (the
 /// signal source signals `end`); whichever comes first sets `ended`, so the other does nothing. Then the
 /// main thread reports and writes the state, or pauses and archives (`interrupt()`).
-/// - Threading: the `let`s are immutable after init; every `var` is guarded by `lock`.
-final class FetchSession: @unchecked Sendable {   // every stored var is guarded by lock
+/// - Threading: the `let`s are immutable after init; what changes is one value owned by a lock.
+final class FetchSession: Sendable {
     /// How one file ended.
     enum Outcome {
         /// Saved; the file holds this many bytes.
@@ -34,15 +34,18 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
     private let settled: [DispatchGroup]
     /// Signalled once: every outcome recorded, or SIGINT.
     private let end = DispatchSemaphore(value: 0)
-    /// Guards every var below.
-    private let lock = NSLock()
-    private var operations: [Int: HTTPRequestOperation] = [:]   // guarded by lock
-    private var outcomes: [Int: Outcome] = [:]                  // guarded by lock
-    /// Set by whichever came first, the last outcome or SIGINT.
-    private var ended = false                                   // guarded by lock
-    private var interrupted = false                             // guarded by lock
-    /// Kept so the SIGINT source lives as long as the run (a released source stops delivering).
-    private var signalSource: DispatchSourceSignal?             // guarded by lock
+    /// What the run's threads share.
+    private struct Progress {
+        var operations: [Int: HTTPRequestOperation] = [:]
+        var outcomes: [Int: Outcome] = [:]
+        /// Set by whichever came first, the last outcome or SIGINT.
+        var ended = false
+        var interrupted = false
+        /// Kept so the SIGINT source lives as long as the run (a released source stops delivering).
+        var signalSource: DispatchSourceSignal?
+    }
+
+    private let progress = Locked(Progress())
 
     /// A run of `jobs` into `directory`, `concurrency` at a time, each retried `retry` times.
     init(jobs: [FetchJob], directory: URL, concurrency: Int, retry: Int, carried: [FetchState.Entry] = [],
@@ -74,14 +77,14 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
                 continue
             }
             let operation = makeOperation(index, job)
-            lock.withLock { operations[index] = operation }
+            progress.update { $0.operations[index] = operation }
             enqueued.append(operation)
         }
         display.start()
         queue.addOperations(enqueued, waitUntilFinished: false)
-        if lock.withLock({ outcomes.count == jobs.count && !ended }) { signalEnd() }
+        if progress.update({ $0.outcomes.count == jobs.count && !$0.ended }) { signalEnd() }
         end.wait()
-        if lock.withLock({ interrupted }) { return interrupt() }
+        if progress.value.interrupted { return interrupt() }
         // Every handler ran; let the operations turn finished (their streams closed) before reporting.
         queue.waitUntilAllOperationsAreFinished()
         return finish()
@@ -123,7 +126,7 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
         }, failure: { [weak self] operation, error in
             guard let self else { return }
             // Cancelled by an interrupt that could not pause it: it starts over next time.
-            if (error as? URLError)?.code == .cancelled, self.lock.withLock({ self.interrupted }) {
+            if (error as? URLError)?.code == .cancelled, self.progress.value.interrupted {
                 self.settled[index].leave()
                 return
             }
@@ -174,9 +177,9 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
 
     /// Records how job `index` ended, tells the display, and ends the run after the last one.
     private func record(_ index: Int, _ outcome: Outcome) {
-        let last = lock.withLock { () -> Bool in
-            outcomes[index] = outcome
-            return outcomes.count == jobs.count && !ended
+        let last = progress.update { progress -> Bool in
+            progress.outcomes[index] = outcome
+            return progress.outcomes.count == jobs.count && !progress.ended
         }
         let job = jobs[index]
         switch outcome {
@@ -194,10 +197,10 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
 
     /// Ends the run unless it already ended; `byInterrupt` when SIGINT did it.
     private func signalEnd(byInterrupt: Bool = false) {
-        let first = lock.withLock { () -> Bool in
-            guard !ended else { return false }
-            ended = true
-            interrupted = byInterrupt
+        let first = progress.update { progress -> Bool in
+            guard !progress.ended else { return false }
+            progress.ended = true
+            progress.interrupted = byInterrupt
             return true
         }
         if first { end.signal() }
@@ -212,14 +215,14 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
         let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         source.setEventHandler { [weak self] in self?.signalEnd(byInterrupt: true) }
         source.resume()
-        lock.withLock { signalSource = source }
+        progress.update { $0.signalSource = source }
     }
 
     /// Pauses every transfer, archives the paused operations and the rest of the run into the state
     /// file, and returns 130.
     private func interrupt() -> Int32 {
         queue.isSuspended = true   // nothing new starts while the others are paused
-        let current = lock.withLock { operations }
+        let current = progress.value.operations
         for operation in current.values where operation.isExecuting {
             operation.pause()
         }
@@ -255,7 +258,7 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
 
     /// The entry of a job whose outcome was recorded, or `nil`.
     private func entryForOutcome(_ index: Int, _ job: FetchJob) -> FetchState.Entry? {
-        switch lock.withLock({ outcomes[index] }) {
+        switch progress.value.outcomes[index] {
         case .done(let bytes)?:
             return FetchState.Entry(url: job.url.absoluteString, name: job.name, status: .done, bytes: bytes)
         case .failed(_, let resumable?)?:
@@ -286,7 +289,7 @@ final class FetchSession: @unchecked Sendable {   // every stored var is guarded
     /// Reports failures (stderr, one line each), writes or removes the state; the exit status.
     private func finish() -> Int32 {
         display.stop()
-        let results = lock.withLock { outcomes }
+        let results = progress.value.outcomes
         var entries: [FetchState.Entry] = []
         var failures = 0
         for (index, job) in jobs.enumerated() {

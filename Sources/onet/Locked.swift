@@ -1,10 +1,10 @@
 import Foundation
 
 /// A value shared between a callback (the network thread, a completion queue) and the thread that
-/// reads it; `stored` is guarded by `lock`, hence `@unchecked Sendable`.
+/// reads it, reachable only through the lock that owns it (hence `@unchecked Sendable`).
 final class Locked<Value>: @unchecked Sendable {
     private let lock = NSLock()
-    private var stored: Value   // guarded by lock
+    private var stored: Value
 
     /// A box holding `value`.
     init(_ value: Value) { stored = value }
@@ -17,5 +17,5 @@ final class Locked<Value>: @unchecked Sendable {
 
     /// Changes the value in place and returns what `body` returns, all under the lock.
     @discardableResult
-    func update<Result>(_ body: (inout Value) -> Result) -> Result { lock.withLock { body(&stored) } }
+    func update<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result { try lock.withLock { try body(&stored) } }
 }

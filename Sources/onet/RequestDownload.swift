@@ -8,8 +8,8 @@ import OperationNetworking
 /// standard output. The library writes to it on its network thread; the first write sees the response
 /// head (the operation's `response` is set before any body byte), which decides whether a continued
 /// download appends (206) or starts over (200), and whether gzip/deflate is decoded.
-/// - Threading: every var is guarded by `lock`.
-final class BodySink: OutputStream {   // every stored var is guarded by lock
+/// - Threading: its changing state is one value owned by a lock.
+final class BodySink: OutputStream {
     /// Where the bytes go: a path opened when the first byte comes (named then, from the response,
     /// when `path` is `nil`), or standard output.
     enum Target {
@@ -17,7 +17,20 @@ final class BodySink: OutputStream {   // every stored var is guarded by lock
         case standardOutput
     }
 
-    private let lock = NSLock()
+    /// What the sink has decided and done so far.
+    private struct Progress {
+        var handle: FileHandle?
+        var decoder: BodyDecoder?
+        var decided = false
+        var discarding = false
+        var failure: Error?
+        var status = Stream.Status.notOpen
+        var written: Int64 = 0
+        var chosenPath: String?
+        var resumed = false
+    }
+
+    private let progress = Locked(Progress())
     private let target: Target
     private let resumeOffset: Int64
     /// Whether every byte is appended to what the file holds (a paused operation's continuation: the
@@ -28,15 +41,6 @@ final class BodySink: OutputStream {   // every stored var is guarded by lock
     /// The response head as the first write sees it, and the file name for a download without `-o`.
     private let response: @Sendable () -> HTTPURLResponse?
     private let nameFor: @Sendable (HTTPURLResponse?) -> String
-    private var handle: FileHandle?             // guarded by lock
-    private var decoder: BodyDecoder?           // guarded by lock
-    private var decided = false                 // guarded by lock
-    private var discarding = false              // guarded by lock
-    private var failure: Error?                 // guarded by lock
-    private var status = Stream.Status.notOpen  // guarded by lock
-    private var written: Int64 = 0              // guarded by lock
-    private var chosenPath: String?             // guarded by lock
-    private var resumed = false                 // guarded by lock
 
     /// A sink into `target`; `resumeOffset` bytes are already in the file (`--continue`); `decodes`
     /// inflates a gzip/deflate body; `keepsOnly2xx` drops the body of any other status (a download).
@@ -74,42 +78,44 @@ final class BodySink: OutputStream {   // every stored var is guarded by lock
         _ = Foundation.close(fd)
     }
 
-    override func open() { lock.withLock { status = .open } }
+    override func open() { progress.update { $0.status = .open } }
 
     override func close() {
-        lock.withLock {
-            try? handle?.close()
-            handle = nil
-            if status != .error { status = .closed }
+        progress.update { progress in
+            try? progress.handle?.close()
+            progress.handle = nil
+            if progress.status != .error { progress.status = .closed }
         }
     }
 
-    override var streamStatus: Stream.Status { lock.withLock { status } }
-    override var streamError: Error? { lock.withLock { failure } }
+    override var streamStatus: Stream.Status { progress.value.status }
+    override var streamError: Error? { progress.value.failure }
     override var hasSpaceAvailable: Bool { true }
 
     /// Bytes written (after decoding), the resumed prefix not counted.
-    var bytesWritten: Int64 { lock.withLock { written } }
+    var bytesWritten: Int64 { progress.value.written }
     /// Whether the body continued the file's bytes (a 206 to `--continue`).
-    var didResume: Bool { lock.withLock { resumed } }
+    var didResume: Bool { progress.value.resumed }
     /// The file the body went to, once chosen.
-    var path: String? { lock.withLock { chosenPath } }
+    var path: String? { progress.value.chosenPath }
     /// Whether the body was dropped (a download's error status).
-    var discarded: Bool { lock.withLock { discarding } }
+    var discarded: Bool { progress.value.discarding }
 
     override func write(_ buffer: UnsafePointer<UInt8>, maxLength length: Int) -> Int {
-        lock.withLock {
+        // The head is read before the lock is taken: reading it takes the operation's own lock.
+        let head = progress.value.decided ? nil : response()
+        return progress.update { progress in
             do {
-                if !decided { try decide() }
-                if discarding { return length }
+                if !progress.decided { try decide(&progress, head: head) }
+                if progress.discarding { return length }
                 var data = Data(bytes: buffer, count: length)
-                if let decoder { data = try decoder.decode(data) }
-                try handle?.write(contentsOf: data)
-                written += Int64(data.count)
+                if let decoder = progress.decoder { data = try decoder.decode(data) }
+                try progress.handle?.write(contentsOf: data)
+                progress.written += Int64(data.count)
                 return length
             } catch {
-                failure = error
-                status = .error
+                progress.failure = error
+                progress.status = .error
                 return -1
             }
         }
@@ -118,27 +124,27 @@ final class BodySink: OutputStream {   // every stored var is guarded by lock
     /// At the end of the body: a decoder still mid-stream means the body was cut short; an empty
     /// body still gets its (empty) file.
     func finish() throws {
-        try lock.withLock {
-            if !decided { try decide() }
-            if let decoder, !discarding { try decoder.finish() }
+        let head = progress.value.decided ? nil : response()
+        try progress.update { progress in
+            if !progress.decided { try decide(&progress, head: head) }
+            if let decoder = progress.decoder, !progress.discarding { try decoder.finish() }
         }
     }
 
-    /// Chooses (once, lock held) where the body goes from the response head.
-    private func decide() throws {
-        decided = true
-        let head = response()
+    /// Chooses (once) where the body goes from the response head.
+    private func decide(_ progress: inout Progress, head: HTTPURLResponse?) throws {
+        progress.decided = true
         if keepsOnly2xx, let status = head?.statusCode, !(200..<300).contains(status) {
-            discarding = true
+            progress.discarding = true
             return
         }
-        if decodes { decoder = BodyDecoder(contentEncoding: head?.value(forHTTPHeaderField: "Content-Encoding")) }
+        if decodes { progress.decoder = BodyDecoder(contentEncoding: head?.value(forHTTPHeaderField: "Content-Encoding")) }
         switch target {
         case .standardOutput:
-            handle = FileHandle.standardOutput
+            progress.handle = FileHandle.standardOutput
         case .file(let given):
             let path = given ?? nameFor(head)
-            chosenPath = path
+            progress.chosenPath = path
             let continues = resumeOffset > 0 && head?.statusCode == 206
             if continues {
                 // The part must start where the file ends, or the file would mix two pieces.
@@ -150,12 +156,12 @@ final class BodySink: OutputStream {   // every stored var is guarded by lock
                                          + "Range (\"bytes=\(resumeOffset)-\")")
                 }
             }
-            resumed = continues
+            progress.resumed = continues
             let fd = Foundation.open(path, O_WRONLY | O_CREAT | (continues || appends ? O_APPEND : O_TRUNC), 0o644)
             guard fd >= 0 else {
                 throw RequestFailure(status: 1, message: "cannot write '\(path)': \(String(cString: strerror(errno)))")
             }
-            handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            progress.handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         }
     }
 }

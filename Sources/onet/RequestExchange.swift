@@ -180,34 +180,38 @@ final class RequestExchange {
 }
 
 /// The hops of one request as the library makes them (network thread), read after it finished.
-/// - Threading: every var is guarded by `lock`.
-final class HopRecorder: @unchecked Sendable {   // every stored var is guarded by lock
+/// - Threading: its state is one value owned by a lock.
+final class HopRecorder: Sendable {
     /// One request and the response it got (the last one's response is the operation's).
     struct Exchange {
         var request: SentRequest
         var response: ReceivedHead?
     }
 
-    private let lock = NSLock()
-    private var hops: [Exchange]          // guarded by lock
-    private var redirects = 0             // guarded by lock
-    private var tooMany = false           // guarded by lock
+    private struct Record {
+        var hops: [Exchange]
+        var redirects = 0
+        var tooMany = false
+    }
+
+    private let record: Locked<Record>
 
     init(first: SentRequest) {
-        hops = [Exchange(request: first)]
+        record = Locked(Record(hops: [Exchange(request: first)]))
     }
 
     /// Records the current hop's response head.
     func received(_ response: HTTPURLResponse?) {
         guard let response else { return }
-        lock.withLock { hops[hops.count - 1].response = ReceivedHead(response, version: nil) }
+        let head = ReceivedHead(response, version: nil)
+        record.update { $0.hops[$0.hops.count - 1].response = head }
     }
 
     /// Counts a redirect response; returns how many came so far.
     func countRedirect() -> Int {
-        lock.withLock {
-            redirects += 1
-            return redirects
+        record.update { record in
+            record.redirects += 1
+            return record.redirects
         }
     }
 
@@ -216,12 +220,12 @@ final class HopRecorder: @unchecked Sendable {   // every stored var is guarded 
         let headers = RequestBuilder.wireHeaders(of: request, body: request.httpBody, storage: storage, extra: extra)
         let shown = SentRequest(method: request.httpMethod ?? "GET", url: request.url ?? URL(fileURLWithPath: "/"),
                                 headers: headers, body: request.httpBody, bodyNote: nil)
-        lock.withLock { hops.append(Exchange(request: shown)) }
+        record.update { $0.hops.append(Exchange(request: shown)) }
     }
 
-    func markTooManyRedirects() { lock.withLock { tooMany = true } }
-    var tooManyRedirects: Bool { lock.withLock { tooMany } }
-    var exchanges: [Exchange] { lock.withLock { hops } }
+    func markTooManyRedirects() { record.update { $0.tooMany = true } }
+    var tooManyRedirects: Bool { record.value.tooMany }
+    var exchanges: [Exchange] { record.value.hops }
 }
 
 /// Tells, on standard error, of each retry the policy makes (`--verbose`).

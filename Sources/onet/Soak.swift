@@ -90,36 +90,45 @@ struct Soak: ParsableCommand {
     }
 }
 
-/// Handler calls per operation; guarded by `lock`, hence `@unchecked Sendable`.
+/// Handler calls per operation, owned by a condition lock that also wakes the waiter.
 private final class Ledger: @unchecked Sendable {
-    private let lock = NSCondition()
-    private var calls: [UInt8]        // guarded by lock
-    private var handled = 0           // guarded by lock
-    private var succeeded = 0         // guarded by lock
+    private struct Counts {
+        var calls: [UInt8]
+        var handled = 0
+        var succeeded = 0
+    }
 
-    init(count: Int) { calls = [UInt8](repeating: 0, count: count) }
+    private let condition = NSCondition()
+    /// Reached only through `withCounts`, which holds `condition`.
+    private var counts: Counts
+
+    init(count: Int) { counts = Counts(calls: [UInt8](repeating: 0, count: count)) }
+
+    private func withCounts<Result>(_ body: (inout Counts) -> Result) -> Result {
+        condition.withLock { body(&counts) }
+    }
 
     func record(_ index: Int, ok: Bool) {
-        lock.withLock {
-            calls[index] = calls[index] &+ 1
-            handled += 1
-            if ok { succeeded += 1 }
-            lock.broadcast()
+        withCounts { counts in
+            counts.calls[index] = counts.calls[index] &+ 1
+            counts.handled += 1
+            if ok { counts.succeeded += 1 }
         }
+        condition.broadcast()
     }
 
     /// Waits (bounded) until `count` handler calls happened.
     func waitUntilAllHandled(upTo count: Int) {
         let deadline = Date().addingTimeInterval(30)
-        lock.withLock {
-            while handled < count && lock.wait(until: deadline) {}
+        condition.withLock {
+            while counts.handled < count && condition.wait(until: deadline) {}
         }
     }
 
-    var totals: (handled: Int, succeeded: Int) { lock.withLock { (handled, succeeded) } }
+    var totals: (handled: Int, succeeded: Int) { withCounts { ($0.handled, $0.succeeded) } }
 
     func operationsWithoutExactlyOneHandler() -> [Int] {
-        lock.withLock { calls.indices.filter { calls[$0] != 1 } }
+        withCounts { counts in counts.calls.indices.filter { counts.calls[$0] != 1 } }
     }
 }
 

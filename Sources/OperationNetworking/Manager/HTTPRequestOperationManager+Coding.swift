@@ -16,6 +16,7 @@ private enum ManagerCodingKeys {
     static let retryPolicy = "retryPolicy"
     static let proxyURL = "proxy.url"
     static let proxyBypass = "proxy.bypass"
+    static let cachingOff = "urlCache.isNil"
 }
 
 extension HTTPRequestOperationManager {
@@ -24,7 +25,8 @@ extension HTTPRequestOperationManager {
     public static var supportsSecureCoding: Bool { true }
 
     /// Archives the base URL, both serializers, the security policy, `shouldUseCredentialStorage`, the
-    /// retry policy (as JSON data) and the proxy setting, with `version` = 1. Never archived: the queue,
+    /// retry policy (as JSON data), the proxy setting and whether `urlCache` is `nil` (never the cache
+    /// itself: a restored manager uses `URLCache.shared` unless caching was off), with `version` = 1. Never archived: the queue,
     /// completion queue and group, `credential` and `proxyCredential` (the library writes no secret),
     /// `clientCertificate` (it holds a private key), and a user and password written in the proxy's URL
     /// (the URL is archived without them: a restored manager logs into the proxy with its
@@ -42,6 +44,7 @@ extension HTTPRequestOperationManager {
             coder.encode(proxy.url, forKey: ManagerCodingKeys.proxyURL)
             coder.encodeJSON(proxy.bypass, forKey: ManagerCodingKeys.proxyBypass)
         }
+        coder.encode(operationConfiguration.urlCache.isOff, forKey: ManagerCodingKeys.cachingOff)
     }
 
     /// A manager equal in configuration, with its own empty queue and copies of the serializers and
@@ -79,6 +82,9 @@ extension HTTPRequestOperationManager {
             } else {
                 coder.failInvalidValue(forKey: ManagerCodingKeys.retryPolicy, expected: "retry policy")
             }
+        }
+        if coder.decodeCheckedBool(forKey: ManagerCodingKeys.cachingOff, of: HTTPRequestOperationManager.self) == true {
+            urlCache = nil
         }
         if let proxyURL = coder.decodeChecked(String.self, forKey: ManagerCodingKeys.proxyURL) {
             let bypass = coder.decodeJSON([String].self, forKey: ManagerCodingKeys.proxyBypass) ?? []

@@ -133,6 +133,14 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         get { self[setting: \.retryPolicy] }
         set { self[setting: \.retryPolicy] = newValue }
     }
+    /// Copied onto each operation: the URL cache its responses are read from and stored in, as each
+    /// request's `cachePolicy` says (see `URLConnectionOperation.urlCache`). Default `URLCache.shared`,
+    /// as it is when each operation starts; `nil` turns caching off. The archive records only whether
+    /// it is `nil`.
+    public var urlCache: URLCache? {
+        get { self[setting: \.urlCache].cache }
+        set { self[setting: \.urlCache] = CacheSetting(newValue) }
+    }
     /// Copied onto each operation; also where request-building failures are reported. Default `nil`:
     /// the library's serial callback queue.
     public var completionQueue: DispatchQueue? {

@@ -15,7 +15,8 @@ import FoundationNetworking
 /// 3. `operation(_:willRetryAfter:attempt:error:)` before each further attempt its `RetryPolicy`
 ///    makes (after the `didReceive` of the attempt that got a retryable status).
 /// 4. `operationDidFinish(_:)` exactly once, after the success/failure blocks ran and *before* the
-///    operation turns `isFinished` (read `error`, `response`, `metrics` on it).
+///    operation turns `isFinished` (read `error`, `response`, `metrics` on it; `metrics.cacheStatus`
+///    says whether the HTTP cache answered, revalidated or stored it).
 ///
 /// - Threading: every call runs on one serial queue of the library, `org.operationnetworking.monitors`
 ///   (never on the network thread; `operationDidFinish(_:)` is run synchronously from the finishing

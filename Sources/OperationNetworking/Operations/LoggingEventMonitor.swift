@@ -9,7 +9,8 @@ import Logging
 /// One `.info` line per finished operation, `"HTTP request finished"`, with metadata `method`, `url`
 /// (scheme, host, port and path only), `status` (when a response arrived), `bytes` (response body
 /// bytes received), `duration` (seconds from its start, or from the finish of a never-started
-/// operation: 0) and `attempts`; a failed one adds `error` as `domain code`. `.debug` lines for the
+/// operation: 0), `attempts` and `cache` (what the HTTP cache did, a `CacheStatus`: `hit`, `miss`,
+/// `revalidated`, `stored` or `notConsulted`); a failed one adds `error` as `domain code`. `.debug` lines for the
 /// start (`"HTTP request started"`) and each response (`"HTTP response received"`).
 ///
 /// Nothing secret is ever logged: no header values, no query string or fragment, no user or password
@@ -51,7 +52,7 @@ public final class LoggingEventMonitor: EventMonitor, Sendable {
         logger.debug("HTTP request will be retried", metadata: metadata)
     }
 
-    /// Logs `"HTTP request finished"` at `.info` with status, bytes, duration and attempts.
+    /// Logs `"HTTP request finished"` at `.info` with status, bytes, duration, attempts and cache status.
     public func operationDidFinish(_ operation: URLConnectionOperation) {
         let now = monotonicNow()
         let start = starts.withLock { $0.removeValue(forKey: ObjectIdentifier(operation)) }
@@ -62,6 +63,7 @@ public final class LoggingEventMonitor: EventMonitor, Sendable {
         let seconds = (operation.startedAt ?? start).map { Double(now &- $0) / 1e9 } ?? 0
         metadata["duration"] = "\(String(format: "%.6f", seconds))"
         metadata["attempts"] = "\(max(1, operation.attempts))"
+        metadata["cache"] = "\(operation.metrics?.cacheStatus ?? .notConsulted)"
         if let error = operation.error { metadata["error"] = "\(LoggingEventMonitor.describe(error))" }
         logger.info("HTTP request finished", metadata: metadata)
     }

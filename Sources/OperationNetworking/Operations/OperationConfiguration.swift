@@ -28,6 +28,7 @@ struct OperationConfiguration {
         var redirectBlock: URLConnectionOperation.RedirectResponseBlock? = nil
         var challengeBlock: URLConnectionOperation.AuthenticationChallengeBlock? = nil
         var cacheBlock: URLConnectionOperation.CacheResponseBlock? = nil
+        var urlCache: CacheSetting = CacheSetting.shared
     }
 
     /// The settings (every one its default until set).

@@ -11,8 +11,10 @@ extension URLConnectionOperation {
     /// acquisition as the event that produced it.
     enum Step {
         /// Hand `transfer` to the network thread; `stream` is the caller's output stream to open first
-        /// (the first start only), `observers` are told of the start.
-        case startTransfer(Transfer, request: URLRequest, stream: OutputStream?, observers: OperationObservers?)
+        /// (the first start only), `observers` are told of the start; `local` is how the cache ends the
+        /// run without the network, if it does.
+        case startTransfer(Transfer, request: URLRequest, stream: OutputStream?, observers: OperationObservers?,
+                           local: TransferOutcome?)
         /// Ask the network thread to stop `transfer`, dropping its bytes.
         case cancelTransfer(Transfer)
         /// Ask the network thread to stop `transfer`, keeping its bytes.
@@ -30,20 +32,21 @@ extension URLConnectionOperation {
     /// returns what is left to do outside it (`nil`: nothing). Call inside `state.withLock`.
     /// - Parameters:
     ///   - security: the policy's snapshot (see `securitySnapshot()`), for an event that may start a transfer.
+    ///   - cache: the cache's decision (see `cacheLookup()`), for an event that may start a run from nothing.
     ///   - ending: the transfer that ended and how, for `transferEnded`.
-    func advance(_ state: inout State, security: SecurityPolicy.Snapshot? = nil,
+    func advance(_ state: inout State, security: SecurityPolicy.Snapshot? = nil, cache: CacheLookup? = nil,
                  ending: (outcome: TransferOutcome, transfer: Transfer)? = nil,
                  _ event: (inout OperationState) -> OperationState.Action?) -> Step? {
         guard let action = event(&state.lifecycle) else { return nil }
         let configuration = state.configuration
         switch action {
         case .startTransfer(let kept):
-            let transfer = makeTransfer(in: &state, continuing: kept, security: security)
+            let (transfer, local) = makeTransfer(in: &state, continuing: kept, security: security, cache: cache)
             let stream = state.outputStreamOpened ? nil : state.outputStream
             if stream != nil { state.outputStreamOpened = true }
             if state.startedAt == nil { state.startedAt = monotonicNow() }
             state.attempts = max(state.attempts, 1)
-            return .startTransfer(transfer, request: state.request, stream: stream, observers: state.observers)
+            return .startTransfer(transfer, request: state.request, stream: stream, observers: state.observers, local: local)
         case .cancelTransfer:
             guard let transfer = state.transfer else { return nil }
             transfer.requestCancel()   // from now on no request of it starts
@@ -76,10 +79,10 @@ extension URLConnectionOperation {
     func perform(_ step: Step?, batch: CompletionBatch? = nil) {
         guard let step else { return }
         switch step {
-        case .startTransfer(let transfer, let request, let stream, let observers):
+        case .startTransfer(let transfer, let request, let stream, let observers, let local):
             // An answer from the cache, or an output stream that will not open, still goes through
             // the network thread, so that a pause or cancel already on its way meets it there.
-            if let local = localOutcome(for: request, opening: stream) { transfer.endOnArrival(local) }
+            if let local = local ?? streamOutcome(for: request, opening: stream) { transfer.endOnArrival(local) }
             willChangeValue(forKey: "isExecuting")
             didChangeValue(forKey: "isExecuting")
             // Before the transfer leaves: the start is queued ahead of anything the transfer causes,
@@ -111,9 +114,9 @@ extension URLConnectionOperation {
     }
 
     /// Builds the transfer for a start or a continuation of `kept`, resetting the outcome of an
-    /// earlier run. Call inside `state.withLock`.
-    private func makeTransfer(in state: inout State, continuing kept: KeptDownload?,
-                              security: SecurityPolicy.Snapshot?) -> Transfer {
+    /// earlier run, and how the cache ends it without the network, if it does. Call inside `state.withLock`.
+    private func makeTransfer(in state: inout State, continuing kept: KeptDownload?, security: SecurityPolicy.Snapshot?,
+                              cache: CacheLookup?) -> (Transfer, TransferOutcome?) {
         state.currentRequest = state.request
         // A run's outcome belongs to that run: a restored finished operation runs again from nothing.
         state.error = nil
@@ -121,15 +124,17 @@ extension URLConnectionOperation {
             state.head = nil
             state.response = nil
             state.responseData = nil
+            state.metrics = nil
         }
+        let (sent, local) = URLConnectionOperation.beginCacheRun(in: &state, continuing: kept != nil, lookup: cache)
         let configuration = state.configuration
-        let transfer = Transfer(request: state.request, outputStream: state.outputStream, resumeFrom: kept?.point,
+        let transfer = Transfer(request: sent, outputStream: state.outputStream, resumeFrom: kept?.point,
                                 initialBody: kept?.bytes ?? Data(), security: security,
                                 clientCertificate: configuration.clientCertificate,
                                 maximumBodySize: configuration.maximumResponseSize, retryPolicy: configuration.retryPolicy,
                                 proxy: configuration.proxy, delegate: self)
         state.transfer = transfer
-        return transfer
+        return (transfer, local)
     }
 }
 

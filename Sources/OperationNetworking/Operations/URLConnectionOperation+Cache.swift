@@ -3,48 +3,183 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// `URLCache.shared`, opt-in: an operation reads the cache when its request's `cachePolicy` is
-/// `.returnCacheDataElseLoad` or `.returnCacheDataDontLoad`, and stores a successful GET response when
-/// it has a cache response block or one of those policies. There is no implicit disk cache and no
-/// HTTP freshness revalidation (`.useProtocolCachePolicy` loads from the network).
+/// The HTTP cache in the operation's life (NSURLConnection's caching, on RFC 9111): before a run,
+/// `CacheState` decides from what `urlCache` holds (answer, revalidate, load or fail); after it, what
+/// is delivered, stored and dropped.
+/// The storage is read and written here, outside the operation's lock: at the start on the caller's
+/// thread, at the end on the processing queue, before the handlers.
 extension URLConnectionOperation {
-    /// Whether `request` reads from the cache.
-    static func readsCache(_ request: URLRequest) -> Bool {
-        // The policy first: it rules out nearly every request without the method's uppercasing.
-        let policy = request.cachePolicy
-        return (policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad)
-            && request.uppercasedMethod == "GET"
+    /// The cache's part in the run under way, kept in the operation's state.
+    struct CacheRun {
+        var machine: CacheState
+        /// The cache and its stored responses; `nil` when the run uses none.
+        let urlCache: URLCache?
+        let storage: CacheStorage?
+        /// When the request went out (RFC 9111 §4.2.3 `request_time`).
+        let requestTime: Date
     }
 
-    /// How the operation ends from the cache when its request asks for it: the cached response, or a
-    /// failure when it may not load; `nil` when it goes to the network.
-    func cachedOutcome(for request: URLRequest) -> TransferOutcome? {
-        guard readsCache else { return nil }
-        let cached = URLCache.shared.cachedResponse(for: request)
-        if let cached {
-            // A copy, not the cache entry's own storage: shared with the entry, the body's storage was
-            // never freed (LeakSanitizer, CacheTests under `scripts/test --sanitize=address`).
-            return .answeredFromCache(cached.response, cached.data.withUnsafeBytes { Data($0) })
-        }
-        guard request.cachePolicy == .returnCacheDataDontLoad else { return nil }
-        return .failed(TransportError.make(.resourceUnavailable, "No cached response, and loading is not allowed.",
-                                           url: request.url))
+    /// What the cache decided for a run about to start from nothing.
+    struct CacheLookup {
+        let run: CacheRun
+        let decision: CacheState.Decision
     }
 
-    /// Stores a successful GET response when the operation opted into caching (a cache response
-    /// block, or a request that reads the cache).
-    func storeInCacheIfAllowed() {
-        let (block, data) = state.withLock { state -> (CacheResponseBlock?, Data?) in
-            guard state.configuration.cacheBlock != nil || readsCache, state.error == nil else { return (nil, nil) }
-            return (state.configuration.cacheBlock, state.responseData)
+    // MARK: - Before the run
+
+    /// The cache's decision for a `start()` or `resume()` that starts a run from nothing, made before
+    /// the operation's lock is taken (the storage may read files); `nil` when the call will not start
+    /// such a run (a continuation, a run under way, a cancelled operation) or the request has no URL.
+    func cacheLookup() -> CacheLookup? {
+        let found = state.withLock { state -> (URLRequest, CacheSetting, Bool)? in
+            switch state.lifecycle.phase {
+            case .ready(cancelled: false), .parked(nil), .startedParked:
+                return (state.request, state.configuration.urlCache, state.outputStream != nil)
+            default:
+                return nil
+            }
         }
-        guard let data, !isCancelled, let response = response as? HTTPURLResponse, response.statusCode == 200,
-              request.uppercasedMethod == "GET",
-              !(response.value(forHTTPHeaderField: "Cache-Control")?.lowercased().contains("no-store") ?? false) else {
-            return
+        guard let (request, setting, streams) = found, let asked = CacheRequest(request) else { return nil }
+        var machine = CacheState()
+        let now = Date()
+        guard let cache = setting.cache else {
+            let decision = machine.bypass(asked, invalidates: false)
+            return CacheLookup(run: CacheRun(machine: machine, urlCache: nil, storage: nil, requestTime: now),
+                               decision: decision)
         }
-        var cached: CachedURLResponse? = CachedURLResponse(response: response, data: data, storagePolicy: .allowed)
-        if let block, let proposed = cached { cached = block(self, proposed) }
-        if let cached { URLCache.shared.storeCachedResponse(cached, for: request) }
+        let storage = CacheStorage(cache)
+        let decision: CacheState.Decision
+        if streams {
+            // A body that goes to the caller's stream is neither stored nor served from the cache.
+            decision = machine.bypass(asked, invalidates: true)
+        } else {
+            let stored = asked.readsStoredResponses ? storage.storedResponse(for: request) : nil
+            decision = machine.consult(asked, stored: stored, now: now)
+        }
+        return CacheLookup(run: CacheRun(machine: machine, urlCache: cache, storage: storage, requestTime: now),
+                           decision: decision)
+    }
+
+    /// Puts the cache's part of a new run in `state`: returns the request the transfer sends (with the
+    /// conditional fields of a revalidation; the operation's `request` stays as it was) and how the run
+    /// ends without the network, if it does. Call inside `state.withLock`.
+    static func beginCacheRun(in state: inout State, continuing: Bool, lookup: CacheLookup?) -> (URLRequest, TransferOutcome?) {
+        var sent = state.request
+        guard !continuing else {
+            // A resumed download is never served from, nor stitched into, a stored response.
+            var machine = CacheState()
+            machine.continueDownload()
+            state.cache = CacheRun(machine: machine, urlCache: nil, storage: nil, requestTime: Date())
+            return (sent, nil)
+        }
+        state.cache = lookup?.run
+        switch lookup?.decision {
+        case .deliver(let response, let body):
+            return (sent, .answeredFromCache(response, body))
+        case .revalidate(let fields):
+            for (name, value) in fields { sent.setValue(value, forHTTPHeaderField: name) }
+            return (sent, nil)
+        case .fail:
+            return (sent, .failed(TransportError.make(.resourceUnavailable,
+                                                      "No cached response, and loading is not allowed.",
+                                                      url: sent.url)))
+        case .load, nil:
+            return (sent, nil)
+        }
+    }
+
+    // MARK: - After the run
+
+    /// What the end of a run hands the cache, taken under the lock.
+    private struct CacheEnding {
+        let run: CacheRun
+        let received: CacheState.Received?
+        let request: URLRequest
+        let block: CacheResponseBlock?
+    }
+
+    /// Whether the end of the run may write the storage, so that it is prepared off the delivery queue
+    /// (a cache without capacity holds nothing to write or drop).
+    var cacheMayWriteStorage: Bool {
+        let cache = state.withLock { state -> URLCache? in
+            guard state.error == nil, let run = state.cache, run.machine.mayWriteStorage else { return nil }
+            return run.urlCache
+        }
+        guard let cache else { return false }
+        return cache.memoryCapacity > 0 || cache.diskCapacity > 0
+    }
+
+    /// The cache's part of the end, before the handlers: a `304` becomes the stored response it
+    /// validated, what RFC 9111 allows is stored (the cache response block deciding last), what an
+    /// unsafe request changed is dropped, and the metrics say what happened. A hit or a validated
+    /// response reports its body to the download progress block once.
+    func settleCache() {
+        guard let ending = takeCacheEnding() else { return }
+        var machine = ending.run.machine
+        let withoutNetwork = machine.endedWithoutNetwork
+        let plan = machine.transferEnded(with: ending.received)
+        var stored = false
+        if let storage = ending.run.storage {
+            for url in plan.remove { storage.removeStoredResponse(for: url) }
+            if let (candidate, keys) = plan.store, let approved = approved(candidate, by: ending.block) {
+                for key in keys {
+                    var request = ending.request
+                    request.url = key
+                    storage.store(approved, for: request)
+                }
+                stored = true
+            }
+        }
+        machine.storeEnded(stored: stored)
+        let status = machine.status
+        let deliveredBytes = state.withLock { state -> Int? in
+            state.cache?.machine = machine
+            // A run that never reached the network has no transfer metrics (those left are an earlier run's).
+            state.metrics = withoutNetwork ? .withoutNetwork(cacheStatus: status) : state.metrics?.with(cacheStatus: status)
+            if let delivered = plan.deliver {
+                state.head = nil
+                state.response = delivered.response
+                state.responseData = delivered.body
+                return delivered.body.count
+            }
+            return status == .hit ? state.responseData?.count : nil
+        }
+        if let count = deliveredBytes, count > 0 {
+            let reporter = state.withLock { $0.progressReporter(download: true, of: self) }
+            reporter?.record(bytes: count, total: Int64(count), expected: Int64(count))
+        }
+    }
+
+    /// The run's cache part and the response it received whole (none after a failure or a cancel).
+    private func takeCacheEnding() -> CacheEnding? {
+        let taken = state.withLock { state -> (CacheRun, ResponseHead?, Data?, URLRequest, URLRequest, CacheResponseBlock?)? in
+            guard let run = state.cache else { return nil }
+            let succeeded = state.error == nil && !state.lifecycle.isCancelled
+            return (run, succeeded ? state.head : nil, state.outputStream == nil ? state.responseData : nil,
+                    state.request, state.currentRequest, state.configuration.cacheBlock)
+        }
+        guard let (run, head, body, request, finalRequest, block) = taken else { return nil }
+        var received: CacheState.Received?
+        if let head, let response = head.makeResponse() {
+            let fits = run.urlCache.map {
+                Storability.fits(size: body?.count ?? 0, memoryCapacity: $0.memoryCapacity, diskCapacity: $0.diskCapacity)
+            } ?? false
+            received = CacheState.Received(response: response, body: body, finalRequest: CacheRequest(finalRequest),
+                                           fitsCache: fits, requestTime: run.requestTime, responseTime: Date())
+        }
+        return CacheEnding(run: run, received: received, request: request, block: block)
+    }
+
+    /// `stored` as the cache response block changes it, or `nil` when the block refuses it (returns
+    /// `nil`, a response that is not HTTP, or a `.notAllowed` storage policy). Without a block, `stored`.
+    private func approved(_ stored: StoredResponse, by block: CacheResponseBlock?) -> StoredResponse? {
+        guard let block else { return stored }
+        let proposed = CachedURLResponse(response: stored.response, data: stored.body, userInfo: nil, storagePolicy: .allowed)
+        guard let decided = block(self, proposed), decided.storagePolicy != .notAllowed,
+              let response = decided.response as? HTTPURLResponse else { return nil }
+        var approved = stored
+        approved.response = response
+        approved.body = decided.data
+        return approved
     }
 }

@@ -6,11 +6,9 @@ import FoundationNetworking
 // MARK: - Output stream and notifications
 
 extension URLConnectionOperation {
-    /// How the transfer about to start for `request` ends without the network: from the cache, or
-    /// because the caller's output stream (`stream`, still to open) would not open. `nil`: it goes to
-    /// the network.
-    func localOutcome(for request: URLRequest, opening stream: OutputStream?) -> TransferOutcome? {
-        if let cached = cachedOutcome(for: request) { return cached }
+    /// How the transfer about to start for `request` ends without the network because the caller's
+    /// output stream (`stream`, still to open) would not open. `nil`: it goes to the network.
+    func streamOutcome(for request: URLRequest, opening stream: OutputStream?) -> TransferOutcome? {
         guard let stream else { return nil }
         if stream.streamStatus == .notOpen { stream.open() }
         guard stream.streamStatus != .error else {

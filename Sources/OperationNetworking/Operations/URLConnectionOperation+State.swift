@@ -25,6 +25,8 @@ extension URLConnectionOperation {
         var metrics: TransferMetrics?
         /// The transfer on (or last on) the network thread.
         var transfer: Transfer?
+        /// The HTTP cache's part in the run under way (or the last one).
+        var cache: CacheRun?
         var outputStream: OutputStream?
         var outputStreamOpened = false
         var userInfo: [String: Any] = [:]

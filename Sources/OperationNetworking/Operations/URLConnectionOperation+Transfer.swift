@@ -7,13 +7,30 @@ import FoundationNetworking
 
 extension URLConnectionOperation: TransferDelegate {
     func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
-        let block = self[setting: \.redirectBlock]
-        let chosen = block.map { $0(self, request, response) } ?? request
-        if let chosen { state.withLock { $0.currentRequest = chosen } }
+        let (block, added) = state.withLock { ($0.configuration.redirectBlock, $0.cache?.machine.addedFields ?? [:]) }
+        // The block and `currentRequest` see the request without the fields the cache added to revalidate.
+        var proposed = request
+        for name in added.keys { proposed.setValue(nil, forHTTPHeaderField: name) }
+        guard var chosen = block.map({ $0(self, proposed, response) }) ?? proposed else { return nil }
+        let headers = response.headerFields
+        let kept = state.withLock { state -> [String: String] in
+            state.currentRequest = chosen
+            guard let target = chosen.url else { return [:] }
+            return state.cache?.machine.redirected(to: target, status: response.statusCode, headers: headers) ?? [:]
+        }
+        for (name, value) in kept { chosen.setValue(value, forHTTPHeaderField: name) }
         return chosen
     }
 
     func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
+        let resolution = resolve(challenge)
+        // Answered, the next request carries credentials: the cache stores its response only as RFC 9111 §3.5 says.
+        if case .answer = resolution, !challenge.isProxy { state.withLock { $0.cache?.machine.challengeAnswered() } }
+        return resolution
+    }
+
+    /// How the operation answers `challenge`: its block, or the default handling.
+    private func resolve(_ challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
         let (configuration, original) = state.withLock { ($0.configuration, $0.request.url) }
         let (block, credential, proxyCredential, useStorage) = (configuration.challengeBlock, configuration.credential,
                                                                 configuration.proxyCredential,

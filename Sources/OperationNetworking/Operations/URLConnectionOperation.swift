@@ -36,7 +36,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     public typealias DownloadProgressBlock = @Sendable (Int, Int64, Int64) -> Void
     /// How to answer an authentication challenge (Foundation's dispositions).
     public typealias AuthChallengeDisposition = URLSession.AuthChallengeDisposition
-    /// Decides what goes into `URLCache.shared`: return the response to store (possibly changed) or `nil`.
+    /// Decides what goes into `urlCache`: return the response to store (possibly changed) or `nil`.
     public typealias CacheResponseBlock = @Sendable (URLConnectionOperation, CachedURLResponse) -> CachedURLResponse?
     /// Answers a 401/407 challenge: a disposition and, for `.useCredential`, the credential.
     public typealias AuthenticationChallengeBlock =
@@ -45,14 +45,9 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// Every mutable field of the operation, its life and its configuration.
     let state: Protected<State>
 
-    /// Whether the request reads from `URLCache.shared` (its cache policy and method, which nothing
-    /// changes after init).
-    let readsCache: Bool
-
     /// Creates an operation for `request` (designated initializer). Nothing is sent until `start()`.
     public required init(request: URLRequest) {
         state = Protected(State(request: request))
-        readsCache = URLConnectionOperation.readsCache(request)
         super.init()
     }
 
@@ -180,13 +175,32 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         self[setting: \.challengeBlock] = block
     }
 
-    /// Sets the block that decides whether (and what) a successful GET response goes into
-    /// `URLCache.shared`; it runs before the handlers, on the library's delivery queue (bodies up to
-    /// 64 KiB) or processing queue (larger ones), never on the completion queue. Setting a block opts the
-    /// operation into caching (see `URLRequest.cachePolicy` in Migration.md); `nil` removes it.
+    /// Sets the block that decides last whether (and what) goes into `urlCache`: it gets the response
+    /// and body the cache would store (a response RFC 9111 lets a private cache store, or a stored one
+    /// freshened by a `304`) and returns them, changed or not, or `nil` to store nothing. It runs before
+    /// the handlers, on the library's processing queue, never on the completion queue; it is not asked
+    /// when a stored response answers without the network. `nil` removes it.
     @preconcurrency
     public func setCacheResponseBlock(_ block: CacheResponseBlock?) {
         self[setting: \.cacheBlock] = block
+    }
+
+    /// The URL cache the operation reads and stores HTTP responses in, as its request's `cachePolicy`
+    /// says: under the default `.useProtocolCachePolicy`, a private cache of RFC 9111 (a fresh stored
+    /// response answers without the network, a stale one with a validator is revalidated, a `304`
+    /// delivers the stored body with its status). Default `URLCache.shared`, as it is when the operation
+    /// starts; `nil` turns caching off for this operation. Only GET requests are read from the cache; a
+    /// request with its own `Range` or conditional fields, a body going to `outputStream` and a resumed
+    /// download never are, nor stored. Set it before `start()`; `copy()` keeps it.
+    ///
+    /// When the program has not set `URLCache.shared` to an instance of a `URLCache` subclass, the
+    /// library makes it, at first use, a store of its own in one SQLite file (4 MiB memory and 20 MiB
+    /// disk capacity, in `$XDG_CACHE_HOME`, else `~/.cache`, under
+    /// `org.operationnetworking.URLCache/<process name>`): corelibs' own disk cache can crash on a
+    /// damaged file and ignores the query in its key. A plain `URLCache` given here is used as it is.
+    public var urlCache: URLCache? {
+        get { self[setting: \.urlCache].cache }
+        set { self[setting: \.urlCache] = CacheSetting(newValue) }
     }
 
     /// A client certificate for servers that ask for one (mutual TLS). Default `nil`.
@@ -238,10 +252,12 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         set { state.withLock { $0.completionBlock = newValue } }
     }
 
-    /// Hands the request to the network thread; a cancelled operation finishes without network traffic.
+    /// Hands the request to the network thread (or answers it from `urlCache`); a cancelled operation
+    /// finishes without network traffic.
     open override func start() {
         let security = securitySnapshot()
-        perform(state.withLock { advance(&$0, security: security) { $0.start() } })
+        let cache = cacheLookup()
+        perform(state.withLock { advance(&$0, security: security, cache: cache) { $0.start() } })
     }
 
     /// Cancels: before start, nothing is ever sent; while executing, the transfer stops at the network
@@ -270,7 +286,8 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// A paused operation that had never started becomes ready again, for its queue to start.
     public func resume() {
         let security = securitySnapshot()
-        perform(state.withLock { advance(&$0, security: security) { $0.resume() } })
+        let cache = cacheLookup()
+        perform(state.withLock { advance(&$0, security: security, cache: cache) { $0.resume() } })
     }
 
     /// Waits as `Operation` does — except on the library's callback queue while this operation uses it
@@ -335,20 +352,16 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     // MARK: - Subclass hooks of the end (see `transferDidEnd(on:group:batch:)`)
 
     /// Where `prepareHandlers()` runs: `nil` for at once, on the caller's queue (the delivery queue
-    /// when `onDeliveryQueue`), or another queue. The base class prepares at once unless a body
-    /// larger than `inlinePreparationLimit` (or any, off the delivery queue) goes into the cache.
+    /// when `onDeliveryQueue`), or another queue. The base class prepares at once unless the end may
+    /// write the cache's storage: that is file work, kept off the one serial delivery queue.
     func preparationQueue(onDeliveryQueue: Bool) -> DispatchQueue? {
-        let (caches, size) = state.withLock { state in
-            (state.configuration.cacheBlock != nil || readsCache, state.responseData?.count ?? 0)
-        }
-        let inline = !caches || (onDeliveryQueue && size <= URLConnectionOperation.inlinePreparationLimit)
-        return inline ? nil : CallbackQueues.processing
+        cacheMayWriteStorage ? CallbackQueues.processing : nil
     }
 
-    /// The work before the handlers, off the completion queue: stores the response in `URLCache.shared`
-    /// when the operation opted in. Subclasses add theirs after calling `super`.
+    /// The work before the handlers, off the completion queue: the cache's part of the end (see
+    /// `settleCache()`). Subclasses add theirs after calling `super`.
     func prepareHandlers() {
-        storeInCacheIfAllowed()
+        settleCache()
     }
 
     /// The handlers, on the completion queue, before the operation finishes. The base class has none;

@@ -8,7 +8,7 @@ import XCTest
 /// attempts (LeakSanitizer: 120–464 bytes per call), or built a dictionary that leaked a key. The
 /// scanner now applies CF's rules, so such an archive is refused before Foundation reads it.
 /// A leak cannot be seen from XCTest; what is checked is that the scanner refuses each input.
-final class ArchiveFuzzRegressionTests: XCTestCase {
+final class ArchiveFuzzRegressionTests: LibraryTestCase {
     /// Asserts that the scanner refuses `data` for `reason` and that SafeArchive reports it as damaged.
     private func assertRefused(_ data: Data, _ reason: String, file: StaticString = #filePath, line: UInt = #line) {
         var scanner = BinaryPropertyListScanner(data)

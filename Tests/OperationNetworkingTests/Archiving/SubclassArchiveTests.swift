@@ -67,7 +67,7 @@ final class TaggedOperation: HTTPRequestOperation, @unchecked Sendable {   // ev
 
 /// Archives of app subclasses: `SafeArchive.unarchive` accepts the requested class itself and the
 /// classes the caller allows, and still refuses every other class before the unarchiver sees it.
-final class SubclassArchiveTests: XCTestCase {
+final class SubclassArchiveTests: LibraryTestCase {
     private enum Outer {
         final class Nested: NSObject, NSSecureCoding {
             static var supportsSecureCoding: Bool { true }

@@ -5,7 +5,7 @@ import XCTest
 
 /// NSSecureCoding's typed decoding: an archive whose values were replaced by values of another type
 /// is an error, never an object with defaults in place of the tampered settings.
-final class TamperedArchiveTests: XCTestCase {
+final class TamperedArchiveTests: LibraryTestCase {
     /// `archive` with every string value (not class names, not `$null`) replaced by a number.
     private func replacingStringsWithNumbers(in archive: Data) throws -> Data {
         var plist = try XCTUnwrap(try PropertyListSerialization.propertyList(from: archive, format: nil) as? [String: Any])

@@ -3,7 +3,7 @@ import XCTest
 
 /// The swift-argument-parser conventions `onet` keeps: help with examples on every subcommand,
 /// `--version`, shell completions, and usage errors as one line on standard error.
-final class OnetConventionsTests: XCTestCase {
+final class OnetConventionsTests: LibraryTestCase {
     /// The subcommand names listed under `SUBCOMMANDS:` in a help text.
     private func subcommands(inHelp help: String) -> [String] {
         guard let section = help.range(of: "SUBCOMMANDS:") else { return [] }

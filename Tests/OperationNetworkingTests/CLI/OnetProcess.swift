@@ -20,10 +20,14 @@ struct OnetRun: CustomStringConvertible {
 /// while libdispatch still holds blocks in flight gets reports for what only those blocks reference
 /// (LeakSanitizer cannot see them), which would turn its exit status into 1. AddressSanitizer's
 /// memory errors still fail the child, and the library's own leaks are checked in the test process.
+/// Each child's cache directory (`XDG_CACHE_HOME`, where its `URLCache.shared` lives) is a new one
+/// inside this process's (see `TestURLCache`): never the user's, and no child's stored responses
+/// answer another's requests.
 func onetEnvironment() -> [String: String] {
     var environment = ProcessInfo.processInfo.environment
     let options = environment["LSAN_OPTIONS"].map { $0 + ":" } ?? ""
     environment["LSAN_OPTIONS"] = options + "detect_leaks=0"
+    environment["XDG_CACHE_HOME"] = TestURLCache.directory.appendingPathComponent("child-\(UUID().uuidString)").path
     return environment
 }
 

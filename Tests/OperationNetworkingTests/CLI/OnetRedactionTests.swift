@@ -5,7 +5,7 @@ import XCTest
 
 /// No `onet` error line shows the password of a URL: transport failures, retries, usage errors and
 /// `onet fetch`'s failures show it as `***`, the rest of the URL as it was.
-final class OnetRedactionTests: XCTestCase {
+final class OnetRedactionTests: LibraryTestCase {
     private static let secret = "pa55-S3CRET-word"
 
     private func assertRedacted(_ run: OnetRun, shows expected: String, file: StaticString = #filePath, line: UInt = #line) {

@@ -5,7 +5,7 @@ import XCTest
 
 /// `onet request`'s TLS options against the test server's HTTPS front: the CA, pinning, `--verify`,
 /// `--insecure`, and a client certificate for a server that asks for one.
-final class OnetRequestTLSTests: XCTestCase {
+final class OnetRequestTLSTests: LibraryTestCase {
     private var directory: URL!
 
     override func setUpWithError() throws {

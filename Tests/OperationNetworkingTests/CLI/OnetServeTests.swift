@@ -3,7 +3,7 @@ import OperationNetworkingTestServer
 import XCTest
 
 /// `onet serve`: the embedded server answers `onet request` and stops cleanly on SIGTERM.
-final class OnetServeTests: XCTestCase {
+final class OnetServeTests: LibraryTestCase {
     func testServeAnswersRequestsAndStopsOnTerminate() throws {
         let output = Pipe()
         let (process, exited) = try launchOnet(["serve", "--seconds", "60"], output: output)

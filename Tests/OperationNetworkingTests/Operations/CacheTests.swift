@@ -3,30 +3,25 @@ import Foundation
 import OperationNetworkingTestServer
 import XCTest
 
-/// URLCache, opt-in through the cache response block or the request's cache policy.
-final class CacheTests: ServerTestCase {
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        useMemoryOnlyURLCacheUnderAddressSanitizer()
-    }
-
+/// The cache response block and the cache policies of AFNetworking 2.x's tests, under the default
+/// caching of `.useProtocolCachePolicy`: nothing to opt into, the block decides last.
+final class CacheTests: CacheTestCase {
     /// Also the regression test of a leak AddressSanitizer found (issue 12): the body answered from the
     /// cache was never freed while the operation shared the cache entry's storage. Only the ASan run
     /// (`scripts/test --sanitize=address`) sees it, as a LeakSanitizer report at exit.
     func testCacheBlockDecidesWhatIsStoredAndPolicyReadsIt() throws {
         let path = "/bytes/64?case=\(UUID().uuidString)"
-        let first = HTTPRequestOperation(request: request(path))
         let asked = Recorder<Int>()
-        first.setCacheResponseBlock { _, proposed in
-            asked.append(proposed.data.count)
-            return proposed
+        let first = fetch(path) { operation in
+            operation.setCacheResponseBlock { _, proposed in
+                asked.append(proposed.data.count)
+                return proposed
+            }
         }
-        XCTAssertTrue(run(first).isSuccess)
+        XCTAssertNil(first.error)
         XCTAssertEqual(asked.all, [64])
-        var cachedRequest = request(path)
-        cachedRequest.cachePolicy = .returnCacheDataElseLoad
-        let second = HTTPRequestOperation(request: cachedRequest)
-        XCTAssertTrue(run(second).isSuccess)
+        let second = fetch(path, policy: .returnCacheDataElseLoad)
+        XCTAssertNil(second.error)
         XCTAssertEqual(second.responseData, deterministicBytes(64))
         XCTAssertEqual(server.requests.count, 1, "the second answer came from the cache")
         XCTAssertEqual(second.response?.statusCode, 200)
@@ -34,20 +29,20 @@ final class CacheTests: ServerTestCase {
 
     func testBlockReturningNilStoresNothing() throws {
         let path = "/bytes/32?case=\(UUID().uuidString)"
-        let first = HTTPRequestOperation(request: request(path))
-        first.setCacheResponseBlock { _, _ in nil }
-        XCTAssertTrue(run(first).isSuccess)
-        var onlyCache = request(path)
-        onlyCache.cachePolicy = .returnCacheDataDontLoad
-        XCTAssertEqual(run(onlyCache).1.urlErrorCode, .resourceUnavailable)
+        let first = fetch(path) { $0.setCacheResponseBlock { _, _ in nil } }
+        XCTAssertNil(first.error)
+        XCTAssertEqual((fetch(path, policy: .returnCacheDataDontLoad).error as? URLError)?.code, .resourceUnavailable)
         XCTAssertEqual(server.requests.count, 1)
     }
 
-    func testNoCachingWithoutOptIn() throws {
+    /// Without a block or a policy asking for it, a GET's response is stored (NSURLConnection's
+    /// behaviour under `.useProtocolCachePolicy`), and a fresh one answers the next request.
+    func testTheDefaultPolicyStoresWithoutOptingIn() throws {
         let path = "/bytes/16?case=\(UUID().uuidString)"
-        XCTAssertTrue(run(request(path)).1.isSuccess)
-        var onlyCache = request(path)
-        onlyCache.cachePolicy = .returnCacheDataDontLoad
-        XCTAssertEqual(run(onlyCache).1.urlErrorCode, .resourceUnavailable)
+        XCTAssertNil(fetch(path).error)
+        XCTAssertEqual(fetch(path, policy: .returnCacheDataDontLoad).responseData, deterministicBytes(16))
+        let again = fetch(path)
+        XCTAssertEqual(again.metrics?.cacheStatus, .hit, "fresh by its Last-Modified (heuristic, RFC 9111 §4.2.2)")
+        XCTAssertEqual(server.requests.count, 1)
     }
 }

@@ -5,7 +5,7 @@ import XCTest
 /// `OperationState` alone, no network: one row per (phase, event) pair, the new phase, the action and
 /// whether the operation counts as cancelled. Pairs marked `invalid` are library bugs that stop the
 /// process (`preconditionFailure`); they are listed so the table is complete, and never run.
-final class OperationStateTests: XCTestCase {
+final class OperationStateTests: LibraryTestCase {
     /// How each phase of the table is reached from a new state.
     private static let setups: [String: [Event]] = [
         "ready": [],

@@ -6,7 +6,7 @@ import XCTest
 /// A real download from nginx (HTTP/2 over TLS, `Range` as a production server answers it), paused,
 /// archived, restored in a new operation and resumed: the result is checked byte for byte against the
 /// file nginx served, in memory and to a file.
-final class RealServerResumeTests: XCTestCase {
+final class RealServerResumeTests: LibraryTestCase {
     private var nginx: ExternalServer?
 
     override func tearDown() {

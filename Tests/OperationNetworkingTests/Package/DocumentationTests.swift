@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 
 /// Migration.md maps every public AFN 2.x symbol and renders; every public declaration is documented.
-final class DocumentationTests: XCTestCase {
+final class DocumentationTests: LibraryTestCase {
     private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 

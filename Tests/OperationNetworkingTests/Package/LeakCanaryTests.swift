@@ -7,7 +7,7 @@ import XCTest
 ///
 /// Skipped unless `ONET_LEAK_CANARY=1`; `scripts/check-lsan` runs it under AddressSanitizer and fails
 /// unless LeakSanitizer reports `DeliberateLeak`.
-final class LeakCanaryTests: XCTestCase {
+final class LeakCanaryTests: LibraryTestCase {
     func testADeliberateLeakIsReported() throws {
         guard ProcessInfo.processInfo.environment["ONET_LEAK_CANARY"] == "1" else {
             throw XCTSkip("leaks on purpose; scripts/check-lsan runs it under AddressSanitizer")

@@ -4,7 +4,7 @@ import XCTest
 
 /// A clean package: no test-only product, no comment citing a document outside the repository or
 /// carrying a benchmark figure, and a library that never writes to stderr.
-final class PackageHygieneTests: XCTestCase {
+final class PackageHygieneTests: LibraryTestCase {
     private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 

@@ -4,7 +4,7 @@ import XCTest
 /// The documents a newcomer reads stay short and say what they need: the README installs and links,
 /// the benchmark reference and the Performance article stay references, not notebooks, and every
 /// kept benchmark run is in the index.
-final class RepositoryDocumentsTests: XCTestCase {
+final class RepositoryDocumentsTests: LibraryTestCase {
     private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 

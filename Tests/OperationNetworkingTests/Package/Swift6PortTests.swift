@@ -7,7 +7,7 @@ import XCTest
 /// blocks capturing `self`, a `var` and a callback type that is not `@Sendable`; overrides spelling
 /// AFN's block types); Migration.md's override signatures and Swift 6 remedies compile as written;
 /// the Getting started article's snippets compile as a newcomer's `main.swift`.
-final class Swift6PortTests: XCTestCase {
+final class Swift6PortTests: LibraryTestCase {
     func testPortedAFNCodeCompilesWithWarningsOnly() {
         let build = Swift6PortBuild.shared
         build.assertSucceeded()

@@ -5,7 +5,7 @@ import XCTest
 /// run here in a stand-in repository whose test bundle is a shell script playing classes that pass,
 /// fail, crash, hang past the time limit, skip, fail after their tests (a leak report at exit) and
 /// wait for each other, and whose `swift` builds nothing and plays Swift Testing.
-final class TestRunnerTests: XCTestCase {
+final class TestRunnerTests: LibraryTestCase {
     private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 

@@ -4,7 +4,7 @@ import XCTest
 /// `scripts/test` closes with "N passed, N failed, N skipped" over XCTest and Swift Testing, and
 /// exits with `swift test`'s status: its counting runs on logs in both formats, and the whole
 /// script runs against a stand-in `swift` that prints a log and fails.
-final class TestSummaryTests: XCTestCase {
+final class TestSummaryTests: LibraryTestCase {
     private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 

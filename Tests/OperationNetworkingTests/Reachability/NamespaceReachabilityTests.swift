@@ -5,7 +5,7 @@ import XCTest
 /// Real network changes, made safely inside a network namespace the test creates: `onet reachability`
 /// runs in the namespace while the test adds and removes links, addresses and default routes.
 /// The host's own interfaces and routes are never touched. Skipped without root or `ip`.
-final class NamespaceReachabilityTests: XCTestCase {
+final class NamespaceReachabilityTests: LibraryTestCase {
     private var namespace = ""
     private var ipTool = ""
 

@@ -3,7 +3,7 @@ import Foundation
 import XCTest
 
 /// Netlink parsing from message bytes, the status rules, and the manager's lifecycle.
-final class ReachabilityTests: XCTestCase {
+final class ReachabilityTests: LibraryTestCase {
     /// A netlink message as the kernel lays it out (host order, 4-byte alignment).
     static func message(type: UInt16, body: [UInt8], attributes: [(UInt16, [UInt8])]) -> [UInt8] {
         var payload = body

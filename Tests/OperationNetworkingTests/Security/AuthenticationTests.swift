@@ -132,7 +132,7 @@ final class AuthenticationTests: ServerTestCase {
 }
 
 /// Mutual TLS: client certificates from data or files, with an optional key passphrase.
-final class ClientCertificateTests: XCTestCase {
+final class ClientCertificateTests: LibraryTestCase {
     private func fetch(_ server: TestServer, root: Data, certificate: ClientCertificate?) throws -> Error? {
         let policy = SecurityPolicy.default()
         policy.additionalTrustAnchors = [root]

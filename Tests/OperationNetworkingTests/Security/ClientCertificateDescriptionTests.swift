@@ -6,7 +6,7 @@ import XCTest
 /// Printing a `ClientCertificate` — `print`, `String(describing:)`, `String(reflecting:)`, `dump`,
 /// interpolation, inside an optional or a collection — shows its formats and sizes, never its
 /// passphrase nor its private key.
-final class ClientCertificateDescriptionTests: XCTestCase {
+final class ClientCertificateDescriptionTests: LibraryTestCase {
     func testNoDescriptionShowsThePassphraseOrTheKey() throws {
         let passphrase = "open-S3SAME-passphrase"
         let keyMarker = "PRIVATE-KEY-BYTES-MARKER"

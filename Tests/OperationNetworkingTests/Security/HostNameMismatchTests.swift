@@ -7,7 +7,7 @@ import XCTest
 /// byte, with a message that says the certificate does not match the host — also when libcurl first
 /// tried a kept-alive connection the server had dropped, whose "Recv failure" / "Send failure"
 /// message libcurl keeps for the whole transfer.
-final class HostNameMismatchTests: XCTestCase {
+final class HostNameMismatchTests: LibraryTestCase {
     private static let authority = Result { try TestCertificateAuthority(commonName: "Host Name Mismatch Root") }
 
     /// The run's CA, a server certificate for 127.0.0.1 and one for example.com only, and the

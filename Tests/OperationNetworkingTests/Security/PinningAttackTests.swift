@@ -8,7 +8,7 @@ import XCTest
 /// certificate (public data) appended to its chain. The pin binds to the path verification built
 /// (or, under `allowInvalidCertificates`, to the leaf's chain of signatures), so an appended
 /// certificate never satisfies it, and the refused server never receives a byte of the request.
-final class PinningAttackTests: XCTestCase {
+final class PinningAttackTests: LibraryTestCase {
     private static let fixtures = Result { try Fixtures() }
 
     struct Fixtures {

@@ -5,7 +5,7 @@ import XCTest
 
 /// SecurityPolicy against a real HTTPS server whose certificates are made for the test run.
 /// A refused server must never receive the request.
-final class PinningTests: XCTestCase {
+final class PinningTests: LibraryTestCase {
     private static let fixtures = Result { try Fixtures() }
 
     /// The certificates of the run: a root, an intermediate under it, an unrelated root, and leaves.
@@ -260,7 +260,7 @@ final class PinningTests: XCTestCase {
 }
 
 /// HTTP/2 is offered by ALPN on every TLS connection (libcurl speaks it when the server agrees).
-final class ALPNTests: XCTestCase {
+final class ALPNTests: LibraryTestCase {
     func testClientOffersHTTP2ByALPN() throws {
         let authority = try TestCertificateAuthority(commonName: "ALPN Root")
         // A server that prefers h2 reports what the handshake chose; it then speaks only HTTP/1.1,

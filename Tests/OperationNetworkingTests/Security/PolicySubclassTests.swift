@@ -60,7 +60,7 @@ final class ApprovingPolicy: SecurityPolicy, @unchecked Sendable {
 
 /// The transport asks a subclass's `evaluateServerTrust(_:forDomain:)` for every new connection,
 /// before any request byte, and keeps the connections it accepted to that instance.
-final class PolicySubclassTests: XCTestCase {
+final class PolicySubclassTests: LibraryTestCase {
     private static let identities = Result { try (TestCertificateAuthority.selfSigned(), TestCertificateAuthority.selfSigned()) }
 
     /// Two self-signed certificates no system store holds.

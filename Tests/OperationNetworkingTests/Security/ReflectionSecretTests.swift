@@ -4,7 +4,7 @@ import XCTest
 
 /// `dump`, `String(describing:)` and `String(reflecting:)` of a manager or an operation never show a
 /// credential's password: corelibs' `URLCredential` reflects its password, and apps log these.
-final class ReflectionSecretTests: XCTestCase {
+final class ReflectionSecretTests: LibraryTestCase {
     private let password = "reflected-PASSWORD-\(UInt32.random(in: 0...UInt32.max))"
     private let proxyPassword = "proxy-PASSWORD-\(UInt32.random(in: 0...UInt32.max))"
 

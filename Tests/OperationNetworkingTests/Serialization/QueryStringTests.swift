@@ -3,7 +3,7 @@ import Foundation
 import XCTest
 
 /// AFN 2.7's query string, byte for byte.
-final class QueryStringTests: XCTestCase {
+final class QueryStringTests: LibraryTestCase {
     func testAFNPublishedExamples() throws {
         XCTAssertEqual(try QueryString.encode(["foo": "bar", "baz": [1, 2, 3]]),
                        "baz%5B%5D=1&baz%5B%5D=2&baz%5B%5D=3&foo=bar")

@@ -6,7 +6,7 @@ import XCTest
 /// A block, monitor or anything else a user handed over runs no code with a library lock held, not
 /// even its `deinit` when it is replaced: an object that reads its owner as it goes away (a common
 /// shape of weak back-references) must not deadlock the thread that replaced it.
-final class ReleasedWithoutLockTests: XCTestCase {
+final class ReleasedWithoutLockTests: LibraryTestCase {
     /// Calls `read` when released.
     private final class ReadsWhenReleased: Sendable {
         let read: @Sendable () -> Void

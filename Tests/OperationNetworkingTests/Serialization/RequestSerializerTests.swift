@@ -3,7 +3,7 @@ import Foundation
 import XCTest
 
 /// HTTP, JSON and property-list request serializers.
-final class RequestSerializerTests: XCTestCase {
+final class RequestSerializerTests: LibraryTestCase {
     private let url = "http://example.com/resource"
 
     func testRequestPropertiesApplyOnlyWhenSet() throws {

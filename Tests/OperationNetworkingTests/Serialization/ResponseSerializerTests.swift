@@ -4,7 +4,7 @@ import FoundationXML
 import XCTest
 
 /// Response validation and every response serializer.
-final class ResponseSerializerTests: XCTestCase {
+final class ResponseSerializerTests: LibraryTestCase {
     private func response(_ status: Int = 200, _ contentType: String? = "application/json") -> HTTPURLResponse {
         HTTPURLResponse(url: URL(string: "http://example.com/x")!, statusCode: status, httpVersion: "HTTP/1.1",
                         headerFields: contentType.map { ["Content-Type": $0] } ?? [:])!

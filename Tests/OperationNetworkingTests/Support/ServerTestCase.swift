@@ -4,7 +4,7 @@ import OperationNetworkingTestServer
 import XCTest
 
 /// A test case with a fresh loopback server per test, and helpers to run operations to completion.
-class ServerTestCase: XCTestCase {
+class ServerTestCase: LibraryTestCase {
     /// The server of the running test.
     var server: TestServer!
 

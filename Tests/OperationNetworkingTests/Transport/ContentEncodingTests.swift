@@ -81,7 +81,7 @@ final class ContentEncodingTests: ServerTestCase {
 }
 
 /// What the zstd decoder accepts before any body byte is produced.
-final class ZstdWindowTests: XCTestCase {
+final class ZstdWindowTests: LibraryTestCase {
     /// A frame header (magic number, descriptor without a content size, window descriptor) that asks
     /// for a window of 2^`log` bytes.
     private func frameHeader(windowLog: UInt8) -> [UInt8] {

@@ -5,7 +5,7 @@ import XCTest
 
 /// A burst to one HTTP/2 origin (real nginx, TLS, ALPN) rides few connections: every request waits
 /// for a connection that can multiplex instead of opening its own.
-final class HTTP2MultiplexingTests: XCTestCase {
+final class HTTP2MultiplexingTests: LibraryTestCase {
     private var nginx: ExternalServer?
 
     override func tearDown() {
@@ -101,7 +101,7 @@ final class HTTP2MultiplexingTests: XCTestCase {
 
 /// The per-host cap that keeps HTTP/2 bursts on few connections never caps an HTTP/1.x host: a
 /// queue's concurrency there is one connection per request.
-final class HTTP1ConcurrencyTests: XCTestCase {
+final class HTTP1ConcurrencyTests: LibraryTestCase {
     /// `count` requests of 300 ms at once; returns how many went over a reused connection.
     @discardableResult
     private func concurrentSlowRequests(_ count: Int, to server: TestServer, policy: SecurityPolicy? = nil) -> Int {

@@ -7,7 +7,7 @@ import XCTest
 /// fields: names in any case are found, names one byte away (a '\r' where the '-' is, '_', a letter off
 /// by 0x20 outside the letters) are not, and the same holds for a block with a folded line and for a
 /// head decoded from an archive.
-final class HeadSummaryTests: XCTestCase {
+final class HeadSummaryTests: LibraryTestCase {
     private static let targets = ["content-type", "content-length", "content-encoding", "set-cookie"]
     /// Bytes a name may be given instead of one of its own: each is near a target byte in some way.
     private static let strays: [UInt8] = [0x0D, 0x5F, 0x0D | 0x20, 0x2D, 0x40, 0x60, 0x7B, 0x5B, 0x30, 0x7F]

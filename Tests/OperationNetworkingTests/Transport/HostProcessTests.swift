@@ -5,7 +5,7 @@ import XCTest
 /// The host process is the caller's: a network thread leaves glibc's allocator alone unless the
 /// process opts in with `OPERATIONNETWORKING_MALLOC_TUNING=1`, and libcurl's global set-up runs once
 /// per process however many threads are made.
-final class HostProcessTests: XCTestCase {
+final class HostProcessTests: LibraryTestCase {
     /// Ends `count` transfers and lets `connections` sit idle a second after a busy stretch: the
     /// moment an opted-in thread trims.
     private func trimsAfterABusyStretch(_ connections: IdleConnections) -> Int {

@@ -8,7 +8,7 @@ import XCTest
 
 /// Responses that break HTTP's framing fail with the code that says so — never with
 /// `.networkConnectionLost`, which callers and retry policies take for a transient failure.
-final class MalformedResponseTests: XCTestCase {
+final class MalformedResponseTests: LibraryTestCase {
     private func code(for response: String, file: StaticString = #filePath, line: UInt = #line) throws -> URLError? {
         let server = try XCTUnwrap(RawServer(response), file: file, line: line)
         defer { server.stop() }

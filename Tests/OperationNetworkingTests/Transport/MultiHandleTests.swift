@@ -5,7 +5,7 @@ import XCTest
 
 /// `MultiHandleState`, every phase and event, without curl: only the live handle is ever handed out,
 /// and every handle that stops being live is cleaned up exactly once.
-final class MultiHandleStateTests: XCTestCase {
+final class MultiHandleStateTests: LibraryTestCase {
     private let first = UnsafeMutableRawPointer(bitPattern: 0x1000)!
     private let second = UnsafeMutableRawPointer(bitPattern: 0x2000)!
     private let third = UnsafeMutableRawPointer(bitPattern: 0x3000)!

@@ -5,7 +5,7 @@ import XCTest
 
 /// Through a real squid forward proxy: HTTPS tunnels whose `CONNECT` answer is never taken for the
 /// response, proxy authentication for http and https, the per-manager and per-operation setting.
-final class ProxyTests: XCTestCase {
+final class ProxyTests: LibraryTestCase {
     private static let authority = Result { try TestCertificateAuthority(commonName: "OperationNetworking Proxy Test Root") }
     private var servers: [ExternalServer] = []
     private var origins: [TestServer] = []
@@ -241,7 +241,7 @@ private final class CountingMonitor: EventMonitor, @unchecked Sendable {
 
 /// Without a proxy, a response that arrives on a reused TLS connection (no handshake in its transfer)
 /// is the server's and is reported as such, head and all.
-final class ReusedTLSConnectionTests: XCTestCase {
+final class ReusedTLSConnectionTests: LibraryTestCase {
     func testAResponseOnAReusedTLSConnectionKeepsItsHead() throws {
         let authority = try TestCertificateAuthority(commonName: "OperationNetworking Reuse Test Root")
         let server = try TestServer(tls: try authority.issue())

@@ -6,7 +6,7 @@ import XCTest
 /// Through a real SOCKS5 proxy (Debian's dante) that takes only a user/password login: the proxy
 /// credential logs in up front, as the credential stored for the proxy does; a refused login is a
 /// distinct error that is never retried; the password is in no archive and no description.
-final class SOCKSProxyTests: XCTestCase {
+final class SOCKSProxyTests: LibraryTestCase {
     private static let password = "s0cks-PASSWORD-5ecret"
     private var servers: [ExternalServer] = []
     private var origins: [TestServer] = []

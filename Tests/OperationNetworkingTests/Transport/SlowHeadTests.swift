@@ -4,7 +4,7 @@ import XCTest
 
 /// The no-progress timeout counts every header line as activity (the header callback stamps each
 /// one), so a head that arrives slowly but steadily is received, and one that stops midway times out.
-final class SlowHeadTests: XCTestCase {
+final class SlowHeadTests: LibraryTestCase {
     private func request(_ server: RawServer, timeout: TimeInterval) throws -> URLRequest {
         var request = URLRequest(url: try XCTUnwrap(server.url))
         request.timeoutInterval = timeout

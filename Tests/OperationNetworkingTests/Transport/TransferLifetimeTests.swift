@@ -8,7 +8,7 @@ import XCTest
 /// Each test first gives every field of the old value something a fresh value does not have (and
 /// checks it did, so a field added later must be covered here too), then compares every field of the
 /// new value with a fresh one.
-final class TransferLifetimeTests: XCTestCase {
+final class TransferLifetimeTests: LibraryTestCase {
     private let original = URLRequest(url: URL(string: "http://origin.test/start")!)
 
     private func makeTransfer(retryPolicy: RetryPolicy = .none) -> Transfer {

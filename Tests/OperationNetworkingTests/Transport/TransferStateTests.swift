@@ -5,7 +5,7 @@ import XCTest
 /// `TransferState` alone, no curl and no server: one row per (phase, event) pair, the new phase and
 /// the action. Pairs marked `invalid` are library bugs that stop the process (`preconditionFailure`);
 /// they are listed so the table is complete, and never run.
-final class TransferStateTests: XCTestCase {
+final class TransferStateTests: LibraryTestCase {
     private enum Event: String, CaseIterable {
         case takeIn, admit, delay, wake, finish
     }

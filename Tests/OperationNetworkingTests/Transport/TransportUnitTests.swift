@@ -4,7 +4,7 @@ import Foundation
 import XCTest
 
 /// The pure parts of the transport: header parsing and the curl → URLError table.
-final class TransportUnitTests: XCTestCase {
+final class TransportUnitTests: LibraryTestCase {
     func testHeaderBlockIsParsedAndInformationalBlocksDropped() throws {
         var parser = ResponseHeaderParser()
         XCTAssertEqual(parser.feed("HTTP/1.1 100 Continue\r\n"), ResponseHeaderParser.Event.none)

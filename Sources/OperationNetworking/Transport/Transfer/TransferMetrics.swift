@@ -25,13 +25,18 @@ public struct TransferMetrics: Sendable, Equatable {
     public let connectionReused: Bool
     /// How many redirects were followed.
     public let redirectCount: Int
-    /// How many times the request was sent (1 unless a `RetryPolicy` sent it again).
+    /// How many times the request was sent (1 unless a `RetryPolicy` sent it again; 0 when a stored
+    /// response answered without the network).
     public let attempts: Int
+    /// What the HTTP cache did: `.hit` when a stored response answered (then every time is 0),
+    /// `.revalidated` after a `304`, `.stored`, `.miss`, or `.notConsulted`. Default `.notConsulted`.
+    public let cacheStatus: CacheStatus
 
     /// Creates metrics; the library fills them in, tests may build their own.
     public init(nameLookup: TimeInterval, connect: TimeInterval, tlsHandshake: TimeInterval,
                 firstByte: TimeInterval, total: TimeInterval, remoteAddress: String?,
-                httpVersion: String?, connectionReused: Bool, redirectCount: Int, attempts: Int = 1) {
+                httpVersion: String?, connectionReused: Bool, redirectCount: Int, attempts: Int = 1,
+                cacheStatus: CacheStatus = .notConsulted) {
         self.nameLookup = nameLookup
         self.connect = connect
         self.tlsHandshake = tlsHandshake
@@ -42,5 +47,20 @@ public struct TransferMetrics: Sendable, Equatable {
         self.connectionReused = connectionReused
         self.redirectCount = redirectCount
         self.attempts = attempts
+        self.cacheStatus = cacheStatus
+    }
+
+    /// The metrics of a run that never reached the network (answered from the cache, or refused by it).
+    static func withoutNetwork(cacheStatus: CacheStatus) -> TransferMetrics {
+        TransferMetrics(nameLookup: 0, connect: 0, tlsHandshake: 0, firstByte: 0, total: 0, remoteAddress: nil,
+                        httpVersion: nil, connectionReused: false, redirectCount: 0, attempts: 0, cacheStatus: cacheStatus)
+    }
+
+    /// The same metrics with `cacheStatus` in place.
+    func with(cacheStatus: CacheStatus) -> TransferMetrics {
+        TransferMetrics(nameLookup: nameLookup, connect: connect, tlsHandshake: tlsHandshake, firstByte: firstByte,
+                        total: total, remoteAddress: remoteAddress, httpVersion: httpVersion,
+                        connectionReused: connectionReused, redirectCount: redirectCount, attempts: attempts,
+                        cacheStatus: cacheStatus)
     }
 }

@@ -1,0 +1,2 @@
+// SQLite, for the default HTTP cache's store (see SQLiteURLCache).
+#include <sqlite3.h>

@@ -1,0 +1,79 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What `CacheStorage` keeps in an entry's `userInfo` beside the response: the URL it was stored for,
+/// and RFC 9111's request and response times and secondary-key fields.
+///
+/// It is one JSON value in a `Data` under `userInfoKey`. corelibs' disk cache archives `userInfo` and
+/// reads it back in a new process (a `Data` among its values survives), and JSON is read by Swift code
+/// that throws on damage, where CoreFoundation's property-list parser can crash on a damaged binary list
+/// (see `BinaryPropertyListScanner`).
+/// - Threading: a value; pure.
+struct CacheEntryMetadata: Codable, Equatable {
+    /// The `userInfo` key of the metadata.
+    static let userInfoKey = "org.operationnetworking.cache.metadata"
+    /// The layout this version writes; an entry with another is read as damaged and replaced.
+    static let currentVersion = 1
+
+    var version = currentVersion
+    /// The URL the entry was stored for, as `key(for:)` writes it.
+    var requestURL: String
+    /// The request header fields the response's `Vary` names (names lowercased), as sent.
+    var varyingRequestHeaders: [String: String]
+    var requestTime: Date
+    var responseTime: Date
+
+    init(requestURL: String, varyingRequestHeaders: [String: String], requestTime: Date, responseTime: Date) {
+        self.requestURL = requestURL
+        // Lowercased here too, so two spellings of one name cannot both be kept.
+        self.varyingRequestHeaders = Dictionary(varyingRequestHeaders.map { ($0.key.lowercased(), $0.value) },
+                                                uniquingKeysWith: { first, _ in first })
+        self.requestTime = requestTime
+        self.responseTime = responseTime
+    }
+
+    /// What an entry's `userInfo` holds.
+    enum Reading {
+        case found(CacheEntryMetadata)
+        /// No metadata: stored by someone else (the app, or a library version before this one).
+        case absent
+        /// Metadata that cannot be read, or of another version.
+        case damaged
+    }
+
+    /// The metadata in `userInfo`.
+    static func read(from userInfo: [AnyHashable: Any]?) -> Reading {
+        guard let value = userInfo?[userInfoKey] else { return .absent }
+        guard let data = value as? Data,
+              let metadata = try? JSONDecoder().decode(CacheEntryMetadata.self, from: data),
+              metadata.version == currentVersion else {
+            return .damaged
+        }
+        return .found(metadata)
+    }
+
+    /// The `userInfo` that carries this metadata.
+    func userInfo() throws -> [AnyHashable: Any] {
+        [Self.userInfoKey: try JSONEncoder().encode(self)]
+    }
+
+    /// The metadata of an entry stored without any, for `response`: stored for the response's own URL,
+    /// no secondary key, and request and response times in the distant past, so that RFC 9111 finds it
+    /// stale (revalidated or fetched again), while a policy that takes any stored response still can.
+    static func foreign(_ response: HTTPURLResponse) -> CacheEntryMetadata {
+        CacheEntryMetadata(requestURL: response.url.map(key(for:)) ?? "", varyingRequestHeaders: [:],
+                           requestTime: .distantPast, responseTime: .distantPast)
+    }
+
+    /// `url` as an entry records it: without its fragment (never sent, not part of RFC 9111's key), with
+    /// its scheme and host lowercased (they are case-insensitive).
+    static func key(for url: URL) -> String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return url.absoluteString }
+        components.fragment = nil
+        components.scheme = components.scheme?.lowercased()
+        components.percentEncodedHost = components.percentEncodedHost?.lowercased()
+        return components.string ?? url.absoluteString
+    }
+}

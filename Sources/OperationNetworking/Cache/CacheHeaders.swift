@@ -1,0 +1,44 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Header fields as the cache reads them: names without case, every value a string.
+extension HTTPURLResponse {
+    /// The response's header fields as strings (Foundation keeps them as `[AnyHashable: Any]`).
+    var headerFields: [String: String] {
+        var fields: [String: String] = [:]
+        for (name, value) in allHeaderFields {
+            guard let name = name as? String else { continue }
+            fields[name] = value as? String ?? "\(value)"
+        }
+        return fields
+    }
+
+    /// The value of the field `name`, compared without case.
+    func headerValue(_ name: String) -> String? {
+        headerFields.headerValue(name)
+    }
+}
+
+extension Dictionary where Key == String, Value == String {
+    /// The value of the field `name`, compared without case (the first spelling found).
+    func headerValue(_ name: String) -> String? {
+        if let exact = self[name] { return exact }
+        let wanted = asciiLowercased(name)
+        return first { asciiLowercased($0.key) == wanted }?.value
+    }
+
+    /// The same fields without the one named `name` (any spelling).
+    func removingHeader(_ name: String) -> [String: String] {
+        let unwanted = asciiLowercased(name)
+        return filter { asciiLowercased($0.key) != unwanted }
+    }
+
+    /// The same fields with `name` set to `value`, replacing any spelling of it.
+    func settingHeader(_ name: String, to value: String) -> [String: String] {
+        var fields = removingHeader(name)
+        fields[name] = value
+        return fields
+    }
+}

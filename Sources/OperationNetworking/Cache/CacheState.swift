@@ -1,0 +1,306 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The HTTP cache's part in one run of an operation, as a plain value: an event in (the request is
+/// about to go out, a redirect, a challenge answered, the transfer's end, the store done), what to do
+/// out. The operation carries the actions out (`URLConnectionOperation+Cache.swift`); the storage reads
+/// and writes happen there, never here.
+///
+/// ```
+///         consult                          transfer's end                  store done
+///  idle ──────────┬──▶ loading ──────┬──────────────────▶ storing ───────────────────▶ finished(stored…)
+///                 ├──▶ revalidating ─┴──────────────────────────────────────────────▶ finished(miss)
+///                 ├──▶ answered   a stored response answers; nothing more happens
+///                 └──▶ refused    may not load; nothing more happens
+///  bypass, continueDownload ──▶ bypassed ── transfer's end ──▶ finished(notConsulted)
+/// ```
+///
+/// The policies, as `URLRequest.CachePolicy` documents them on Apple's platforms:
+/// `.useProtocolCachePolicy` is a private cache of RFC 9111 (fresh: answered; stale with a validator:
+/// revalidated; else loaded); `.reloadIgnoringLocalCacheData` loads and stores;
+/// `.reloadRevalidatingCacheData` always validates a stored response that has a validator;
+/// `.returnCacheDataElseLoad` takes any stored response, whatever its age, else loads;
+/// `.returnCacheDataDontLoad` takes any stored response or fails.
+/// - Threading: a value; its owner keeps it in its `Protected` state.
+struct CacheState {
+    /// A stored response found for the request, and the URL it is stored under.
+    struct Entry {
+        var stored: StoredResponse
+        let key: URL
+    }
+
+    enum Phase {
+        /// Not consulted yet.
+        case idle
+        /// The cache is not used for this run; an unsafe request's success still invalidates.
+        case bypassed(invalidating: CacheRequest?)
+        /// A stored response answers; the network is not used.
+        case answered
+        /// The request may not load and nothing stored answers it.
+        case refused
+        /// On the network, conditional on `entry`.
+        case revalidating(CacheRequest, Entry)
+        /// On the network; the response replaces `replacing`, if any.
+        case loading(CacheRequest, replacing: Entry?)
+        /// Waiting for the store (the cache response block decides) to end as `status`.
+        case storing(CacheStatus)
+        case finished(CacheStatus)
+    }
+
+    /// What the run does before its request goes out.
+    enum Decision {
+        /// A stored response answers (its `Age` set, §4): deliver it without the network.
+        case deliver(HTTPURLResponse, Data)
+        /// Send the request with these fields added (a conditional request, §4.3.1).
+        case revalidate([String: String])
+        /// Send the request as it is.
+        case load
+        /// Fail with `URLError(.resourceUnavailable)`: the request may not load.
+        case fail
+    }
+
+    /// A response the transfer received whole.
+    struct Received {
+        let response: HTTPURLResponse
+        /// The body, or `nil` when it may not be stored (streamed to an output stream).
+        let body: Data?
+        /// The last hop's request (after redirects), whose fields a `Vary` names.
+        let finalRequest: CacheRequest?
+        /// Whether the body fits the cache (see `Storability.fits`).
+        let fitsCache: Bool
+        let requestTime: Date
+        let responseTime: Date
+    }
+
+    /// What the owner does with the transfer's end.
+    struct Plan {
+        /// Deliver this response and body in place of the `304` received.
+        var deliver: (response: HTTPURLResponse, body: Data)?
+        /// Store this, under each URL (after the cache response block had its say).
+        var store: (stored: StoredResponse, keys: [URL])?
+        /// Drop what is stored under these URLs.
+        var remove: [URL] = []
+    }
+
+    private(set) var phase: Phase = .idle
+    /// Whether the transfer answered an authentication challenge: its request then carried credentials.
+    private var answeredChallenge = false
+    private var redirects = 0
+    /// Whether every redirect followed was permanent and unrestricted (so the final response may be
+    /// stored under the original request too).
+    private var onlyPermanentRedirects = true
+
+    /// What the run's metrics report.
+    var status: CacheStatus {
+        switch phase {
+        case .idle, .bypassed: return .notConsulted
+        case .answered: return .hit
+        case .refused, .revalidating, .loading: return .miss
+        case .storing(let status), .finished(let status): return status
+        }
+    }
+
+    /// Whether the run ended without the network: answered by a stored response, or refused.
+    var endedWithoutNetwork: Bool {
+        switch phase {
+        case .answered, .refused: return true
+        case .idle, .bypassed, .revalidating, .loading, .storing, .finished: return false
+        }
+    }
+
+    /// Whether the end needs the storage (a store, a merge or an invalidation may follow).
+    var mayWriteStorage: Bool {
+        switch phase {
+        case .bypassed(let invalidating): return invalidating != nil
+        case .revalidating, .loading: return true
+        case .idle, .answered, .refused, .storing, .finished: return false
+        }
+    }
+
+    // MARK: - Before the request goes out
+
+    /// The request is about to go out and the cache can be read; `stored` is what the storage holds
+    /// for its URL (looked up only for a request that `usesCache`).
+    mutating func consult(_ request: CacheRequest, stored: StoredResponse?, now: Date) -> Decision {
+        guard request.usesCache else { return bypass(request, invalidates: true) }
+        let entry = stored.flatMap { SecondaryKey.matches($0, request) ? Entry(stored: $0, key: request.url) : nil }
+        switch request.policy {
+        case .returnCacheDataElseLoad:
+            if let entry, !SecondaryKey.isAuthenticated(entry.stored) { return answer(request, with: entry, now: now) }
+            return load(request, replacing: entry)
+        case .returnCacheDataDontLoad:
+            if let entry, !SecondaryKey.isAuthenticated(entry.stored) { return answer(request, with: entry, now: now) }
+            phase = .refused
+            return .fail
+        case .reloadRevalidatingCacheData:
+            if let entry, Validation.hasValidator(entry.stored) { return revalidate(request, entry) }
+            return load(request, replacing: entry)
+        case .useProtocolCachePolicy:
+            return protocolDecision(request, entry, now: now)
+        default:
+            // `.reloadIgnoringLocalCacheData` and the policies Apple aliases to it.
+            return load(request, replacing: nil)
+        }
+    }
+
+    /// The cache is not read for this run (none configured, an output stream, a request the cache
+    /// stays out of); `invalidates`: an unsafe request's success still invalidates stored responses.
+    mutating func bypass(_ request: CacheRequest, invalidates: Bool) -> Decision {
+        phase = .bypassed(invalidating: invalidates && request.isUnsafe ? request : nil)
+        return request.policy == .returnCacheDataDontLoad ? .fail : .load
+    }
+
+    /// A paused download continues: the cache stays out of it (its bytes are not stitched into, nor
+    /// served from, a stored response).
+    mutating func continueDownload() {
+        phase = .bypassed(invalidating: nil)
+    }
+
+    /// RFC 9111 for `.useProtocolCachePolicy`: fresh enough and not to be validated first → answered
+    /// (§4.2); `only-if-cached` → answered or refused (§5.2.1.7); a validator → revalidated (§4.3);
+    /// else loaded. A response stored for a request with credentials always goes back to the origin.
+    private mutating func protocolDecision(_ request: CacheRequest, _ entry: Entry?, now: Date) -> Decision {
+        let onlyIfCached = request.control.has("only-if-cached")
+        guard let entry else {
+            if onlyIfCached { phase = .refused; return .fail }
+            return load(request, replacing: nil)
+        }
+        let responseControl = CacheControl(entry.stored.response.headerValue("Cache-Control"))
+        let validateFirst = request.control.has("no-cache") || responseControl.has("no-cache")
+            || SecondaryKey.isAuthenticated(entry.stored)
+        if !validateFirst,
+           Freshness(of: entry.stored, now: now).satisfies(request.control, responseControl: responseControl) {
+            return answer(request, with: entry, now: now)
+        }
+        if onlyIfCached { phase = .refused; return .fail }
+        if Validation.hasValidator(entry.stored) { return revalidate(request, entry) }
+        return load(request, replacing: entry)
+    }
+
+    private mutating func answer(_ request: CacheRequest, with entry: Entry, now: Date) -> Decision {
+        let age = Freshness(of: entry.stored, now: now).currentAge
+        let fields = entry.stored.response.headerFields.settingHeader("Age", to: String(Int(min(age, 2_147_483_648))))
+        guard let response = Storability.response(entry.stored.response, with: fields) else {
+            // Foundation would not rebuild it: as if nothing were stored.
+            guard request.policy != .returnCacheDataDontLoad else { phase = .refused; return .fail }
+            return load(request, replacing: entry)
+        }
+        phase = .answered
+        return .deliver(response, entry.stored.body)
+    }
+
+    private mutating func revalidate(_ request: CacheRequest, _ entry: Entry) -> Decision {
+        phase = .revalidating(request, entry)
+        return .revalidate(Validation.conditionalFields(for: entry.stored))
+    }
+
+    private mutating func load(_ request: CacheRequest, replacing entry: Entry?) -> Decision {
+        phase = .loading(request, replacing: entry)
+        return .load
+    }
+
+    // MARK: - While the transfer runs
+
+    /// A redirect with `status` to `target` is followed; returns the conditional fields to keep on the
+    /// next request: only where it goes to the URL the stored response came from, whose validators they are.
+    mutating func redirected(to target: URL, status: Int, headers: [String: String]) -> [String: String] {
+        redirects += 1
+        let control = CacheControl(headers.headerValue("Cache-Control"))
+        let unrestricted = !control.has("no-store") && !control.has("no-cache") && !control.has("max-age")
+            && headers.headerValue("Expires") == nil
+        onlyPermanentRedirects = onlyPermanentRedirects && (status == 301 || status == 308) && unrestricted
+        guard case .revalidating(_, let entry) = phase, entry.stored.response.url == target else { return [:] }
+        return Validation.conditionalFields(for: entry.stored)
+    }
+
+    /// The fields the cache added to the request (to take out before a redirect block sees it).
+    var addedFields: [String: String] {
+        guard case .revalidating(_, let entry) = phase else { return [:] }
+        return Validation.conditionalFields(for: entry.stored)
+    }
+
+    /// The transfer answered an authentication challenge (its request then carried credentials, §3.5).
+    mutating func challengeAnswered() {
+        answeredChallenge = true
+    }
+}
+
+// MARK: - The transfer's end
+
+extension CacheState {
+    /// The transfer ended: `received` is its whole response, or `nil` when it failed, was cancelled or
+    /// ended without one (nothing of it is stored then). Returns what to deliver, store and drop.
+    mutating func transferEnded(with received: Received?) -> Plan {
+        switch phase {
+        case .idle, .answered, .refused, .storing, .finished:
+            return Plan()
+        case .bypassed(let invalidating):
+            phase = .finished(.notConsulted)
+            guard let invalidating, let received else { return Plan() }
+            return Plan(remove: Validation.invalidatedURLs(request: invalidating, status: received.response.statusCode,
+                                                           finalURL: received.response.url,
+                                                           headers: received.response.headerFields))
+        case .revalidating(let request, let entry):
+            guard let received else { return end(.miss) }
+            guard received.response.statusCode == 304 else { return replace(entry, request: request, with: received) }
+            return validated(entry, by: received)
+        case .loading(let request, let entry):
+            guard let received, received.response.statusCode != 304 else { return end(.miss) }
+            return replace(entry, request: request, with: received)
+        }
+    }
+
+    /// The store the plan asked for is done: `stored` says whether anything was written (the cache
+    /// response block may have refused it). Ends the run.
+    mutating func storeEnded(stored: Bool) {
+        guard case .storing(let status) = phase else { return }
+        phase = .finished(status == .stored && !stored ? .miss : status)
+    }
+
+    private mutating func end(_ status: CacheStatus, removing urls: [URL] = []) -> Plan {
+        phase = .finished(status)
+        return Plan(remove: urls)
+    }
+
+    /// A `304` to the conditional request (§4.3.3): when it is about the stored response, the freshened
+    /// response is delivered and stored; otherwise the cache cannot use it (§4.3.4), the `304` is
+    /// delivered as received and the stored response dropped.
+    private mutating func validated(_ entry: Entry, by received: Received) -> Plan {
+        guard Validation.notModified(received.response.headerFields, isAbout: entry.stored),
+              let freshened = Validation.freshened(entry.stored, by: received.response,
+                                                   requestTime: received.requestTime,
+                                                   responseTime: received.responseTime) else {
+            return end(.miss, removing: [entry.key])
+        }
+        phase = .storing(.revalidated)
+        return Plan(deliver: (freshened.response, freshened.body), store: (freshened, [entry.key]))
+    }
+
+    /// A full response (§4.3.3, or to an unconditional request): stored when §3 allows it, under the
+    /// request's URL unless a redirect that is not permanent took it elsewhere, and under the URL it
+    /// came from; what it replaces is dropped when it is not stored.
+    private mutating func replace(_ entry: Entry?, request: CacheRequest, with received: Received) -> Plan {
+        let response = received.response
+        let finalURL = response.url ?? request.url
+        var keys: [URL] = []
+        if redirects == 0 || onlyPermanentRedirects { keys.append(request.url) }
+        if finalURL != request.url { keys.append(finalURL) }
+        let superseded = entry.map { [$0.key] } ?? []
+        let authenticated = answeredChallenge || (received.finalRequest ?? request).hasAuthorization
+        let headers = Storability.storedFields(of: response)
+        guard let body = received.body, received.fitsCache,
+              Storability.mayStore(request: request, status: response.statusCode, headers: headers,
+                                   authenticated: authenticated),
+              let varying = SecondaryKey.record(vary: headers.headerValue("Vary"),
+                                                request: received.finalRequest ?? request, authenticated: authenticated),
+              let cleaned = Storability.response(response, with: headers) else {
+            return end(.miss, removing: superseded)
+        }
+        phase = .storing(.stored)
+        let stored = StoredResponse(response: cleaned, body: body, varyingRequestHeaders: varying,
+                                    requestTime: received.requestTime, responseTime: received.responseTime)
+        return Plan(store: (stored, keys), remove: superseded.filter { !keys.contains($0) })
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A response as the cache keeps it, with what RFC 9111 needs to judge it later.
+struct StoredResponse: Sendable {
+    /// The stored response: its final URL, status and header fields.
+    var response: HTTPURLResponse
+    /// The stored body.
+    var body: Data
+    /// The request header fields the response's `Vary` names, as they were sent (names lowercased), for
+    /// RFC 9111 §4.1's comparison with a later request.
+    var varyingRequestHeaders: [String: String]
+    /// When the request that fetched the response was sent (RFC 9111 §4.2.3 `request_time`).
+    var requestTime: Date
+    /// When the response was received (RFC 9111 §4.2.3 `response_time`).
+    var responseTime: Date
+}
+
+/// The entries of one `URLCache`, each with the metadata RFC 9111 needs kept in its `userInfo`.
+///
+/// Everything goes through `URLCache`'s own three methods (`cachedResponse(for:)`,
+/// `storeCachedResponse(_:for:)`, `removeCachedResponse(for:)`), so an app's own cache or subclass is
+/// used as it is, and an app reading `URLCache.shared` itself finds what the operations stored.
+///
+/// corelibs' `URLCache` keys an entry by host, port and path alone: the query, the scheme and the method
+/// are not part of it, so `/items?page=2` finds what `/items?page=1` stored. Each entry therefore records
+/// the URL it was stored for, and a lookup answers only for that URL. Entries stored without this
+/// metadata (by the app, or by a version of the library before it) are answered when their response's
+/// URL is the request's; see `CacheEntryMetadata.foreign(_:)` for the times they get. An entry whose
+/// metadata cannot be read is removed and reported as a miss.
+///
+/// A response larger than about 5 % of the cache's capacity is not stored (and the entry it would have
+/// replaced is removed), as Apple's URL loading system does: corelibs' cache would otherwise evict every
+/// other entry to make room for it.
+///
+/// - Threading: immutable after init; any thread. No lock is held around the cache. `URLCache` is
+///   thread-safe: Apple documents it, and requires subclasses that override these methods to be as well;
+///   corelibs keeps its memory cache under a lock and writes each disk entry atomically (8 threads
+///   storing, reading and removing through one instance returned no wrong entry and no crash). A lock
+///   here would be held while a subclass's override, which is app code, runs, and would queue every
+///   operation's lookup behind one slow disk read.
+final class CacheStorage: Sendable {
+    /// The cache the entries live in.
+    let urlCache: URLCache
+
+    init(_ urlCache: URLCache) {
+        self.urlCache = urlCache
+    }
+
+    /// The entry stored for `request`'s URL, or `nil` on a miss or an entry whose metadata is damaged
+    /// (that entry is removed).
+    func storedResponse(for request: URLRequest) -> StoredResponse? {
+        guard let url = request.url, let cached = urlCache.cachedResponse(for: request) else { return nil }
+        guard let response = cached.response as? HTTPURLResponse else {
+            urlCache.removeCachedResponse(for: request)
+            return nil
+        }
+        let metadata: CacheEntryMetadata
+        switch CacheEntryMetadata.read(from: cached.userInfo) {
+        case .found(let found):
+            metadata = found
+        case .absent:
+            // Not stored through this type: usable only when it is plainly the response to this URL.
+            guard let responseURL = response.url,
+                  CacheEntryMetadata.key(for: responseURL) == CacheEntryMetadata.key(for: url) else { return nil }
+            metadata = .foreign(response)
+        case .damaged:
+            urlCache.removeCachedResponse(for: request)
+            return nil
+        }
+        // Another URL's entry in the same slot (see the type's comment) is a miss, and stays: it is
+        // still right for its own URL.
+        guard metadata.requestURL == CacheEntryMetadata.key(for: url) else { return nil }
+        // A copy, not the entry's own storage: shared with the entry, the body's storage was never freed
+        // (LeakSanitizer, corelibs' disk cache).
+        let body = cached.data.withUnsafeBytes { Data($0) }
+        return StoredResponse(response: response, body: body, varyingRequestHeaders: metadata.varyingRequestHeaders,
+                              requestTime: metadata.requestTime, responseTime: metadata.responseTime)
+    }
+
+    /// Stores `stored` as the entry for `request`'s URL, replacing the one there. A response too large
+    /// for the cache (about 5 % of its capacity) is not stored, and the entry it replaces is removed.
+    func store(_ stored: StoredResponse, for request: URLRequest) {
+        guard let url = request.url else { return }
+        guard stored.body.count <= maximumEntrySize else {
+            urlCache.removeCachedResponse(for: request)
+            return
+        }
+        let metadata = CacheEntryMetadata(requestURL: CacheEntryMetadata.key(for: url),
+                                          varyingRequestHeaders: stored.varyingRequestHeaders,
+                                          requestTime: stored.requestTime, responseTime: stored.responseTime)
+        guard let userInfo = try? metadata.userInfo() else { return }
+        let cached = CachedURLResponse(response: stored.response, data: stored.body, userInfo: userInfo,
+                                       storagePolicy: .allowed)
+        // Removed first: corelibs names the new file by the current second, and when a damaged entry (a
+        // directory, say) holds that very name, its atomic write fails and nothing would be stored.
+        urlCache.removeCachedResponse(for: request)
+        urlCache.storeCachedResponse(cached, for: request)
+    }
+
+    /// Removes the entry stored for `url` (RFC 9111 §4.4 invalidation).
+    func removeStoredResponse(for url: URL) {
+        urlCache.removeCachedResponse(for: URLRequest(url: url))
+    }
+
+    /// The largest body stored: about 5 % of the larger of the cache's two capacities, Apple's rule for
+    /// what "fits within the cache".
+    private var maximumEntrySize: Int {
+        max(urlCache.diskCapacity, urlCache.memoryCapacity) / 20
+    }
+}
+
+extension CacheStorage {
+    /// The cache operations use when the app sets none: `URLCache.shared`, which the library replaces,
+    /// once, at its first use, by an `SQLiteURLCache` unless the app has set one of its own.
+    ///
+    /// The rule: when `URLCache.shared` is still of corelibs' own class (`URLCache` itself, not a
+    /// subclass), the library sets it to an `SQLiteURLCache` with Apple's documented capacities (4 MiB
+    /// in memory, 20 MiB on disk) in `<cache home>/org.operationnetworking.URLCache/<process name>`, where
+    /// the cache home is `$XDG_CACHE_HOME` when it is an absolute path, else `~/.cache`. An app that
+    /// wants corelibs' cache, or its own, sets `URLCache.shared` to an instance of a subclass before the
+    /// first operation starts, or sets the operation's `urlCache`. When the directory cannot be made,
+    /// the cache keeps its entries in memory. This is the one place the library chooses it.
+    static func defaultShared() -> URLCache {
+        _ = sharedCacheInstallation
+        return URLCache.shared
+    }
+
+    /// Installs the library's shared cache, once (a static's initializer runs once, on first use,
+    /// whichever thread gets there first).
+    private static let sharedCacheInstallation: Void = {
+        guard type(of: URLCache.shared) == URLCache.self else { return }
+        URLCache.shared = SQLiteURLCache(memoryCapacity: 4 * 1024 * 1024, diskCapacity: 20 * 1024 * 1024,
+                                         directory: sharedCacheDirectory)
+    }()
+
+    /// Where the library's shared cache keeps its database.
+    static var sharedCacheDirectory: URL {
+        let environment = ProcessInfo.processInfo.environment
+        let home: URL
+        if let configured = environment["XDG_CACHE_HOME"], configured.hasPrefix("/") {
+            home = URL(fileURLWithPath: configured, isDirectory: true)
+        } else {
+            home = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache", isDirectory: true)
+        }
+        // A process name cannot hold "/", but keep the folder one path component whatever it is.
+        let processFolder = ProcessInfo.processInfo.processName.replacingOccurrences(of: "/", with: "_")
+        return home.appendingPathComponent("org.operationnetworking.URLCache", isDirectory: true)
+            .appendingPathComponent(processFolder, isDirectory: true)
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// How fresh a stored response is (RFC 9111 §4.2): its freshness lifetime, its current age, and
+/// whether a request may have it without asking the origin.
+/// - Threading: an immutable value.
+struct Freshness: Equatable, Sendable {
+    /// Seconds the response stays fresh after it was generated (§4.2.1), explicit or heuristic.
+    let lifetime: TimeInterval
+    /// Seconds since the origin generated it, as the cache can tell (§4.2.3).
+    let currentAge: TimeInterval
+    /// Whether the lifetime came from the response itself (`max-age`, `Expires`), not a heuristic.
+    let isExplicit: Bool
+
+    /// Statuses a cache may give a heuristic lifetime (RFC 9110 §15.1).
+    static let heuristicallyCacheableStatuses: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
+
+    /// The fraction of the time since `Last-Modified` taken as a heuristic lifetime (§4.2.2's
+    /// "typical setting").
+    static let heuristicFraction = 0.1
+
+    /// Whether the response is fresh: its age has not reached its lifetime.
+    var isFresh: Bool { currentAge < lifetime }
+
+    /// Seconds left until it turns stale (negative once stale).
+    var remaining: TimeInterval { lifetime - currentAge }
+
+    /// The freshness of `stored` at `now`.
+    init(of stored: StoredResponse, now: Date) {
+        self.init(status: stored.response.statusCode, headers: stored.response.headerFields,
+                  requestTime: stored.requestTime, responseTime: stored.responseTime, now: now)
+    }
+
+    /// The freshness of a response with `status` and `headers`, requested at `requestTime`, received
+    /// at `responseTime`, seen at `now`.
+    init(status: Int, headers: [String: String], requestTime: Date, responseTime: Date, now: Date) {
+        let control = CacheControl(headers.headerValue("Cache-Control"))
+        let date = HTTPDate.parse(headers.headerValue("Date"), now: now) ?? responseTime
+        let (lifetime, explicit) = Freshness.lifetime(status: status, headers: headers, control: control,
+                                                      date: date, now: now)
+        self.lifetime = lifetime
+        self.isExplicit = explicit
+        self.currentAge = Freshness.currentAge(ageField: headers.headerValue("Age"), date: date,
+                                               requestTime: requestTime, responseTime: responseTime, now: now)
+    }
+
+    /// The freshness lifetime (§4.2.1): `max-age` (`s-maxage` is a shared cache's), else `Expires`
+    /// minus `Date`, else the heuristic for a heuristically cacheable status with `Last-Modified`;
+    /// and whether it was explicit.
+    static func lifetime(status: Int, headers: [String: String], control: CacheControl, date: Date,
+                         now: Date) -> (TimeInterval, Bool) {
+        switch control.seconds("max-age") {
+        case .valid(let seconds): return (TimeInterval(seconds), true)
+        case .invalid: return (0, true)   // invalid freshness information: stale (§4.2.1)
+        case .absent: break
+        }
+        if let expires = headers.headerValue("Expires") {
+            // An invalid date, "0" among them, is a time in the past (§5.3).
+            guard let moment = HTTPDate.parse(expires, now: now) else { return (0, true) }
+            return (max(0, moment.timeIntervalSince(date)), true)
+        }
+        guard heuristicallyCacheableStatuses.contains(status),
+              let modified = HTTPDate.parse(headers.headerValue("Last-Modified"), now: now) else { return (0, false) }
+        return (max(0, date.timeIntervalSince(modified)) * heuristicFraction, false)
+    }
+
+    /// The current age (§4.2.3), from the `Age` field (ignored when invalid, §5.1), the `Date`, the
+    /// request and response times and now.
+    static func currentAge(ageField: String?, date: Date, requestTime: Date, responseTime: Date,
+                           now: Date) -> TimeInterval {
+        // A list-valued Age counts by its first member (§5.1).
+        let first = ageField.flatMap { CacheControl.listMembers($0).first }
+        let ageValue = TimeInterval(first.flatMap(CacheControl.deltaSeconds) ?? 0)
+        let apparentAge = max(0, responseTime.timeIntervalSince(date))
+        let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
+        let correctedInitialAge = max(apparentAge, ageValue + responseDelay)
+        let residentTime = max(0, now.timeIntervalSince(responseTime))
+        return correctedInitialAge + residentTime
+    }
+
+    /// Whether a request with `requestControl` may be answered with this response without validation
+    /// (§4.2, §5.2.1): fresh enough for its `max-age` and `min-fresh`, or stale within its `max-stale`
+    /// when the response does not forbid serving it stale (`must-revalidate`, §5.2.2.2).
+    func satisfies(_ requestControl: CacheControl, responseControl: CacheControl) -> Bool {
+        if case .valid(let maxAge) = requestControl.seconds("max-age"), currentAge > TimeInterval(maxAge) {
+            return false
+        }
+        if case .valid(let minFresh) = requestControl.seconds("min-fresh"), remaining < TimeInterval(minFresh) {
+            return false
+        }
+        if isFresh { return true }
+        guard !responseControl.has("must-revalidate") else { return false }
+        switch requestControl.maxStale {
+        case .absent: return false
+        case .any: return true
+        case .limit(let seconds): return -remaining <= TimeInterval(seconds)
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import CSQLite
+import Foundation
+
+/// A value bound to, or read from, an SQLite statement.
+enum SQLiteValue: Equatable {
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob(Data)
+    case null
+}
+
+/// An SQLite result code other than success, with the connection's message.
+struct SQLiteError: Error, CustomStringConvertible {
+    /// The extended result code.
+    let code: Int32
+    let message: String
+
+    /// Whether the code says the file is damaged or not a database at all: the file is then replaced.
+    var isDamage: Bool {
+        let primary = code & 0xFF
+        return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB
+    }
+
+    /// Whether the file cannot be used where it is (damaged, a directory, unreadable, marked read-only
+    /// by a damaged header): a new file in its place may be. Not when another connection holds a lock
+    /// past the busy timeout, which the next call tries again.
+    var isUnusableFile: Bool {
+        let primary = code & 0xFF
+        return isDamage || [SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR].contains(primary)
+    }
+
+    var description: String { "SQLite error \(code): \(message)" }
+}
+
+/// One SQLite connection, closed on deinit.
+///
+/// - Threading: none of its own; one thread at a time (SQLiteURLCache uses it under its lock).
+final class SQLiteConnection {
+    private let handle: OpaquePointer
+
+    /// Opens (creating if needed) the database at `path`, or a private in-memory one for ":memory:".
+    /// Throws `SQLiteError` when SQLite cannot open it.
+    init(path: String, busyTimeoutMilliseconds: Int32) throws {
+        var opened: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &opened, flags, nil)
+        guard let opened else { throw SQLiteError(code: code, message: "out of memory") }
+        guard code == SQLITE_OK else {
+            let error = SQLiteError(code: sqlite3_extended_errcode(opened), message: String(cString: sqlite3_errmsg(opened)))
+            sqlite3_close_v2(opened)
+            throw error
+        }
+        handle = opened
+        sqlite3_extended_result_codes(handle, 1)
+        // Another process using the same file holds its lock for one short statement: wait for it
+        // rather than fail.
+        sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs `sql` with `bindings` for its `?` parameters, and returns every row it gives.
+    @discardableResult
+    func run(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> [[SQLiteValue]] {
+        var prepared: OpaquePointer?
+        let prepareCode = sqlite3_prepare_v2(handle, sql, -1, &prepared, nil)
+        guard prepareCode == SQLITE_OK, let statement = prepared else {
+            sqlite3_finalize(prepared)
+            throw lastError()
+        }
+        defer { sqlite3_finalize(statement) }
+        for (index, value) in bindings.enumerated() {
+            guard bind(value, at: Int32(index + 1), in: statement) == SQLITE_OK else { throw lastError() }
+        }
+        var rows: [[SQLiteValue]] = []
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW:
+                rows.append((0..<sqlite3_column_count(statement)).map { column(at: $0, in: statement) })
+            case SQLITE_DONE:
+                return rows
+            default:
+                throw lastError()
+            }
+        }
+    }
+
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
+    func transaction<Result>(_ body: () throws -> Result) throws -> Result {
+        try run("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try run("COMMIT")
+            return result
+        } catch {
+            _ = try? run("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func lastError() -> SQLiteError {
+        SQLiteError(code: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)))
+    }
+
+    private func bind(_ value: SQLiteValue, at index: Int32, in statement: OpaquePointer) -> Int32 {
+        switch value {
+        case .integer(let integer):
+            return sqlite3_bind_int64(statement, index, integer)
+        case .real(let real):
+            return sqlite3_bind_double(statement, index, real)
+        case .text(let text):
+            return sqlite3_bind_text(statement, index, text, -1, sqliteTransient)
+        case .blob(let data) where data.isEmpty:
+            // An empty blob, not NULL (a zero-length pointer binds NULL).
+            return sqlite3_bind_zeroblob(statement, index, 0)
+        case .blob(let data):
+            return data.withUnsafeBytes { bytes in
+                sqlite3_bind_blob64(statement, index, bytes.baseAddress, UInt64(bytes.count), sqliteTransient)
+            }
+        case .null:
+            return sqlite3_bind_null(statement, index)
+        }
+    }
+
+    private func column(at index: Int32, in statement: OpaquePointer) -> SQLiteValue {
+        switch sqlite3_column_type(statement, index) {
+        case SQLITE_INTEGER:
+            return .integer(sqlite3_column_int64(statement, index))
+        case SQLITE_FLOAT:
+            return .real(sqlite3_column_double(statement, index))
+        case SQLITE_TEXT:
+            guard let text = sqlite3_column_text(statement, index) else { return .text("") }
+            return .text(String(cString: text))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(statement, index))
+            guard let bytes = sqlite3_column_blob(statement, index), count > 0 else { return .blob(Data()) }
+            return .blob(Data(bytes: bytes, count: count))
+        default:
+            return .null
+        }
+    }
+}
+
+/// SQLite's `SQLITE_TRANSIENT` (a macro Swift does not import): SQLite copies the bound bytes before
+/// the call returns, so a Swift buffer only valid during the call can be bound.
+private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

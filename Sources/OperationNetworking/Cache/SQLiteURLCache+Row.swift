@@ -1,0 +1,83 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension SQLiteURLCache {
+    /// An entry's fields as its row holds them: the response's URL, status and header fields (a JSON
+    /// object of strings), the body, and the library's metadata from `userInfo`.
+    ///
+    /// - Threading: a value; pure.
+    struct StoredRow {
+        /// Why a row or a response cannot be one.
+        enum Failure: Error {
+            case notAnHTTPResponse
+            case damagedRow
+        }
+
+        var responseURL: String
+        var statusCode: Int
+        var headerFields: [String: String]
+        var body: Data
+        var metadata: Data?
+
+        /// The row for `cached`; throws `Failure.notAnHTTPResponse` for another kind of response.
+        init(_ cached: CachedURLResponse) throws {
+            guard let response = cached.response as? HTTPURLResponse, let url = response.url else {
+                throw Failure.notAnHTTPResponse
+            }
+            responseURL = url.absoluteString
+            statusCode = response.statusCode
+            headerFields = [:]
+            for (name, value) in response.allHeaderFields {
+                guard let name = name as? String, let value = value as? String else { continue }
+                headerFields[name] = value
+            }
+            body = cached.data
+            metadata = cached.userInfo?[CacheEntryMetadata.userInfoKey] as? Data
+        }
+
+        /// The row read back, in the order `values` writes it; throws `Failure.damagedRow` when a field
+        /// is missing, of another type, or cannot be decoded.
+        init(_ row: [SQLiteValue]) throws {
+            guard row.count == 5, case .text(let url) = row[0], case .integer(let status) = row[1],
+                  case .blob(let headers) = row[2], case .blob(let body) = row[3] else { throw Failure.damagedRow }
+            switch row[4] {
+            case .blob(let metadata): self.metadata = metadata
+            case .null: metadata = nil
+            default: throw Failure.damagedRow
+            }
+            guard (100...999).contains(status), URL(string: url) != nil,
+                  let fields = try? JSONDecoder().decode([String: String].self, from: headers) else {
+                throw Failure.damagedRow
+            }
+            responseURL = url
+            statusCode = Int(status)
+            headerFields = fields
+            self.body = body
+        }
+
+        /// The values of the row's response_url, status, header_fields, body and metadata columns.
+        var values: [SQLiteValue] {
+            get throws {
+                [.text(responseURL), .integer(Int64(statusCode)), .blob(try JSONEncoder().encode(headerFields)),
+                 .blob(body), metadata.map { .blob($0) } ?? .null]
+            }
+        }
+
+        /// The bytes the entry counts for, beside its key.
+        var size: Int {
+            responseURL.utf8.count + body.count + (metadata?.count ?? 0)
+                + headerFields.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        }
+
+        /// The entry as `URLCache` hands it out.
+        var cachedResponse: CachedURLResponse? {
+            guard let url = URL(string: responseURL),
+                  let response = HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1",
+                                                 headerFields: headerFields) else { return nil }
+            let userInfo = metadata.map { [CacheEntryMetadata.userInfoKey: $0] as [AnyHashable: Any] }
+            return CachedURLResponse(response: response, data: body, userInfo: userInfo, storagePolicy: .allowed)
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Whether a response may be stored (RFC 9111 §3) and what of it is stored (§3.1).
+enum Storability {
+    /// The statuses RFC 9110 §15 defines, whose caching rules the library follows: `must-understand`
+    /// stores only these (§5.2.2.3).
+    static let understoodStatuses = Set(200...206).union(300...305).union([307, 308]).union(400...417)
+        .union([421, 422, 426]).union(500...505)
+
+    /// Redirects are never stored as a final response: delivered, they were refused by the redirect
+    /// block, which a stored copy would skip next time. (A permanent redirect's target is stored under
+    /// the original request instead; see `CacheState`.)
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// Fields that belong to one connection or one hop, never stored (§3.1).
+    static let hopByHopFields: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "trailer",
+                                              "transfer-encoding", "upgrade", "proxy-authenticate",
+                                              "proxy-authentication-info", "proxy-authorization"]
+
+    /// Whether a private cache may store the response to `request` with `status` and `headers` (§3):
+    /// a final, whole response to a GET, neither request nor response saying `no-store` (unless
+    /// `must-understand` on a status understood, §5.2.2.3), not a partial, 304 or redirect; with
+    /// credentials on the request only when the response says `public`, `must-revalidate` or
+    /// `s-maxage` (§3.5); and with explicit freshness, `public`, `private` or a status cacheable by
+    /// default.
+    static func mayStore(request: CacheRequest, status: Int, headers: [String: String], authenticated: Bool) -> Bool {
+        guard request.usesCache, !request.control.has("no-store"), (200...599).contains(status), status != 206,
+              status != 304, !redirectStatuses.contains(status) else { return false }
+        let control = CacheControl(headers.headerValue("Cache-Control"))
+        if control.has("must-understand") {
+            guard understoodStatuses.contains(status) else { return false }
+        } else if control.has("no-store") {
+            return false
+        }
+        if authenticated {
+            guard control.has("public") || control.has("must-revalidate") || control.has("s-maxage") else { return false }
+        }
+        return control.has("max-age") || control.has("public") || control.has("private")
+            || headers.headerValue("Expires") != nil || Freshness.heuristicallyCacheableStatuses.contains(status)
+    }
+
+    /// The header fields of `response` a cache keeps: without hop-by-hop fields and those `Connection`
+    /// names (§3.1).
+    static func storedFields(of response: HTTPURLResponse) -> [String: String] {
+        let fields = response.headerFields
+        let named = Set(CacheControl.listMembers(fields.headerValue("Connection") ?? "").map(asciiLowercased))
+        return fields.filter { name, _ in
+            let lowered = asciiLowercased(name)
+            return !hopByHopFields.contains(lowered) && !named.contains(lowered)
+        }
+    }
+
+    /// `response` with `fields` in place of its own (its URL, status and version kept); `nil` when
+    /// Foundation refuses to build it.
+    static func response(_ response: HTTPURLResponse, with fields: [String: String]) -> HTTPURLResponse? {
+        guard let url = response.url else { return nil }
+        return HTTPURLResponse(url: url, statusCode: response.statusCode, httpVersion: "HTTP/1.1", headerFields: fields)
+    }
+
+    /// Whether a body of `size` bytes fits the cache: as Apple's URL loading does, a response larger
+    /// than about 5 % of the cache's capacity (the larger of memory and disk) is not stored, so one
+    /// download cannot evict everything else. A cache without capacity stores nothing.
+    static func fits(size: Int, memoryCapacity: Int, diskCapacity: Int) -> Bool {
+        let capacity = max(memoryCapacity, diskCapacity)
+        return capacity > 0 && size <= capacity / 20
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Validating a stored response with its origin (RFC 9111 §4.3) and invalidating stored responses
+/// after an unsafe request (§4.4).
+enum Validation {
+    /// Fields a `304` never changes in a stored response (§3.2): its length and the encoding and range
+    /// of the body the cache kept (the library keeps the body decoded), besides hop-by-hop fields.
+    static let fieldsKeptOn304: Set<String> = ["content-length", "content-encoding", "content-range"]
+
+    /// Whether `stored` carries a validator (`ETag` or `Last-Modified`) to revalidate it with.
+    static func hasValidator(_ stored: StoredResponse) -> Bool {
+        stored.response.headerValue("ETag") != nil || stored.response.headerValue("Last-Modified") != nil
+    }
+
+    /// The fields that make a request conditional on `stored` (§4.3.1): `If-None-Match` with its entity
+    /// tag, strong or weak, and `If-Modified-Since` with its `Last-Modified` (an origin that knows
+    /// entity tags ignores the date, RFC 9110 §13.1.3). Names as sent on the wire.
+    static func conditionalFields(for stored: StoredResponse) -> [String: String] {
+        var fields: [String: String] = [:]
+        if let tag = stored.response.headerValue("ETag") { fields["If-None-Match"] = tag }
+        if let modified = stored.response.headerValue("Last-Modified") { fields["If-Modified-Since"] = modified }
+        return fields
+    }
+
+    /// Whether a `304` with `headers` is about `stored` (§4.3.4): its strong entity tag equals the
+    /// stored one, or its weak one matches weakly, or, without an entity tag, its `Last-Modified` is
+    /// the stored one; a `304` without validators is about the one response the request asked about.
+    static func notModified(_ headers: [String: String], isAbout stored: StoredResponse) -> Bool {
+        if let tag = headers.headerValue("ETag") {
+            guard let storedTag = stored.response.headerValue("ETag") else { return false }
+            let strong = !tag.hasPrefix("W/") && !storedTag.hasPrefix("W/")
+            return strong ? tag == storedTag : opaqueTag(tag) == opaqueTag(storedTag)
+        }
+        if let modified = headers.headerValue("Last-Modified") {
+            return stored.response.headerValue("Last-Modified") == modified
+        }
+        return true
+    }
+
+    /// An entity tag without its weakness prefix, for weak comparison.
+    private static func opaqueTag(_ tag: String) -> String {
+        tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag
+    }
+
+    /// `stored` freshened by a `304` (§4.3.4): every field of the `304` replaces the stored one except
+    /// those `fieldsKeptOn304` and hop-by-hop ones (§3.2), an `Age` of the stored response no longer
+    /// counts, and the request and response times become the validation's; `nil` when Foundation
+    /// refuses the merged response.
+    static func freshened(_ stored: StoredResponse, by notModified: HTTPURLResponse,
+                          requestTime: Date, responseTime: Date) -> StoredResponse? {
+        var fields = stored.response.headerFields.removingHeader("Age")
+        for (name, value) in Storability.storedFields(of: notModified)
+        where !fieldsKeptOn304.contains(asciiLowercased(name)) {
+            fields = fields.settingHeader(name, to: value)
+        }
+        guard let merged = Storability.response(stored.response, with: fields) else { return nil }
+        var freshened = stored
+        freshened.response = merged
+        freshened.requestTime = requestTime
+        freshened.responseTime = responseTime
+        return freshened
+    }
+
+    /// The URLs whose stored responses a response to `request` invalidates (§4.4): after a non-error
+    /// status to an unsafe method, the target URI (and where a redirect took it), and the same-origin
+    /// `Location` and `Content-Location`.
+    static func invalidatedURLs(request: CacheRequest, status: Int, finalURL: URL?, headers: [String: String]) -> [URL] {
+        guard request.isUnsafe, (200...399).contains(status) else { return [] }
+        var urls = [request.url]
+        if let finalURL, finalURL != request.url { urls.append(finalURL) }
+        let base = finalURL ?? request.url
+        for name in ["Location", "Content-Location"] {
+            guard let value = headers.headerValue(name), let target = URL(string: value, relativeTo: base)?.absoluteURL,
+                  Transfer.sameOrigin(target, request.url), !urls.contains(target) else { continue }
+            urls.append(target)
+        }
+        return urls
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@testable import OperationNetworking
+import XCTest
+
+/// A test with a cache directory of its own, removed after it, and `URLCache`s opened on it.
+class CacheDirectoryTestCase: LibraryTestCase {
+    private(set) var directory: URL!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("onet-cache-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: directory)
+        super.tearDown()
+    }
+
+    /// A new `URLCache` on the test's directory. With no memory capacity (the default) every read
+    /// comes from the files, as in a new process: corelibs keeps no state shared between instances
+    /// but the directory.
+    func openCache(memoryCapacity: Int = 0, diskCapacity: Int = 20 << 20) -> URLCache {
+        URLCache(memoryCapacity: memoryCapacity, diskCapacity: diskCapacity, diskPath: directory.path)
+    }
+
+    /// A storage on a new `URLCache` on the test's directory.
+    func openStorage(memoryCapacity: Int = 0, diskCapacity: Int = 20 << 20) -> CacheStorage {
+        CacheStorage(openCache(memoryCapacity: memoryCapacity, diskCapacity: diskCapacity))
+    }
+
+    /// A new `SQLiteURLCache` on the test's directory: it keeps no memory layer, so every read comes
+    /// from the database file.
+    func openSQLiteCache(diskCapacity: Int = 20 << 20) -> SQLiteURLCache {
+        SQLiteURLCache(memoryCapacity: 0, diskCapacity: diskCapacity, directory: directory)
+    }
+
+    /// A storage on a new `SQLiteURLCache` on the test's directory.
+    func openSQLiteStorage(diskCapacity: Int = 20 << 20) -> CacheStorage {
+        CacheStorage(openSQLiteCache(diskCapacity: diskCapacity))
+    }
+
+    /// The database file of the `SQLiteURLCache`s on the test's directory.
+    var databaseFile: URL { directory.appendingPathComponent(SQLiteURLCache.fileName) }
+
+    /// Everything in the test's directory, sorted.
+    func directoryContents() throws -> [URL] {
+        try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+            .sorted { $0.lastPathComponent < $1.lastPathComponent }
+    }
+
+    /// The bytes all files in the test's directory take.
+    func directorySize() throws -> Int {
+        try directoryContents().reduce(0) { total, file in
+            total + ((try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0)
+        }
+    }
+}
+
+/// Stored responses for the cache tests.
+enum StoredResponses {
+    /// A request, the response it got (after a redirect, so its URL differs), and every field set to a
+    /// value that a default or a rounding would change.
+    static let request = URLRequest(url: URL(string: "http://127.0.0.1:9/articles/7?lang=fr&page=2")!)
+
+    static func article() -> StoredResponse {
+        let headers = [
+            "Content-Type": "application/json; charset=utf-8", "ETag": "W/\"article-7\"",
+            "Last-Modified": "Sat, 28 Nov 2026 10:00:00 GMT", "Date": "Sun, 29 Nov 2026 09:00:00 GMT",
+            "Cache-Control": "max-age=60, must-revalidate", "Age": "3", "Vary": "Accept-Language, Accept-Encoding",
+            "X-Listed": "a, b",
+        ]
+        let response = HTTPURLResponse(url: URL(string: "http://127.0.0.1:9/articles/7-moved?lang=fr&page=2")!,
+                                       statusCode: 203, httpVersion: "HTTP/1.1", headerFields: headers)
+        let requestTime = Date(timeIntervalSinceReferenceDate: 817_600_000.123_456_7)
+        return StoredResponse(response: response!, body: Data((0...255).map { UInt8($0) }) + Data("{\"id\":7}".utf8),
+                              varyingRequestHeaders: ["accept-language": "fr-CH, fr;q=0.9", "accept-encoding": "gzip, br"],
+                              requestTime: requestTime, responseTime: requestTime.addingTimeInterval(0.256_25))
+    }
+
+    /// A small response for `url`, its body naming it, and `url` under `x-stored-for` in the secondary key.
+    static func named(_ url: URL, bodySize: Int = 64) -> StoredResponse {
+        let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1",
+                                       headerFields: ["Content-Type": "text/plain", "Cache-Control": "max-age=600"])
+        var body = Data(url.absoluteString.utf8)
+        body.append(Data(repeating: UInt8(ascii: "."), count: max(0, bodySize - body.count)))
+        return StoredResponse(response: response!, body: body, varyingRequestHeaders: ["x-stored-for": url.absoluteString],
+                              requestTime: Date(timeIntervalSinceReferenceDate: 817_600_000),
+                              responseTime: Date(timeIntervalSinceReferenceDate: 817_600_001))
+    }
+
+    /// Fails unless `stored` has every field of `expected`.
+    static func assertEqual(_ stored: StoredResponse?, _ expected: StoredResponse,
+                            file: StaticString = #filePath, line: UInt = #line) {
+        guard let stored else { return XCTFail("no stored response", file: file, line: line) }
+        XCTAssertEqual(stored.response.url, expected.response.url, file: file, line: line)
+        XCTAssertEqual(stored.response.statusCode, expected.response.statusCode, file: file, line: line)
+        XCTAssertEqual(stored.response.allHeaderFields as? [String: String],
+                       expected.response.allHeaderFields as? [String: String], file: file, line: line)
+        XCTAssertEqual(stored.body, expected.body, file: file, line: line)
+        XCTAssertEqual(stored.varyingRequestHeaders, expected.varyingRequestHeaders, file: file, line: line)
+        XCTAssertEqual(stored.requestTime, expected.requestTime, file: file, line: line)
+        XCTAssertEqual(stored.responseTime, expected.responseTime, file: file, line: line)
+    }
+}

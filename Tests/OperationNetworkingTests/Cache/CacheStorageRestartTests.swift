@@ -1,0 +1,56 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@testable import OperationNetworking
+import XCTest
+
+/// An entry outlives the process that stored it.
+final class CacheStorageRestartTests: CacheDirectoryTestCase {
+    /// Where the child half stores; set only in the child's environment.
+    private static let childDirectoryVariable = "ONET_CACHE_RESTART_DIRECTORY"
+
+    func testAnEntryStoredByAnotherProcessIsReadAfterItExited() throws {
+        try runChildHalf("testChildHalfStoresAnEntry")
+        StoredResponses.assertEqual(openStorage().storedResponse(for: StoredResponses.request), StoredResponses.article())
+    }
+
+    func testAnEntryStoredInTheSQLiteCacheByAnotherProcessIsReadAfterItExited() throws {
+        try runChildHalf("testChildHalfStoresAnEntryInTheSQLiteCache")
+        StoredResponses.assertEqual(openSQLiteStorage().storedResponse(for: StoredResponses.request), StoredResponses.article())
+    }
+
+    /// Runs this test bundle again with only the child half `name` below: a process of its own, which
+    /// stores one entry and exits.
+    private func runChildHalf(_ name: String) throws {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        child.arguments = ["OperationNetworkingTests.CacheStorageRestartTests/\(name)"]
+        child.environment = ProcessInfo.processInfo.environment.merging([Self.childDirectoryVariable: directory.path]) { $1 }
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = FileHandle.nullDevice
+        let exited = expectation(description: "child exited")
+        child.terminationHandler = { _ in exited.fulfill() }
+        try child.run()
+        wait(for: [exited], timeout: 120)
+        XCTAssertEqual(child.terminationStatus, 0, "the child half failed")
+    }
+
+    /// The child half of `testAnEntryStoredByAnotherProcessIsReadAfterItExited`; skipped in any other run.
+    func testChildHalfStoresAnEntry() throws {
+        guard let path = ProcessInfo.processInfo.environment[Self.childDirectoryVariable] else {
+            throw XCTSkip("the child process of testAnEntryStoredByAnotherProcessIsReadAfterItExited")
+        }
+        let storage = CacheStorage(URLCache(memoryCapacity: 4 << 20, diskCapacity: 20 << 20, diskPath: path))
+        storage.store(StoredResponses.article(), for: StoredResponses.request)
+    }
+
+    /// The child half of `testAnEntryStoredInTheSQLiteCacheByAnotherProcessIsReadAfterItExited`.
+    func testChildHalfStoresAnEntryInTheSQLiteCache() throws {
+        guard let path = ProcessInfo.processInfo.environment[Self.childDirectoryVariable] else {
+            throw XCTSkip("the child process of testAnEntryStoredInTheSQLiteCacheByAnotherProcessIsReadAfterItExited")
+        }
+        let cache = SQLiteURLCache(memoryCapacity: 4 << 20, diskCapacity: 20 << 20, directory: URL(fileURLWithPath: path))
+        CacheStorage(cache).store(StoredResponses.article(), for: StoredResponses.request)
+    }
+}

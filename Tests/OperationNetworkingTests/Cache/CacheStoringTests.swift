@@ -1,0 +1,211 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@testable import OperationNetworking
+import OperationNetworkingTestServer
+import XCTest
+
+/// What the cache stores and drops, on the wire: invalidation, `no-store`, credentials, cancelled,
+/// cut-short and streamed bodies, the size limit, the cache response block, resumed downloads and
+/// redirects. "Nothing stored" is checked by a request that may not load.
+final class CacheStoringTests: CacheTestCase {
+    /// Whether a response for `path` is stored (asked without loading).
+    private func isStored(_ path: String) -> Bool {
+        fetch(path, policy: .returnCacheDataDontLoad).error == nil
+    }
+
+    func testUnsafeMethodsInvalidate() throws {
+        let path = "/cache/item?cc=max-age=600"
+        fetch(path)
+        XCTAssertEqual(fetch(path).metrics?.cacheStatus, .hit)
+        let post = fetch(path, method: "POST")
+        XCTAssertEqual(post.metrics?.cacheStatus, .notConsulted)
+        let after = fetch(path)
+        XCTAssertEqual(after.metrics?.cacheStatus, .stored, "the POST's success invalidated the stored response")
+        XCTAssertEqual(text(after), "item v2 #2")
+
+        let target = "/cache/target?cc=max-age=600"
+        fetch(target)
+        fetch("/cache/creator?location=\(target.replacingOccurrences(of: "?", with: "%3F"))&status=201", method: "POST")
+        XCTAssertFalse(isStored(target), "the same-origin Location was invalidated")
+
+        fetch(target)
+        fetch("/cache/creator?location=http://elsewhere.invalid/cache/target&status=201", method: "POST")
+        XCTAssertTrue(isStored(target), "another origin's Location is left alone")
+
+        let deleted = "/cache/deleted?cc=max-age=600"
+        fetch(deleted)
+        fetch(deleted, method: "DELETE")
+        XCTAssertFalse(isStored(deleted), "a DELETE answered 204 invalidates")
+        let kept = "/cache/kept?cc=max-age=600&failUnsafe=1"
+        fetch(kept)
+        XCTAssertEqual(fetch(kept, method: "DELETE").response?.statusCode, 500)
+        XCTAssertTrue(isStored(kept), "an error status invalidates nothing")
+    }
+
+    func testNoStoreAndCredentials() throws {
+        fetch("/cache/secret?cc=max-age=600,no-store")
+        XCTAssertFalse(isStored("/cache/secret?cc=max-age=600,no-store"))
+
+        let authorized = "/cache/mine?cc=max-age=600&etag=strong"
+        fetch(authorized, headers: ["Authorization": "Bearer one"])
+        XCTAssertFalse(isStored(authorized), "a request with Authorization: stored only when the response allows it (§3.5)")
+
+        let shared = "/cache/shared?cc=public,max-age=600&etag=strong"
+        fetch(shared, headers: ["Authorization": "Bearer one"])
+        let record = try XCTUnwrap(stored(shared))
+        XCTAssertFalse(record.varyingRequestHeaders.values.contains { $0.contains("one") }, "no credential in the cache")
+        let other = fetch(shared, headers: ["Authorization": "Bearer two"])
+        XCTAssertEqual(requests(to: "/cache/shared").last?.header("If-None-Match"), "\"shared-v1\"",
+                       "another request's credentials go to the origin before the stored response answers it")
+        XCTAssertEqual(requests(to: "/cache/shared").last?.header("Authorization"), "Bearer two")
+        XCTAssertEqual(other.metrics?.cacheStatus, .revalidated)
+        XCTAssertFalse(isStored(shared), "never answered without the origin")
+
+        let challenged = HTTPRequestOperation(request: request("/auth/basic/ada/secret"))
+        challenged.urlCache = cache
+        challenged.credential = URLCredential(user: "ada", password: "secret", persistence: .none)
+        XCTAssertTrue(run(challenged).isSuccess)
+        XCTAssertEqual(challenged.metrics?.cacheStatus, .miss, "answered a challenge: not stored without permission")
+        XCTAssertFalse(isStored("/auth/basic/ada/secret"))
+    }
+
+    func testCancelledCutShortAndFailedBodiesAreNotStored() throws {
+        let cut = fetch("/drop/50000")
+        XCTAssertEqual((cut.error as? URLError)?.code, .networkConnectionLost)
+        XCTAssertFalse(isStored("/drop/50000"))
+
+        let slow = "/bytes/200000?chunkSize=10000&chunkDelayMs=50"
+        var request = self.request(slow)
+        request.cachePolicy = .useProtocolCachePolicy
+        let cancelled = HTTPRequestOperation(request: request)
+        cancelled.urlCache = cache
+        let (done, _) = recordOutcome(of: cancelled)
+        startAndAwaitBytes(cancelled, atLeast: 20_000)
+        cancelled.cancel()
+        wait(for: [done], timeout: 10)
+        XCTAssertTrue(cancelled.isCancelled)
+        XCTAssertFalse(isStored(slow), "a cancelled operation stores nothing")
+
+        let limited = fetch("/bytes/4000") { $0.maximumResponseSize = 1000 }
+        XCTAssertEqual((limited.error as? URLError)?.code, .dataLengthExceedsMaximum)
+        XCTAssertFalse(isStored("/bytes/4000"))
+
+        XCTAssertEqual(fetch("/bytes/10", headers: ["Range": "bytes=0-4"]).response?.statusCode, 206)
+        XCTAssertFalse(isStored("/bytes/10"), "a partial response is never stored")
+    }
+
+    func testAStreamedBodyIsNeitherStoredNorServed() throws {
+        let path = "/cache/streamed?cc=max-age=600"
+        let streamed = fetch(path) { $0.outputStream = OutputStream(toMemory: ()) }
+        XCTAssertEqual(streamed.metrics?.cacheStatus, .notConsulted)
+        XCTAssertFalse(isStored(path))
+        fetch(path)
+        let again = fetch(path) { $0.outputStream = OutputStream(toMemory: ()) }
+        XCTAssertEqual(again.metrics?.cacheStatus, .notConsulted, "its body goes to the stream, from the network")
+        XCTAssertEqual(requests(to: "/cache/streamed").count, 3)
+    }
+
+    func testResponsesOverAboutFivePercentOfTheCapacityAreNotStored() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("onet-small-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let small = URLCache(memoryCapacity: 0, diskCapacity: 100_000, diskPath: directory.path)
+        for (size, stored) in [(5_000, CacheStatus.stored), (5_001, .miss)] {
+            let operation = fetch("/bytes/\(size)") { $0.urlCache = small }
+            XCTAssertEqual(operation.metrics?.cacheStatus, stored, "\(size) bytes")
+        }
+    }
+
+    func testTheCacheResponseBlockDecidesLast() throws {
+        let asked = Recorder<String>()
+        let path = "/cache/block?cc=max-age=0&etag=strong"
+        fetch(path) { operation in
+            operation.setCacheResponseBlock { _, proposed in
+                asked.append("store \(String(decoding: proposed.data, as: UTF8.self))")
+                return CachedURLResponse(response: proposed.response, data: Data("changed by the block".utf8),
+                                         userInfo: nil, storagePolicy: .allowed)
+            }
+        }
+        let revalidated = fetch(path) { operation in
+            operation.setCacheResponseBlock { _, proposed in
+                asked.append("304 \(String(decoding: proposed.data, as: UTF8.self))")
+                return proposed
+            }
+        }
+        XCTAssertEqual(text(revalidated), "changed by the block", "what the block returned was stored")
+        XCTAssertEqual(revalidated.metrics?.cacheStatus, .revalidated)
+        XCTAssertEqual(asked.all, ["store block v1 #1", "304 changed by the block"], "asked for the freshened response too")
+
+        let fresh = "/cache/blockfresh?cc=max-age=600"
+        fetch(fresh)
+        let hit = fetch(fresh) { $0.setCacheResponseBlock { _, proposed in asked.append("hit"); return proposed } }
+        XCTAssertEqual(hit.metrics?.cacheStatus, .hit)
+        XCTAssertFalse(asked.all.contains("hit"), "not asked for a fresh hit")
+
+        let refused = fetch("/cache/refused?cc=max-age=600") { $0.setCacheResponseBlock { _, _ in nil } }
+        XCTAssertEqual(refused.metrics?.cacheStatus, .miss)
+        XCTAssertFalse(isStored("/cache/refused?cc=max-age=600"))
+    }
+
+    func testARetriedRequestStoresTheAttemptThatSucceeded() throws {
+        let retried = fetch("/flaky/1/cached") { $0.retryPolicy = RetryPolicy(maxAttempts: 2, baseDelay: 0) }
+        XCTAssertEqual(retried.attempts, 2)
+        XCTAssertEqual(retried.metrics?.cacheStatus, .stored)
+        XCTAssertEqual(text(fetch("/flaky/1/cached", policy: .returnCacheDataDontLoad)), "success 2")
+    }
+
+    func testAResumedDownloadIsNeverServedFromOrStitchedIntoTheCache() throws {
+        // The server answers the continuation's Range with the whole body (200), as some do.
+        let path = "/bytes/200000?chunkSize=10000&chunkDelayMs=20&ignoreRange=1"
+        let operation = HTTPRequestOperation(request: request(path))
+        operation.urlCache = cache
+        let (done, box) = startAndPause(operation)
+        operation.resume()
+        wait(for: [done], timeout: 20)
+        XCTAssertTrue(box.value?.isSuccess ?? false)
+        XCTAssertEqual(operation.responseData, deterministicBytes(200_000))
+        XCTAssertEqual(operation.metrics?.cacheStatus, .notConsulted, "the continuation leaves the cache alone")
+        XCTAssertFalse(isStored(path))
+    }
+
+    /// A stored response reached through a permanent redirect is revalidated through it: the
+    /// validators go to the URL they belong to, and the redirect block never sees them.
+    func testRevalidationFollowsAPermanentRedirect() throws {
+        let final = "/cache/relocated?cc=max-age=0&etag=strong"
+        let original = "/redirect-to?url=" + final.replacingOccurrences(of: "?", with: "%3F")
+            .replacingOccurrences(of: "=", with: "%3D").replacingOccurrences(of: "&", with: "%26") + "&status=301"
+        fetch(original)
+        let seen = Recorder<String>()
+        let second = fetch(original) { operation in
+            operation.setRedirectResponseBlock { _, request, _ in
+                seen.append(request.value(forHTTPHeaderField: "If-None-Match") ?? "none")
+                return request
+            }
+        }
+        XCTAssertEqual(seen.all, ["none"], "the redirect block sees the request without the cache's fields")
+        XCTAssertEqual(requests(to: "/cache/relocated").last?.header("If-None-Match"), "\"relocated-v1\"")
+        XCTAssertEqual(second.metrics?.cacheStatus, .revalidated)
+        XCTAssertEqual(text(second), "relocated v1 #1")
+        XCTAssertEqual(second.currentRequest.value(forHTTPHeaderField: "If-None-Match"), nil)
+    }
+
+    func testRedirects() throws {
+        let final = "/cache/moved?cc=max-age=600"
+        let permanent = "/redirect-to?url=\(final.replacingOccurrences(of: "?", with: "%3F").replacingOccurrences(of: "=", with: "%3D"))"
+        let first = fetch(permanent + "&status=301")
+        XCTAssertEqual(first.metrics?.cacheStatus, .stored)
+        let again = fetch(permanent + "&status=301")
+        XCTAssertEqual(again.metrics?.cacheStatus, .hit, "a permanent redirect's target is stored under the original request")
+        XCTAssertEqual(again.response?.url?.path, "/cache/moved")
+        XCTAssertEqual(requests(to: "/redirect-to").count, 1)
+        XCTAssertTrue(isStored(final), "and under its own URL")
+
+        let temporary = permanent + "&status=302"
+        fetch(temporary)
+        let refetched = fetch(temporary)
+        XCTAssertEqual(requests(to: "/redirect-to").count, 3, "a temporary redirect is asked again")
+        XCTAssertEqual(refetched.metrics?.cacheStatus, .stored, "its target stored under its own URL only")
+        XCTAssertFalse(isStored(temporary))
+    }
+}

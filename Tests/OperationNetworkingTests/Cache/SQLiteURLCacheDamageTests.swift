@@ -1,0 +1,104 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@testable import OperationNetworking
+import XCTest
+
+/// A damaged database file, or something else in its place: a miss without a crash, and the next store
+/// is kept and read back.
+final class SQLiteURLCacheDamageTests: CacheDirectoryTestCase {
+    func testATruncatedFile() throws {
+        try assertRecovers { file in
+            let bytes = try Data(contentsOf: file)
+            try bytes.prefix(bytes.count / 3).write(to: file)
+        }
+    }
+
+    func testAnEmptyFileAndAFileOfRandomBytes() throws {
+        try assertRecovers { file in try Data().write(to: file) }
+        var generator = SplitMix64(seed: 9111)
+        try assertRecovers { file in
+            try Data((0..<8_192).map { _ in UInt8(truncatingIfNeeded: generator.next()) }).write(to: file)
+        }
+    }
+
+    func testAFileWithAByteFlipped() throws {
+        // One byte flipped at each of many places of a real database: in its header, its schema, the
+        // table's and the index's pages, and the rows' fields.
+        var generator = SplitMix64(seed: 47)
+        for _ in 0..<40 {
+            try assertRecovers(expectingMiss: false) { file in
+                var bytes = try Data(contentsOf: file)
+                let offset = Int(generator.next() % UInt64(bytes.count))
+                bytes[offset] ^= UInt8(truncatingIfNeeded: generator.next() | 1)
+                try bytes.write(to: file)
+            }
+        }
+    }
+
+    func testADirectoryWhereTheFileWas() throws {
+        try assertRecovers { file in
+            try FileManager.default.removeItem(at: file)
+            try FileManager.default.createDirectory(at: file, withIntermediateDirectories: false)
+            try Data("inside".utf8).write(to: file.appendingPathComponent("child"))
+        }
+    }
+
+    func testAnUnreadableFile() throws {
+        // (Root reads it anyway; then the entry is simply still there.)
+        try assertRecovers(expectingMiss: getuid() != 0) { file in
+            try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: file.path)
+        }
+    }
+
+    func testARowWhoseFieldsCannotBeDecodedIsAMissAndDeleted() throws {
+        let damaged: [(String, String)] = [
+            ("header fields not JSON", "UPDATE entries SET header_fields = x'7b2241223a'"),
+            ("header fields of another shape", "UPDATE entries SET header_fields = CAST('[1]' AS BLOB)"),
+            ("a status out of range", "UPDATE entries SET status = 7"),
+            ("a status of another type", "UPDATE entries SET status = 'two hundred'"),
+            ("a body of another type", "UPDATE entries SET body = 12"),
+            ("metadata of another type", "UPDATE entries SET metadata = 1.5"),
+        ]
+        for (label, update) in damaged {
+            openSQLiteStorage().store(StoredResponses.article(), for: StoredResponses.request)
+            try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000).run(update)
+            XCTAssertNil(openSQLiteCache().cachedResponse(for: StoredResponses.request), label)
+            let rows = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000).run("SELECT key FROM entries")
+            XCTAssertEqual(rows, [], "\(label): not deleted")
+        }
+    }
+
+    /// Stores entries, closes the cache, damages the database file with `damage`, and checks that a new
+    /// cache misses (when `expectingMiss`; a flipped byte may leave the entry intact), and then stores
+    /// and reads a new entry for the same URL.
+    private func assertRecovers(expectingMiss: Bool = true, file: StaticString = #filePath, line: UInt = #line,
+                                _ damage: (URL) throws -> Void) throws {
+        do {
+            let storage = openSQLiteStorage()
+            for index in 0..<20 {
+                let url = try XCTUnwrap(URL(string: "http://127.0.0.1:9/filler/\(index)"))
+                storage.store(StoredResponses.named(url, bodySize: 300), for: URLRequest(url: url))
+            }
+            storage.store(StoredResponses.named(try XCTUnwrap(StoredResponses.request.url), bodySize: 700),
+                          for: StoredResponses.request)
+        }
+        // The write-ahead log is folded into the file when the last connection closes.
+        XCTAssertFalse(FileManager.default.fileExists(atPath: databaseFile.path + "-wal"), file: file, line: line)
+        try damage(databaseFile)
+
+        let afterDamage = openSQLiteStorage()
+        let read = afterDamage.storedResponse(for: StoredResponses.request)
+        if expectingMiss {
+            XCTAssertNil(read, "damaged file answered", file: file, line: line)
+        }
+        let replacement = StoredResponses.article()
+        afterDamage.store(replacement, for: StoredResponses.request)
+        StoredResponses.assertEqual(afterDamage.storedResponse(for: StoredResponses.request), replacement, file: file, line: line)
+        StoredResponses.assertEqual(openSQLiteStorage().storedResponse(for: StoredResponses.request), replacement,
+                                    file: file, line: line)
+        try FileManager.default.removeItem(at: directory)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@testable import OperationNetworking
+import XCTest
+
+/// CacheStorage over SQLiteURLCache, the default shared cache: what an entry keeps, which URL it
+/// answers, what it refuses, and eviction of the least recently used entries to the disk capacity. Each
+/// read is from a new cache on the same directory, so from the database file.
+final class SQLiteURLCacheTests: CacheDirectoryTestCase {
+    func testEveryFieldComesBackFromTheFile() {
+        let article = StoredResponses.article()
+        openSQLiteStorage().store(article, for: StoredResponses.request)
+        StoredResponses.assertEqual(openSQLiteStorage().storedResponse(for: StoredResponses.request), article)
+        XCTAssertEqual(try directoryContents().map(\.lastPathComponent).filter { !$0.hasPrefix(SQLiteURLCache.fileName) }, [])
+    }
+
+    func testEachQueryAndSchemeIsAnEntryOfItsOwnAndTheFragmentIsNot() throws {
+        let variants = ["http://127.0.0.1:9/items?page=1", "http://127.0.0.1:9/items?page=2", "http://127.0.0.1:9/items",
+                        "https://127.0.0.1:9/items?page=1"]
+        let urls = try variants.map { try XCTUnwrap(URL(string: $0)) }
+        for url in urls {
+            openSQLiteStorage().store(StoredResponses.named(url), for: URLRequest(url: url))
+        }
+        let cache = openSQLiteCache()
+        for url in urls {
+            // Straight from the cache, without CacheStorage's check of the URL it was stored for.
+            XCTAssertEqual(cache.cachedResponse(for: URLRequest(url: url))?.data, StoredResponses.named(url).body, "\(url)")
+        }
+        for same in ["http://127.0.0.1:9/items?page=1#top", "HTTP://127.0.0.1:9/items?page=1"] {
+            XCTAssertEqual(cache.cachedResponse(for: URLRequest(url: try XCTUnwrap(URL(string: same))))?.data,
+                           StoredResponses.named(urls[0]).body, same)
+        }
+        cache.removeCachedResponse(for: URLRequest(url: urls[1]))
+        XCTAssertNil(openSQLiteCache().cachedResponse(for: URLRequest(url: urls[1])))
+        XCTAssertNotNil(openSQLiteCache().cachedResponse(for: URLRequest(url: urls[0])))
+    }
+
+    func testOnlyTheLibrarysMetadataIsKeptOfUserInfoAndOnlyResponsesAllowedOnDisk() throws {
+        let url = try XCTUnwrap(URL(string: "http://127.0.0.1:9/policy"))
+        let response = try XCTUnwrap(HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:]))
+        let userInfo: [AnyHashable: Any] = [CacheEntryMetadata.userInfoKey: Data("{}".utf8), "app": "value"]
+        openSQLiteCache().storeCachedResponse(CachedURLResponse(response: response, data: Data("a".utf8), userInfo: userInfo,
+                                                                storagePolicy: .allowed), for: URLRequest(url: url))
+        let read = try XCTUnwrap(openSQLiteCache().cachedResponse(for: URLRequest(url: url)))
+        XCTAssertEqual(read.userInfo?.count, 1)
+        XCTAssertEqual(read.userInfo?[CacheEntryMetadata.userInfoKey] as? Data, Data("{}".utf8))
+        for policy in [URLCache.StoragePolicy.allowedInMemoryOnly, .notAllowed] {
+            let other = try XCTUnwrap(URL(string: "http://127.0.0.1:9/policy/\(policy.rawValue)"))
+            let cached = CachedURLResponse(response: response, data: Data("b".utf8), userInfo: nil, storagePolicy: policy)
+            let cache = openSQLiteCache()
+            cache.storeCachedResponse(cached, for: URLRequest(url: other))
+            XCTAssertNil(cache.cachedResponse(for: URLRequest(url: other)), "\(policy)")
+        }
+    }
+
+    func testAnEntryWhoseMetadataCannotBeReadIsAMissAndRemoved() throws {
+        let url = try XCTUnwrap(StoredResponses.request.url)
+        let response = try XCTUnwrap(HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:]))
+        let cached = CachedURLResponse(response: response, data: Data("body".utf8),
+                                       userInfo: [CacheEntryMetadata.userInfoKey: Data("[1, 2]".utf8)], storagePolicy: .allowed)
+        openSQLiteCache().storeCachedResponse(cached, for: StoredResponses.request)
+        XCTAssertNotNil(openSQLiteCache().cachedResponse(for: StoredResponses.request))
+        XCTAssertNil(openSQLiteStorage().storedResponse(for: StoredResponses.request))
+        XCTAssertNil(openSQLiteCache().cachedResponse(for: StoredResponses.request), "not removed")
+    }
+
+    func testABodyOverAbout5PercentOfTheCapacityIsNotStoredAndDropsTheOldEntry() throws {
+        let capacity = 200_000
+        let url = try XCTUnwrap(StoredResponses.request.url)
+        let storage = { self.openSQLiteStorage(diskCapacity: capacity) }
+        storage().store(StoredResponses.named(url, bodySize: capacity / 20), for: StoredResponses.request)
+        XCTAssertEqual(storage().storedResponse(for: StoredResponses.request)?.body.count, capacity / 20)
+        storage().store(StoredResponses.named(url, bodySize: capacity / 20 + 1), for: StoredResponses.request)
+        XCTAssertNil(storage().storedResponse(for: StoredResponses.request))
+    }
+
+    func testTheEntriesStayWithinTheCapacityAndTheLeastRecentlyUsedGoFirst() throws {
+        let capacity = 100_000
+        let urls = try (0..<60).map { try XCTUnwrap(URL(string: "http://127.0.0.1:9/evict/\($0)")) }
+        for (index, url) in urls.enumerated() {
+            openSQLiteStorage(diskCapacity: capacity).store(StoredResponses.named(url, bodySize: capacity / 20),
+                                                            for: URLRequest(url: url))
+            XCTAssertLessThanOrEqual(openSQLiteCache(diskCapacity: capacity).currentDiskUsage, capacity, "after \(index + 1)")
+            // The first entry is read after every store: always the most recently used but one.
+            XCTAssertNotNil(openSQLiteStorage(diskCapacity: capacity).storedResponse(for: URLRequest(url: urls[0])),
+                            "after \(index + 1)")
+        }
+        let storage = openSQLiteStorage(diskCapacity: capacity)
+        let kept = urls.filter { storage.storedResponse(for: URLRequest(url: $0)) != nil }
+        // The first, read all along, and the newest, in the order they were stored.
+        XCTAssertEqual(kept.first, urls[0])
+        XCTAssertEqual(Array(kept.dropFirst()), Array(urls.suffix(kept.count - 1)))
+        XCTAssertGreaterThan(kept.count, 10)
+        XCTAssertLessThan(kept.count, 21)
+        // A smaller capacity set later evicts at once.
+        let cache = openSQLiteCache(diskCapacity: capacity)
+        cache.diskCapacity = capacity / 4
+        XCTAssertLessThanOrEqual(openSQLiteCache().currentDiskUsage, capacity / 4)
+        XCTAssertGreaterThan(openSQLiteCache().currentDiskUsage, 0)
+        cache.removeAllCachedResponses()
+        XCTAssertEqual(openSQLiteCache().currentDiskUsage, 0)
+    }
+
+    func testEightThreadsStoringReadingAndRemovingGetOnlyTheirURLsEntries() throws {
+        let storage = openSQLiteStorage(diskCapacity: 4 << 20)
+        let urls = try (0..<12).map { try XCTUnwrap(URL(string: "http://127.0.0.1:9/shared/\($0 % 4)?variant=\($0)")) }
+        let results = Protected((hits: 0, wrong: [URL]()))
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for step in 0..<60 {
+                let url = urls[(step * 5 + thread) % urls.count]
+                switch (step + thread) % 3 {
+                case 0:
+                    storage.store(StoredResponses.named(url, bodySize: 2_000), for: URLRequest(url: url))
+                case 1:
+                    guard let stored = storage.storedResponse(for: URLRequest(url: url)) else { break }
+                    let right = stored.body == StoredResponses.named(url, bodySize: 2_000).body && stored.response.url == url
+                    results.withLock { right ? ($0.hits += 1) : $0.wrong.append(url) }
+                default:
+                    storage.removeStoredResponse(for: url)
+                }
+            }
+        }
+        XCTAssertEqual(results.value.wrong, [])
+        XCTAssertGreaterThan(results.value.hits, 0)
+        storage.store(StoredResponses.named(urls[0]), for: URLRequest(url: urls[0]))
+        XCTAssertEqual(openSQLiteStorage().storedResponse(for: URLRequest(url: urls[0]))?.body, StoredResponses.named(urls[0]).body)
+    }
+
+    func testADirectoryThatCannotBeMadeKeepsTheEntriesInMemory() throws {
+        let blocker = directory.appendingPathComponent("a-file")
+        try Data("not a directory".utf8).write(to: blocker)
+        let cache = SQLiteURLCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: blocker.appendingPathComponent("cache"))
+        let storage = CacheStorage(cache)
+        storage.store(StoredResponses.article(), for: StoredResponses.request)
+        StoredResponses.assertEqual(storage.storedResponse(for: StoredResponses.request), StoredResponses.article())
+    }
+}
