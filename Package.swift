@@ -18,7 +18,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
-        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
@@ -67,13 +66,12 @@ let package = Package(
         .target(
             name: "OperationNetworkingTestServer",
             dependencies: [
-                // Encoders for the br and zstd routes; certificates and Digest's MD5; HTTPS.
-                "CBrotliEncoder", "CZstd", "CTestCrypto", "CTestTLS",
+                // Encoders for the gzip, br and zstd routes; certificates and Digest's MD5; HTTPS.
+                "CZlib", "CBrotliEncoder", "CZstd", "CTestCrypto", "CTestTLS",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
             ]
         ),
         .executableTarget(

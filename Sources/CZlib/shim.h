@@ -1,2 +1,3 @@
-// zlib, for decoding gzip and deflate response bodies in the library itself (see ContentDecoder).
+// zlib: the library decodes gzip and deflate response bodies with it (see ContentDecoder); onet
+// compresses request bodies and the test server its /gzip route with it.
 #include <zlib.h>

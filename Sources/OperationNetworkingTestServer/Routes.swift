@@ -33,7 +33,7 @@ extension TestServerHandler {
         case ("delay", 2): delay(context, request, argument)
         case ("bytes", 2): serveBytes(context, request, argument)
         case ("chunked", 2): serveChunked(context, request, argument)
-        case ("gzip", 1): gzip(context, request)
+        case ("gzip", 1): serveGzipText(context, request)
         case ("brotli", 2): serveEncoded(context, request, .brotli, argument)
         case ("zstd", 2): serveEncoded(context, request, .zstd, argument)
         case ("redirect", 2): redirectCountdown(context, request, argument)
@@ -132,17 +132,6 @@ extension TestServerHandler {
         schedule(context, after: milliseconds) {
             self.respondText(context, request, .ok, "delayed")
         }
-    }
-
-    private func gzip(_ context: ChannelHandlerContext, _ request: IncomingRequest) {
-        var headers = HTTPHeaders()
-        headers.add(name: "Vary", value: "Accept-Encoding")
-        // No marker for HEAD: the compressor would emit gzip framing bytes as a body HEAD can't have.
-        if !request.isHead {
-            headers.add(name: CompressionMarker.header, value: "1")
-        }
-        let text = String(repeating: "hello gzip ", count: 1000)
-        respondText(context, request, .ok, text, contentType: "text/plain", headers: headers)
     }
 
     /// The redirect status from `?status=`, 302 by default; `nil` when it is not a 3xx.

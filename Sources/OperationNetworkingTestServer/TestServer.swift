@@ -2,7 +2,6 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
-import NIOHTTPCompression
 import NIOPosix
 
 /// An in-process HTTP/1.1 server on an ephemeral loopback port, for tests and demos.
@@ -89,14 +88,7 @@ public final class TestServer: Sendable {
                     channel.closeFuture.whenComplete { _ in state.connectionClosed(id) }
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.configureHTTPServerPipeline()
-                    let receivedHead = ReceivedHeadBox()
-                    try pipeline.addHandler(RequestPreprocessor(box: receivedHead))
-                    try pipeline.addHandler(
-                        HTTPResponseCompressor(responseCompressionPredicate: CompressionMarker.predicate)
-                    )
-                    try pipeline.addHandler(
-                        TestServerHandler(connectionID: id, state: state, receivedHead: receivedHead)
-                    )
+                    try pipeline.addHandler(TestServerHandler(connectionID: id, state: state))
                 }
             }
     }

@@ -1,7 +1,6 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
-import NIOHTTPCompression
 
 /// A request whose `.end` has arrived, with everything the routes need to answer it.
 struct IncomingRequest {
@@ -14,83 +13,6 @@ struct IncomingRequest {
 
     /// HEAD responses advertise the body's framing but must not carry it.
     var isHead: Bool { head.method == .HEAD }
-}
-
-/// Marks the one response that may be gzip-compressed.
-///
-/// `HTTPResponseCompressor` would otherwise compress every response whose request accepted gzip,
-/// which would change what the other routes put on the wire. The `/gzip` route adds this header;
-/// the compressor's predicate removes it again and compresses only marked responses.
-enum CompressionMarker {
-    /// The private header name the predicate looks for.
-    static let header = "x-testserver-compress"
-
-    /// The `responseCompressionPredicate` given to `HTTPResponseCompressor`.
-    static func predicate(
-        _ head: inout HTTPResponseHead,
-        _ isCompressionSupported: Bool
-    ) -> HTTPResponseCompressor.CompressionIntent {
-        // Always called, so the marker never leaks even when the client did not accept gzip.
-        guard head.headers.contains(name: header) else { return .doNotCompress }
-        head.headers.remove(name: header)
-        return .compressIfPossible
-    }
-}
-
-/// Hands the request head, exactly as received, past `HTTPResponseCompressor` to
-/// `TestServerHandler`, because `RequestPreprocessor` forwards a rewritten copy.
-/// Confined to the connection's event loop, like the handlers sharing it.
-final class ReceivedHeadBox {
-    /// The head of the request currently being received.
-    var head: HTTPRequestHead?
-}
-
-/// Sits between NIO's HTTP server handlers and `HTTPResponseCompressor`; does two jobs that
-/// must happen before the compressor sees a request.
-///
-/// 1. Answers `Expect: 100-continue` at once. libcurl sends it with larger uploads and then
-///    waits up to a second for the interim response. It is written from here, below the
-///    compressor, because the compressor pairs every response head it sees with a request, and
-///    an interim head passing through it would desynchronise that queue.
-/// 2. Drops `deflate` from the `Accept-Encoding` the compressor sees. On equal preference
-///    (curl sends `deflate, gzip`) the compressor picks deflate, but `/gzip` promises gzip. The
-///    untouched head goes to `TestServerHandler` via `ReceivedHeadBox`, so the log stays exact.
-final class RequestPreprocessor: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    private let box: ReceivedHeadBox
-
-    init(box: ReceivedHeadBox) {
-        self.box = box
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .head(var head) = unwrapInboundIn(data) else {
-            context.fireChannelRead(data)
-            return
-        }
-        box.head = head
-        if head.version.major == 1, head.version.minor >= 1,
-            head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" })
-        {
-            let interim = HTTPResponseHead(version: head.version, status: .continue)
-            context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
-        }
-        let offered = head.headers[canonicalForm: "accept-encoding"]
-        if !offered.isEmpty {
-            let kept = offered.filter { coding in
-                let name = coding.split(separator: ";").first ?? ""
-                return name.trimmingCharacters(in: .whitespaces).lowercased() != "deflate"
-            }
-            head.headers.remove(name: "accept-encoding")
-            if !kept.isEmpty {
-                head.headers.add(name: "Accept-Encoding", value: kept.joined(separator: ", "))
-            }
-        }
-        context.fireChannelRead(wrapInboundOut(.head(head)))
-    }
 }
 
 /// Per-connection handler: accumulates each request, logs it, then routes it.
@@ -109,8 +31,6 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     let connectionID: Int
     /// Shared log and counters.
     let state: ServerState
-    /// Source of the unmodified request head (see `RequestPreprocessor`).
-    private let receivedHead: ReceivedHeadBox
 
     private var requestHead: HTTPRequestHead?
     private var body = ByteBuffer()
@@ -123,18 +43,16 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Bytes of the current `/sink` body.
     var discardedBytes = 0
 
-    init(connectionID: Int, state: ServerState, receivedHead: ReceivedHeadBox) {
+    init(connectionID: Int, state: ServerState) {
         self.connectionID = connectionID
         self.state = state
-        self.receivedHead = receivedHead
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            // Prefer the head as received; the one that arrives here has a rewritten Accept-Encoding.
-            requestHead = receivedHead.head ?? head
-            receivedHead.head = nil
+            requestHead = head
+            answerExpectContinue(context, head)
             body = context.channel.allocator.buffer(capacity: 0)
             bodyTooLarge = false
             discardsBody = ParsedURI(head.uri).path == "/sink"
@@ -161,6 +79,15 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             body = ByteBuffer()
             handle(context: context, head: head, body: received)
         }
+    }
+
+    /// Answers `Expect: 100-continue` at once: libcurl sends it with larger uploads and then waits up to
+    /// a second for the interim response.
+    private func answerExpectContinue(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
+        guard head.version.major == 1, head.version.minor >= 1,
+              head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }) else { return }
+        let interim = HTTPResponseHead(version: head.version, status: .continue)
+        context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

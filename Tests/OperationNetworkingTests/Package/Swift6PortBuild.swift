@@ -125,7 +125,10 @@ struct Swift6PortBuild: Sendable {
         defer { try? output.close() }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["swift", "build", "--package-path", package.path, "--scratch-path", scratch.path]
+        // Only the build's diagnostics and status are read, never its products: no debug information
+        // and no index, which would be much of its work.
+        process.arguments = ["swift", "build", "--package-path", package.path, "--scratch-path", scratch.path,
+                             "--disable-index-store", "-Xswiftc", "-gnone"]
         var environment = ProcessInfo.processInfo.environment
         environment["OPERATIONNETWORKING_ROOT"] = root.path
         process.environment = environment

@@ -175,6 +175,7 @@ final class ProxyTests: LibraryTestCase {
         })
         wait(for: [done], timeout: 10)
         XCTAssertNotNil(origin.requests.first?.header("Via"), "the request came through squid")
+        squid.stop(keepingFiles: true)   // squid writes its log out when it stops
         XCTAssertTrue(squid.accessLog.contains { $0.contains("/echo") })
     }
 
