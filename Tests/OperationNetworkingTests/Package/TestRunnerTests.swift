@@ -129,25 +129,7 @@ private struct StandInRepository {
         environment["PATH"] = directory.appendingPathComponent("bin").path + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
         environment["ONET_TEST_WORKERS"] = "3"
         environment["ONET_TEST_CLASS_TIMEOUT"] = "3"
-        let process = Process()
-        process.executableURL = directory.appendingPathComponent("scripts/test")
-        process.arguments = arguments
-        process.environment = environment
-        let output = directory.appendingPathComponent("output")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: output)
-        defer { try? handle.close() }
-        process.standardOutput = handle
-        process.standardError = handle
-        let finished = XCTestExpectation(description: "scripts/test finished")
-        process.terminationHandler = { _ in finished.fulfill() }
-        try process.run()
-        if XCTWaiter.wait(for: [finished], timeout: 120) != .completed {
-            process.terminate()
-            process.waitUntilExit()
-            XCTFail("scripts/test did not finish in 120 s")
-        }
-        return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8))
+        return try ScriptRun.run(directory.appendingPathComponent("scripts/test"), arguments, environment: environment)
     }
 
     /// The command lines the stand-in `swift` was run with, in order.

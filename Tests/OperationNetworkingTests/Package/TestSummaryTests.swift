@@ -112,25 +112,6 @@ final class TestSummaryTests: LibraryTestCase {
 
     /// Runs `scripts/test` with `arguments`; its status and its standard output and error together.
     private func runScript(_ arguments: [String], environment: [String: String]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = root.appendingPathComponent("scripts/test")
-        process.arguments = arguments
-        process.environment = environment
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("onet-script-out-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: output) }
-        let handle = try FileHandle(forWritingTo: output)
-        defer { try? handle.close() }
-        process.standardOutput = handle
-        process.standardError = handle
-        let finished = XCTestExpectation(description: "scripts/test finished")
-        process.terminationHandler = { _ in finished.fulfill() }
-        try process.run()
-        if XCTWaiter.wait(for: [finished], timeout: 120) != .completed {
-            process.terminate()
-            process.waitUntilExit()
-            XCTFail("scripts/test did not finish in 120 s")
-        }
-        return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8))
+        try ScriptRun.run(root.appendingPathComponent("scripts/test"), arguments, environment: environment)
     }
 }
