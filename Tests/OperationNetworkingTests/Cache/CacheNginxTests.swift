@@ -112,19 +112,7 @@ extension ExternalServer {
             }
             try Data(String(repeating: "vary ", count: 200).utf8).write(to: directory.appendingPathComponent("vary.txt"))
             let path = directory.path
-            return """
-            daemon off;
-            master_process off;
-            worker_processes 1;
-            pid \(path)/nginx.pid;
-            error_log \(path)/error.log warn;
-            events { worker_connections 256; }
-            http {
-                client_body_temp_path \(path)/body;
-                proxy_temp_path \(path)/proxy;
-                fastcgi_temp_path \(path)/fastcgi;
-                uwsgi_temp_path \(path)/uwsgi;
-                scgi_temp_path \(path)/scgi;
+            return nginxPreamble(path: path, connections: 256) + """
                 log_format cache escape=none '$uri $status "$http_if_none_match" "$http_if_modified_since"';
                 access_log \(path)/access.log cache;
                 default_type text/plain;

@@ -128,19 +128,7 @@ extension ExternalServer {
             try Data(repeating: 0x61, count: 1024).write(to: directory.appendingPathComponent("small"))
             if let large { try large.write(to: directory.appendingPathComponent("large")) }
             let path = directory.path
-            return """
-            daemon off;
-            master_process off;
-            worker_processes 1;
-            pid \(path)/nginx.pid;
-            error_log \(path)/error.log warn;
-            events { worker_connections 4096; }
-            http {
-                client_body_temp_path \(path)/body;
-                proxy_temp_path \(path)/proxy;
-                fastcgi_temp_path \(path)/fastcgi;
-                uwsgi_temp_path \(path)/uwsgi;
-                scgi_temp_path \(path)/scgi;
+            return nginxPreamble(path: path, connections: 4096) + """
                 log_format conn '$connection $request_uri $server_protocol $status "$http_range" "$http_if_range"';
                 access_log \(path)/access.log conn;
                 keepalive_requests \(keepaliveRequests);
@@ -327,5 +315,27 @@ extension ExternalServer {
     var danteLog: [Substring] {
         let text = (try? String(contentsOf: directory.appendingPathComponent("danted.log"), encoding: .utf8)) ?? ""
         return text.split(separator: "\n")
+    }
+}
+
+extension ExternalServer {
+    /// The part every test nginx's configuration shares, up to the open `http {` block: one process in
+    /// the foreground, its pid, error log and temporary folders in `path`.
+    static func nginxPreamble(path: String, connections: Int) -> String {
+        """
+        daemon off;
+        master_process off;
+        worker_processes 1;
+        pid \(path)/nginx.pid;
+        error_log \(path)/error.log warn;
+        events { worker_connections \(connections); }
+        http {
+            client_body_temp_path \(path)/body;
+            proxy_temp_path \(path)/proxy;
+            fastcgi_temp_path \(path)/fastcgi;
+            uwsgi_temp_path \(path)/uwsgi;
+            scgi_temp_path \(path)/scgi;
+
+        """
     }
 }
