@@ -84,7 +84,8 @@ final class CacheStorage: Sendable {
     /// for the cache (about 5 % of its capacity) is not stored, and the entry it replaces is removed.
     func store(_ stored: StoredResponse, for request: URLRequest) {
         guard let url = request.url else { return }
-        guard stored.body.count <= maximumEntrySize else {
+        guard Storability.fits(size: stored.body.count, memoryCapacity: urlCache.memoryCapacity,
+                               diskCapacity: urlCache.diskCapacity) else {
             urlCache.removeCachedResponse(for: request)
             return
         }
@@ -103,12 +104,6 @@ final class CacheStorage: Sendable {
     /// Removes the entry stored for `url` (RFC 9111 §4.4 invalidation).
     func removeStoredResponse(for url: URL) {
         urlCache.removeCachedResponse(for: URLRequest(url: url))
-    }
-
-    /// The largest body stored: about 5 % of the larger of the cache's two capacities, Apple's rule for
-    /// what "fits within the cache".
-    private var maximumEntrySize: Int {
-        max(urlCache.diskCapacity, urlCache.memoryCapacity) / 20
     }
 }
 
