@@ -9,7 +9,7 @@ extension TestServerHandler {
     /// for and the body `"<name> v<version> #<n>"`, n counting the GETs of the path, followed by the
     /// request's value of each field `?vary=` names; or `304 Not Modified` when its `If-None-Match`
     /// matches the entity tag (weakly), or, without one, its `If-Modified-Since` is the `Last-Modified`
-    /// (unless `?notModified=0`).
+    /// (unless `?notModified=0`). `?cookie=` adds that `Set-Cookie` field to a GET's answer.
     func serveCacheResource(_ context: ChannelHandlerContext, _ request: IncomingRequest, _ name: String) {
         let query = request.uri.query
         let record = request.record
@@ -27,6 +27,7 @@ extension TestServerHandler {
         let tag = entityTag(query["etag"], name: name, version: version)
         let modified = query["lastModified"] == "1" ? lastModifiedDate(version: version) : nil
         addCachingFields(to: &headers, query: query, tag: tag, modified: modified)
+        if let cookie = query["cookie"] { headers.add(name: "Set-Cookie", value: headerSafe(cookie)) }
         if query["notModified"] != "0", isNotModified(record, tag: tag, modified: modified) {
             return respond(context, request, .notModified, headers: headers)
         }

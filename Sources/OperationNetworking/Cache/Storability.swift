@@ -20,6 +20,11 @@ enum Storability {
                                               "transfer-encoding", "upgrade", "proxy-authenticate",
                                               "proxy-authentication-info", "proxy-authorization"]
 
+    /// Fields the library never writes into a cache: the cookies a response sets are secrets, already
+    /// in the cookie storage when the operation handles cookies, and a stored response answering later
+    /// must not set them again.
+    static let neverStoredFields: Set<String> = ["set-cookie", "set-cookie2"]
+
     /// Whether a private cache may store the response to `request` with `status` and `headers` (§3):
     /// a final, whole response to a GET, neither request nor response saying `no-store` (unless
     /// `must-understand` on a status understood, §5.2.2.3), not a partial, 304 or redirect; with
@@ -43,13 +48,13 @@ enum Storability {
     }
 
     /// The header fields of `response` a cache keeps: without hop-by-hop fields and those `Connection`
-    /// names (§3.1).
+    /// names (§3.1), and without `neverStoredFields`.
     static func storedFields(of response: HTTPURLResponse) -> [String: String] {
         let fields = response.headerFields
         let named = Set(CacheControl.listMembers(fields.headerValue("Connection") ?? "").map(asciiLowercased))
         return fields.filter { name, _ in
             let lowered = asciiLowercased(name)
-            return !hopByHopFields.contains(lowered) && !named.contains(lowered)
+            return !hopByHopFields.contains(lowered) && !named.contains(lowered) && !neverStoredFields.contains(lowered)
         }
     }
 

@@ -71,6 +71,17 @@ final class CacheStoringTests: CacheTestCase {
         XCTAssertFalse(isStored("/auth/basic/ada/secret"))
     }
 
+    func testTheCookiesAResponseSetsAreNeverStored() throws {
+        let path = "/cache/cookie?cc=max-age=600&cookie=session=secret-value"
+        let first = fetch(path)
+        XCTAssertEqual((first.response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Set-Cookie"), "session=secret-value")
+        let record = try XCTUnwrap(stored(path))
+        XCTAssertNil(record.response.value(forHTTPHeaderField: "Set-Cookie"), "a cookie's value written into the cache")
+        let hit = fetch(path)
+        XCTAssertEqual(hit.metrics?.cacheStatus, .hit)
+        XCTAssertNil((hit.response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Set-Cookie"))
+    }
+
     func testCancelledCutShortAndFailedBodiesAreNotStored() throws {
         let cut = fetch("/drop/50000")
         XCTAssertEqual((cut.error as? URLError)?.code, .networkConnectionLost)
