@@ -27,14 +27,16 @@ import FoundationNetworking
 /// - Threading: any thread. One connection per cache, every use of it under one lock; no code outside
 ///   this file runs while it is held. Two processes sharing a directory wait for each other's lock
 ///   (up to a few seconds) instead of failing.
-final class SQLiteURLCache: URLCache, @unchecked Sendable {
+/// - Visibility: not part of the library's API (API.md names none); `onet`'s `--cache-dir` reaches it
+///   through `@_spi(Tool)`, so the tool's cache is the same store the library defaults to.
+@_spi(Tool) public final class SQLiteURLCache: URLCache, @unchecked Sendable {
     /// The database's file name inside the cache's directory.
     static let fileName = "cache.sqlite3"
 
     private let database: Protected<Database>
 
     /// A cache keeping its entries in `directory`/`cache.sqlite3`, the directory created if needed.
-    init(memoryCapacity: Int, diskCapacity: Int, directory: URL) {
+    @_spi(Tool) public init(memoryCapacity: Int, diskCapacity: Int, directory: URL) {
         let path: String?
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -48,13 +50,14 @@ final class SQLiteURLCache: URLCache, @unchecked Sendable {
         super.init(memoryCapacity: 0, diskCapacity: 0, diskPath: directory.path)
     }
 
-    override var memoryCapacity: Int {
+    /// Counted only by the library's size rule (an entry over about 5 % of the larger capacity is not stored).
+    public override var memoryCapacity: Int {
         get { database.withLock { $0.memoryCapacity } }
         set { database.withLock { $0.memoryCapacity = newValue } }
     }
 
     /// The bytes the entries may take; setting it deletes the least recently used ones beyond it.
-    override var diskCapacity: Int {
+    public override var diskCapacity: Int {
         get { database.withLock { $0.diskCapacity } }
         set {
             database.withLock { database in
@@ -65,17 +68,18 @@ final class SQLiteURLCache: URLCache, @unchecked Sendable {
     }
 
     /// Always 0: no entry is kept in memory.
-    override var currentMemoryUsage: Int { 0 }
+    public override var currentMemoryUsage: Int { 0 }
 
     /// The bytes the entries take (their URLs, header fields, bodies and metadata); the file adds
     /// SQLite's page overhead to it.
-    override var currentDiskUsage: Int {
+    public override var currentDiskUsage: Int {
         database.withLock { database in
             database.use { connection in try Self.totalSize(in: connection) } ?? 0
         }
     }
 
-    override func cachedResponse(for request: URLRequest) -> CachedURLResponse? {
+    /// The entry for the request's URL (fragment dropped), or `nil`; a damaged row is a miss and is deleted.
+    public override func cachedResponse(for request: URLRequest) -> CachedURLResponse? {
         guard let url = request.url else { return nil }
         let key = CacheEntryMetadata.key(for: url)
         let found = database.withLock { database in
@@ -98,7 +102,9 @@ final class SQLiteURLCache: URLCache, @unchecked Sendable {
         return cached
     }
 
-    override func storeCachedResponse(_ cachedResponse: CachedURLResponse, for request: URLRequest) {
+    /// Stores an HTTP response under the request's URL, replacing the entry there, then evicts the least
+    /// recently used entries beyond `diskCapacity`.
+    public override func storeCachedResponse(_ cachedResponse: CachedURLResponse, for request: URLRequest) {
         guard cachedResponse.storagePolicy == .allowed, let url = request.url,
               let row = try? StoredRow(cachedResponse), let values = try? row.values else { return }
         let key = CacheEntryMetadata.key(for: url)
@@ -117,7 +123,8 @@ final class SQLiteURLCache: URLCache, @unchecked Sendable {
         }
     }
 
-    override func removeCachedResponse(for request: URLRequest) {
+    /// Deletes the entry for the request's URL, if any.
+    public override func removeCachedResponse(for request: URLRequest) {
         guard let url = request.url else { return }
         let key = CacheEntryMetadata.key(for: url)
         _ = database.withLock { database in
@@ -125,13 +132,15 @@ final class SQLiteURLCache: URLCache, @unchecked Sendable {
         }
     }
 
-    override func removeAllCachedResponses() {
+    /// Deletes every entry.
+    public override func removeAllCachedResponses() {
         _ = database.withLock { database in
             database.use { connection in try connection.run("DELETE FROM entries") }
         }
     }
 
-    override func removeCachedResponses(since date: Date) {
+    /// Deletes the entries stored after `date`.
+    public override func removeCachedResponses(since date: Date) {
         _ = database.withLock { database in
             database.use { connection in
                 try connection.run("DELETE FROM entries WHERE stored_at > ?", [.real(date.timeIntervalSinceReferenceDate)])

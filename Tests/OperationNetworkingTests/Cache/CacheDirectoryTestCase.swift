@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-@testable import OperationNetworking
+@_spi(Tool) @testable import OperationNetworking
 import XCTest
 
 /// A test with a cache directory of its own, removed after it, and `URLCache`s opened on it.

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-@testable import OperationNetworking
+@_spi(Tool) @testable import OperationNetworking
 import XCTest
 
 /// An entry outlives the process that stored it.

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-@testable import OperationNetworking
+@_spi(Tool) @testable import OperationNetworking
 import XCTest
 
 /// CacheStorage over SQLiteURLCache, the default shared cache: what an entry keeps, which URL it

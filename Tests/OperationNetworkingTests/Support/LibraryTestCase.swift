@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-@testable import OperationNetworking
+@_spi(Tool) @testable import OperationNetworking
 import XCTest
 
 /// The base of every test class: before its first test, the process's `URLCache.shared` becomes a
