@@ -29,6 +29,11 @@ struct Fetch: ParsableCommand {
             Failed files are listed on standard error at the end (one line each) and the exit status is 1; \
             running the command again fetches only those.
 
+            With --cache-dir, responses are kept in an HTTP cache in that directory (RFC 9111, between \
+            runs): a file still fresh there is written without the network, a stale one is revalidated. \
+            Each body then passes through memory before its file is written (the cache keeps none that \
+            streams), so use it for many small files; a file interrupted by Ctrl-C starts over.
+
             Examples:
               onet fetch --from urls.txt --to downloads
               onet fetch --to isos --retry 3 https://host/a.iso https://host/b.iso
@@ -55,6 +60,11 @@ struct Fetch: ParsableCommand {
                                             valueName: "n"))
     var retry = 0
 
+    /// `--cache-dir`: the HTTP cache's directory; none by default.
+    @Option(name: .customLong("cache-dir"), help: ArgumentHelp("Keep responses in an HTTP cache in this directory (none by default).",
+                                                               valueName: "dir"), completion: .directory)
+    var cacheDirectory: String?
+
     /// URLs given on the command line.
     @Argument(help: "URLs to fetch, after those of --from.")
     var urls: [String] = []
@@ -77,9 +87,10 @@ struct Fetch: ParsableCommand {
             throw ValidationError("--to: cannot create '\(directory.path)': \(FetchPlan.reason(error))")
         }
         let state = try FetchState.load(from: directory)
+        let cache = try cacheDirectory.map { try ToolCache.open($0, option: "--cache-dir") }
         let (jobs, carried) = FetchPlan.jobs(for: list, in: directory, state: state)
         let status = FetchSession(jobs: jobs, directory: directory, concurrency: concurrency, retry: retry,
-                                  carried: carried).run()
+                                  cache: cache, carried: carried).run()
         if status != 0 { throw ExitCode(status) }
     }
 }

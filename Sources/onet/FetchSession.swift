@@ -29,6 +29,8 @@ final class FetchSession: Sendable {
     /// Entries of the directory's state for URLs this run does not fetch, written back unchanged.
     let carried: [FetchState.Entry]
     private let retry: Int
+    /// `--cache-dir`'s cache: the operations that start anew take their bodies in memory through it.
+    private let cache: URLCache?
     private let queue = OperationQueue()
     /// One per job, entered at creation, left once the job's outcome was recorded.
     private let settled: [DispatchGroup]
@@ -48,9 +50,10 @@ final class FetchSession: Sendable {
     private let progress = Locked(Progress())
 
     /// A run of `jobs` into `directory`, `concurrency` at a time, each retried `retry` times.
-    init(jobs: [FetchJob], directory: URL, concurrency: Int, retry: Int, carried: [FetchState.Entry] = [],
-         display: FetchDisplay? = nil) {
+    init(jobs: [FetchJob], directory: URL, concurrency: Int, retry: Int, cache: URLCache? = nil,
+         carried: [FetchState.Entry] = [], display: FetchDisplay? = nil) {
         self.jobs = jobs
+        self.cache = cache
         self.carried = carried
         self.directory = directory
         self.retry = retry
@@ -113,15 +116,29 @@ final class FetchSession: Sendable {
             }
         }
         let resumable = continued   // appended to, and kept if this continuation fails
-        operation.outputStream = OutputStream(toFileAtPath: path, append: resumable != nil)
+        // Through the cache, a body is taken in memory and written once whole; a continuation appends
+        // to its file and never touches a cache.
+        let cached = cache != nil && resumable == nil
+        operation.urlCache = cached ? cache : nil
+        if !cached { operation.outputStream = OutputStream(toFileAtPath: path, append: resumable != nil) }
         operation.retryPolicy = RetryPolicy(maxAttempts: retry + 1)
         operation.eventMonitors = [FetchMonitor(index: index, name: job.name, display: display)]
         let display = display
         operation.setDownloadProgressBlock { _, received, expected in
             display.progress(index, received: received, expected: expected)
         }
-        operation.setCompletionBlockWithSuccess({ [weak self] _, _ in
+        operation.setCompletionBlockWithSuccess({ [weak self] operation, _ in
             guard let self else { return }
+            if cached {
+                let body = operation.responseData ?? Data()
+                do {
+                    try body.write(to: URL(fileURLWithPath: path))
+                } catch {
+                    try? FileManager.default.removeItem(atPath: path)
+                    self.record(index, .failed("cannot write \(path): \(FetchPlan.reason(error))", resumable: nil))
+                    return
+                }
+            }
             self.record(index, .done(FetchPlan.fileSize(URL(fileURLWithPath: path)) ?? 0))
         }, failure: { [weak self] operation, error in
             guard let self else { return }
@@ -224,7 +241,8 @@ final class FetchSession: Sendable {
         queue.isSuspended = true   // nothing new starts while the others are paused
         let current = progress.value.operations
         for operation in current.values where operation.isExecuting {
-            operation.pause()
+            // A body in memory (--cache-dir) has no file to continue: that file starts over next time.
+            if operation.outputStream == nil { operation.cancel() } else { operation.pause() }
         }
         var entries: [FetchState.Entry] = []
         var paused = 0

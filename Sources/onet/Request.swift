@@ -160,6 +160,11 @@ struct Request: ParsableCommand {
     @Flag(help: "Accept any certificate chain and host name (pins still apply); --verify no says the same.")
     var insecure = false
 
+    @Option(name: .customLong("cache-dir"), help: ArgumentHelp(
+        "Keep responses in an HTTP cache in this directory (RFC 9111; none by default); -v tells hit, miss, revalidated or stored.",
+        valueName: "dir"), completion: .directory)
+    var cacheDirectory: String?
+
     /// `--auth-type`.
     enum AuthType: String, ExpressibleByArgument, CaseIterable {
         case basic, digest, bearer
@@ -188,6 +193,9 @@ struct Request: ParsableCommand {
             throw ValidationError("--proxy '\(entry)': expected protocol:URL (http:http://proxy:3128).")
         }
         if session != nil && sessionReadOnly != nil { throw ValidationError("--session and --session-read-only exclude each other.") }
+        if cacheDirectory != nil && download {
+            throw ValidationError("--cache-dir does not apply to --download: a download streams to its file, which no cache keeps.")
+        }
     }
 
     func run() throws {

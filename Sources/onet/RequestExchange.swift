@@ -47,6 +47,11 @@ final class RequestExchange {
         manager.operationQueue.addOperation(operation)
         operation.waitUntilFinished()   // the handlers ran before the operation turned finished
         let hops = recorder.exchanges
+        if options.verbose > 0, options.cacheDirectory != nil {
+            // On standard error, as curl's -v tells what it did: standard output stays httpie's.
+            let status = operation.metrics?.cacheStatus ?? .miss
+            StandardStreams.write("* cache: \(status.toolDescription)\n", to: .standardError)
+        }
         if printer.selection.showsRequest || printer.selection.responseHead {
             writeIntermediateHops(hops, printer: printer)
         }
@@ -87,15 +92,19 @@ final class RequestExchange {
                             response: response, nameFor: { DownloadNaming.fileName(url: url, response: $0) })
         }
         let selection = printer.selection
+        // With --cache-dir the body goes through memory: the library neither stores nor serves a body
+        // that streams to the caller.
         guard selection.responseBody, !selection.responseHead, !options.all, options.verbose == 0,
-              !printer.isTerminal, !printer.formats else { return nil }
+              !printer.isTerminal, !printer.formats, options.cacheDirectory == nil else { return nil }
         let target: BodySink.Target = options.output.map { .file(path: $0) } ?? .standardOutput
         return BodySink(target: target, decodes: true, keepsOnly2xx: false, response: response)
     }
 
-    /// The manager: no cache (httpie has none), every status delivered, credentials only as given.
+    /// The manager: no cache (httpie has none) unless `--cache-dir`, every status delivered,
+    /// credentials only as given.
     private func makeManager() throws -> HTTPRequestOperationManager {
         let manager = HTTPRequestOperationManager(baseURL: nil)
+        manager.urlCache = try options.cacheDirectory.map { try ToolCache.open($0, option: "--cache-dir") }
         let responseSerializer = HTTPResponseSerializer()
         responseSerializer.acceptableStatusCodes = nil
         manager.responseSerializer = responseSerializer
@@ -234,4 +243,9 @@ final class VerboseRetryMonitor: EventMonitor {
         let why = error.map { ResponsePrinter.describe($0 as NSError) } ?? "status \((operation.response as? HTTPURLResponse)?.statusCode ?? 0)"
         StandardStreams.write(String(format: "* retry: attempt %d in %.2f s after %@\n", attempt, delay, why), to: .standardError)
     }
+}
+
+extension CacheStatus {
+    /// `hit`, `miss`, `revalidated`, `stored` or `not consulted`.
+    var toolDescription: String { self == .notConsulted ? "not consulted" : rawValue }
 }

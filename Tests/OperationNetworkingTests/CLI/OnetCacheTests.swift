@@ -1,0 +1,81 @@
+import Foundation
+import OperationNetworkingTestServer
+import XCTest
+
+/// `--cache-dir` of `onet request` and `onet fetch`: responses kept between runs (each run a process of
+/// its own), `-v` telling what the cache did, and no cache at all without the option. The test
+/// server's `/cache/<name>` body counts the GETs it answered (`#n`), so a body served from the cache
+/// shows the count of the run that stored it.
+final class OnetCacheTests: TemporaryDirectoryTestCase {
+    private var cacheDirectory: URL { directory.appendingPathComponent("cache") }
+
+    /// `onet request -v -I GET url` with `extra` arguments.
+    private func request(_ path: String, _ extra: [String] = [], environment: [String: String] = [:]) throws -> OnetRun {
+        try runOnet(["request", "-v", "-I"] + extra + ["GET", server.url(path).absoluteString], input: Data(),
+                    environment: environment)
+    }
+
+    func testWithoutTheOptionEveryRunGoesToTheNetworkAndNothingIsTold() throws {
+        // Both runs share a cache home, so a default shared cache would answer the second.
+        let home = ["XDG_CACHE_HOME": directory.appendingPathComponent("home-cache").path]
+        let first = try request("/cache/plain?cc=max-age=600", environment: home)
+        let second = try request("/cache/plain?cc=max-age=600", environment: home)
+        XCTAssertEqual(first.status, 0, first.description)
+        XCTAssertTrue(first.text.contains("plain v1 #1"), first.description)
+        XCTAssertTrue(second.text.contains("plain v1 #2"), "httpie has no cache, nor has onet by default: \(second)")
+        XCTAssertFalse(first.stderr.contains("* cache:"), first.description)
+        XCTAssertEqual(server.requests(path: "/cache/plain").count, 2)
+    }
+
+    func testAFreshResponseIsStoredThenServedByTheNextRunWithoutTheNetwork() throws {
+        let options = ["--cache-dir", cacheDirectory.path]
+        let first = try request("/cache/fresh?cc=max-age=600", options)
+        let second = try request("/cache/fresh?cc=max-age=600", options)
+        XCTAssertEqual(first.status, 0, first.description)
+        XCTAssertTrue(first.stderr.contains("* cache: stored\n"), first.description)
+        XCTAssertTrue(second.stderr.contains("* cache: hit\n"), second.description)
+        XCTAssertTrue(second.text.contains("HTTP/1.1 200 OK"), second.description)
+        XCTAssertTrue(second.text.contains("fresh v1 #1"), "the stored body: \(second)")
+        XCTAssertEqual(server.requests(path: "/cache/fresh").count, 1, "the hit sent nothing")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: cacheDirectory.appendingPathComponent("cache.sqlite3").path))
+    }
+
+    func testAStaleResponseIsRevalidatedAndItsStoredBodyShown() throws {
+        let options = ["--cache-dir", cacheDirectory.path]
+        let path = "/cache/tagged?cc=no-cache&etag=strong"
+        _ = try request(path, options)
+        let second = try request(path, options)
+        XCTAssertTrue(second.stderr.contains("* cache: revalidated\n"), second.description)
+        XCTAssertTrue(second.text.contains("HTTP/1.1 200 OK"), "a 304 is shown as the stored 200: \(second)")
+        XCTAssertTrue(second.text.contains("tagged v1 #1"), second.description)
+        let sent = server.requests(path: "/cache/tagged")
+        XCTAssertEqual(sent.count, 2)
+        XCTAssertEqual(sent.last?.header("If-None-Match"), "\"tagged-v1\"", "the conditional request on the wire")
+    }
+
+    func testAResponseThatMayNotBeStoredIsAMiss() throws {
+        let run = try request("/cache/secret?cc=no-store", ["--cache-dir", cacheDirectory.path])
+        XCTAssertEqual(run.status, 0, run.description)
+        XCTAssertTrue(run.stderr.contains("* cache: miss\n"), run.description)
+    }
+
+    func testADownloadRefusesTheOption() throws {
+        let run = try request("/cache/file?cc=max-age=600", ["--cache-dir", cacheDirectory.path, "--download"])
+        XCTAssertNotEqual(run.status, 0)
+        XCTAssertTrue(run.stderr.contains("--cache-dir does not apply to --download"), run.description)
+        XCTAssertEqual(server.requests(path: "/cache/file").count, 0)
+    }
+
+    func testFetchWritesAFileTheCacheKeptWithoutTheNetwork() throws {
+        let url = server.url("/cache/report.txt?cc=max-age=600").absoluteString
+        var files: [String] = []
+        for name in ["first", "second"] {
+            let target = directory.appendingPathComponent(name)
+            let run = try runOnet(["fetch", "--cache-dir", cacheDirectory.path, "--to", target.path, url], input: Data())
+            XCTAssertEqual(run.status, 0, run.description)
+            files.append(try String(contentsOf: target.appendingPathComponent("report.txt"), encoding: .utf8))
+        }
+        XCTAssertEqual(files, ["report.txt v1 #1", "report.txt v1 #1"], "the second run's file is the stored body")
+        XCTAssertEqual(server.requests(path: "/cache/report.txt").count, 1)
+    }
+}
