@@ -44,6 +44,11 @@ struct Bench: ParsableCommand {
     @Option(help: ArgumentHelp("Trust the CA certificates in this file (PEM or DER) besides the system's.", valueName: "file"))
     var cacert: String?
 
+    @Option(name: .customLong("cache-dir"), help: ArgumentHelp(
+        "Run through an HTTP cache in this directory (bench/cache's workloads; with --sink memory). None by default.",
+        valueName: "dir"))
+    var cacheDirectory: String?
+
     @Flag(name: .customLong("enqueue-all"),
           help: "Make every request at once through a manager onto its suspended queue, then run them; prints memory per queued operation.")
     var enqueueAll = false
@@ -72,6 +77,10 @@ struct Bench: ParsableCommand {
         guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1 (got \(concurrency))") }
         guard bodySize >= 0 else { throw ValidationError("--body-size must be 0 or more (got \(bodySize))") }
         guard FetchPlan.httpURL(url) != nil else { throw ValidationError("--url: not an http(s) URL: '\(url)'") }
+        if cacheDirectory != nil && (sink != .memory || enqueueAll) {
+            // The library neither stores nor serves a body that streams to the caller.
+            throw ValidationError("--cache-dir needs --sink memory, and applies to the timed run only.")
+        }
     }
 
     func run() throws {
@@ -89,7 +98,8 @@ struct Bench: ParsableCommand {
             return policy
         }
         let body = method == "POST" ? Data(repeating: 0x61, count: bodySize) : nil
-        print("# client=onet requests=\(requests) concurrency=\(concurrency) method=\(method) body=\(bodySize) sink=\(sink.rawValue)")
+        print("# client=onet requests=\(requests) concurrency=\(concurrency) method=\(method) body=\(bodySize) sink=\(sink.rawValue)"
+              + (cacheDirectory.map { " cache=\($0)" } ?? ""))
         if enqueueAll {
             let (finished, errors, bytes, wall) = QueuedMemory.run(url: url, requests: requests, concurrency: concurrency)
             print(String(format: "RESULT requests=%d errors=%d wall_s=%.6f rps=%.2f mbps=%.3f bytes=%lld",
@@ -112,6 +122,7 @@ struct Bench: ParsableCommand {
         let total = requests
         let serializer = HTTPRequestSerializer()
         let uploadURL = multipartFile.map { URL(fileURLWithPath: $0) }
+        let cache = try cacheDirectory.map { try ToolCache.open($0, option: "--cache-dir") }
         let sent = uploadURL.map {
             (try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? NSNumber)?.int64Value ?? 0
         } ?? Int64(body?.count ?? 0)
@@ -126,7 +137,7 @@ struct Bench: ParsableCommand {
             template.httpBody = body
             template.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
         }
-        let makeOperation: @Sendable (Feeder) -> HTTPRequestOperation? = { [url, sink, template, policy] feeder in
+        let makeOperation: @Sendable (Feeder) -> HTTPRequestOperation? = { [url, sink, template, policy, cache] feeder in
             var request = template
             if let uploadURL {
                 guard let multipart = try? serializer.multipartFormRequest(method: "POST", urlString: url, parameters: nil, constructingBodyWith: {
@@ -135,8 +146,9 @@ struct Bench: ParsableCommand {
                 request = multipart
             }
             let operation = HTTPRequestOperation(request: request)
-            // Every request goes to the server, as the harness's other clients' do (none has a cache).
-            operation.urlCache = nil
+            // Every request goes to the server, as the harness's other clients' do (none has a cache),
+            // unless the run measures the cache (--cache-dir).
+            operation.urlCache = cache
             operation.responseSerializer = responseSerializer
             if let policy { operation.securityPolicy = policy }
             let stream = sink == .stream ? streams.take() : nil
