@@ -160,7 +160,10 @@ extension URLConnectionOperation {
         }
         guard let (run, head, body, request, finalRequest, block) = taken else { return nil }
         var received: CacheState.Received?
-        if let head, let response = head.makeResponse() {
+        // Only a run that may store or invalidate reads the response: building Foundation's
+        // HTTPURLResponse for every run would undo the serializers' raw-head validation (bench/README.md,
+        // "Tricks that stay") when caching is off.
+        if run.machine.mayWriteStorage, let head, let response = head.makeResponse() {
             let fits = run.urlCache.map {
                 Storability.fits(size: body?.count ?? 0, memoryCapacity: $0.memoryCapacity, diskCapacity: $0.diskCapacity)
             } ?? false
