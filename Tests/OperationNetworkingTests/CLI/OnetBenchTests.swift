@@ -43,6 +43,22 @@ final class OnetBenchTests: ServerTestCase {
 
     /// `errors=N` comes with its reason: one line per distinct cause, naming the URL, however long each
     /// refused connection took (curl's message tells, in milliseconds that vary from one to the next).
+    /// bench/cache's runs: through `--cache-dir`, a fresh response is fetched once and then answered
+    /// from the cache; the cache needs bodies in memory.
+    func testACacheRunAnswersFromTheCacheAfterTheFirstRequest() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("onet-bench-cache-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = server.url("/cache/bench?cc=max-age=600").absoluteString
+        let run = try runOnetCapturing(["bench", "--url", url, "--requests", "50", "--sink", "memory",
+                                        "--cache-dir", directory.path])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertEqual(try result(run)["errors"], "0")
+        XCTAssertEqual(server.requests(path: "/cache/bench").count, 1, "49 answered by the cache")
+        let streamed = try runOnetCapturing(["bench", "--url", url, "--requests", "5", "--cache-dir", directory.path])
+        XCTAssertEqual(streamed.status, 64, streamed.description)
+        XCTAssertTrue(streamed.stderr.contains("--cache-dir needs --sink memory"), streamed.description)
+    }
+
     func testARefusedPortIsReportedWithItsReason() throws {
         let run = try runOnetCapturing(["bench", "--url", "http://127.0.0.1:1/x", "--requests", "100", "--concurrency", "4"])
         XCTAssertEqual(run.status, 1)
