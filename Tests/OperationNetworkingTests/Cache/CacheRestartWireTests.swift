@@ -27,21 +27,11 @@ final class CacheRestartWireTests: TemporaryDirectoryTestCase {
         XCTAssertEqual(server.requests(path: "/cache/restart").count, 1, "the hit sent nothing")
     }
 
-    /// Runs this test bundle again with only the child half: a process of its own, which fetches `url`
-    /// into the cache in this test's directory and exits.
+    /// Runs the child half in a process of its own, which fetches `url` into the cache in this test's
+    /// directory and exits.
     private func runChildHalf(url: URL) throws {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        child.arguments = ["OperationNetworkingTests.CacheRestartWireTests/testChildHalfFetchesIntoTheCache"]
-        child.environment = ProcessInfo.processInfo.environment.merging([Self.directoryVariable: directory.path,
-                                                                         Self.urlVariable: url.absoluteString]) { $1 }
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        let exited = expectation(description: "child exited")
-        child.terminationHandler = { _ in exited.fulfill() }
-        try child.run()
-        wait(for: [exited], timeout: 120)
-        XCTAssertEqual(child.terminationStatus, 0, "the child half failed")
+        try runChildHalf("CacheRestartWireTests/testChildHalfFetchesIntoTheCache",
+                         environment: [Self.directoryVariable: directory.path, Self.urlVariable: url.absoluteString])
     }
 
     /// The child half of the test above; skipped in any other run.

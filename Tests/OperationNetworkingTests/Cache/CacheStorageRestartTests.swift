@@ -20,20 +20,9 @@ final class CacheStorageRestartTests: CacheDirectoryTestCase {
         StoredResponses.assertEqual(openSQLiteStorage().storedResponse(for: StoredResponses.request), StoredResponses.article())
     }
 
-    /// Runs this test bundle again with only the child half `name` below: a process of its own, which
-    /// stores one entry and exits.
+    /// Runs the child half `name` below in a process of its own, which stores one entry and exits.
     private func runChildHalf(_ name: String) throws {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        child.arguments = ["OperationNetworkingTests.CacheStorageRestartTests/\(name)"]
-        child.environment = ProcessInfo.processInfo.environment.merging([Self.childDirectoryVariable: directory.path]) { $1 }
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        let exited = expectation(description: "child exited")
-        child.terminationHandler = { _ in exited.fulfill() }
-        try child.run()
-        wait(for: [exited], timeout: 120)
-        XCTAssertEqual(child.terminationStatus, 0, "the child half failed")
+        try runChildHalf("CacheStorageRestartTests/\(name)", environment: [Self.childDirectoryVariable: directory.path])
     }
 
     /// The child half of `testAnEntryStoredByAnotherProcessIsReadAfterItExited`; skipped in any other run.

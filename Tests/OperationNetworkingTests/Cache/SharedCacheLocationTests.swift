@@ -11,18 +11,8 @@ import XCTest
 /// at in a child process of its own, where no test installed `TestURLCache` first.
 final class SharedCacheLocationTests: LibraryTestCase {
     func testTheSharedCacheIsOnDiskInTheProcessesOwnCacheDirectory() throws {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        child.arguments = ["OperationNetworkingTests.SharedCacheLocationTests/testChildHalfChecksTheDefault"]
-        child.environment = ProcessInfo.processInfo.environment.merging([TestURLCache.keepDefaultVariable: "1"]) { $1 }
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = output
-        try child.run()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        child.waitUntilExit()
-        XCTAssertEqual(child.terminationStatus, 0, printed)
-        XCTAssertTrue(printed.contains("testChildHalfChecksTheDefault' passed"), printed)
+        try runChildHalf("SharedCacheLocationTests/testChildHalfChecksTheDefault",
+                         environment: [TestURLCache.keepDefaultVariable: "1"])
     }
 
     /// The child half of `testTheSharedCacheIsOnDiskInTheProcessesOwnCacheDirectory`.
