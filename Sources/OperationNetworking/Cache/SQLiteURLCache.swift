@@ -27,7 +27,7 @@ import FoundationNetworking
 /// - Threading: any thread. One connection per cache, every use of it under one lock; no code outside
 ///   this file runs while it is held. Two processes sharing a directory wait for each other's lock
 ///   (up to a few seconds) instead of failing.
-/// - Visibility: not part of the library's API (API.md names none); `onet`'s `--cache-dir` reaches it
+/// - Visibility: not part of the library's public API; `onet`'s `--cache-dir` reaches it
 ///   through `@_spi(Tool)`, so the tool's cache is the same store the library defaults to.
 @_spi(Tool) public final class SQLiteURLCache: URLCache, @unchecked Sendable {
     /// The database's file name inside the cache's directory.

@@ -1,5 +1,5 @@
 import Foundation
-@testable import OperationNetworking
+@_spi(Tool) @testable import OperationNetworking
 import OperationNetworkingTestServer
 import XCTest
 
@@ -7,8 +7,10 @@ import XCTest
 /// block changes made on them from several threads at once. Checked on every run: exactly one
 /// handler per operation; never `success` after a `cancel()` that took effect; never `success` with
 /// `isCancelled` true; every successful body byte-exact (restored archives included); every operation
-/// finished in bounded time. Even seeds hold their queue's starts for a while (`HeldStarts`), so that
-/// calls land between the queue's decision to start an operation and its `start()`.
+/// finished in bounded time; every body the HTTP cache kept is whole (two operations share each URL,
+/// so one may be answered from the cache while the other runs). Even seeds hold their queue's starts
+/// for a while (`HeldStarts`), so that calls land between the queue's decision to start an operation
+/// and its `start()`.
 ///
 /// Seeded: a failure names its seed, and `ONET_INTERLEAVING_SEEDS=<seed>` replays it. The suite runs a
 /// fixed set; `ONET_INTERLEAVINGS=<n>` runs at least n operations' interleavings (`.ci/run` asks for
@@ -32,26 +34,46 @@ final class LifecycleInterleavingTests: ServerTestCase {
 
     func testRandomInterleavingsKeepEveryInvariant() throws {
         var total = 0
+        var outcomes: [CacheStatus: Int] = [:]
         for seed in seeds {
-            let violations = try run(seed: seed)
+            let (violations, statuses) = try run(seed: seed)
             XCTAssertEqual(violations, [], "seed \(seed) (replay with ONET_INTERLEAVING_SEEDS=\(seed))")
             total += LifecycleInterleavingTests.operationsPerSeed
+            for status in statuses { outcomes[status, default: 0] += 1 }
         }
-        print("LifecycleInterleavingTests: \(total) interleavings, seeds \(seeds.first ?? 0)…\(seeds.last ?? 0)")
+        XCTAssertGreaterThan(outcomes[.stored, default: 0], 0, "the cache took no part")
+        let cache = outcomes.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+        print("LifecycleInterleavingTests: \(total) interleavings, seeds \(seeds.first ?? 0)…\(seeds.last ?? 0); cache: \(cache)")
     }
 
     /// One seed: its operations, three threads of random calls, then everything resumed and awaited.
-    private func run(seed: UInt64) throws -> [String] {
+    /// Returns the violations, and what the cache did for each operation that finished with metrics.
+    private func run(seed: UInt64) throws -> ([String], [CacheStatus]) {
         var random = SplitMix64(seed: seed)
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = OperationQueue.defaultMaxConcurrentOperationCount
         let held = HeldStarts(holding: seed % 2 == 0)
         if let starts = held.queue { queue.underlyingQueue = starts }
         let all = Tracked()
+        // The HTTP cache takes part: every operation stores in and reads from one cache of the seed's,
+        // and two slots share each URL (`/bytes` is heuristically fresh), the second depending on the
+        // first, so that it is answered by what the first stored unless the calls stopped that.
+        let cacheDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("onet-interleaving-\(seed)-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: cacheDirectory) }
+        let cache = SQLiteURLCache(memoryCapacity: 0, diskCapacity: 64 << 20, directory: cacheDirectory)
+        var resources: [(size: Int, path: String)] = []
+        var firstOfPair: HTTPRequestOperation?
         let slots = (0..<LifecycleInterleavingTests.operationsPerSeed).map { index -> Slot in
-            let size = 8_192 + Int(random.next() % 24) * 1_024
-            let path = "/bytes/\(size)?chunkSize=1024&chunkDelayMs=\(3 + random.next() % 8)&op=\(seed)-\(index)"
-            let tracker = LifecycleInterleavingTests.track(HTTPRequestOperation(request: request(path, timeout: 20)), size: size)
+            if index % 2 == 0 {
+                let size = 8_192 + Int(random.next() % 24) * 1_024
+                resources.append((size, "/bytes/\(size)?chunkSize=1024&chunkDelayMs=\(3 + random.next() % 8)&op=\(seed)-\(index / 2)"))
+            }
+            let (size, path) = resources[index / 2]
+            let operation = HTTPRequestOperation(request: request(path, timeout: 20))
+            operation.urlCache = cache
+            if index % 2 == 1, let firstOfPair { operation.addDependency(firstOfPair) }
+            firstOfPair = operation
+            let tracker = LifecycleInterleavingTests.track(operation, size: size)
             all.add(tracker)
             return Slot(size: size, tracker: tracker)
         }
@@ -73,7 +95,7 @@ final class LifecycleInterleavingTests: ServerTestCase {
                 }
             }
         }
-        guard group.wait(timeout: .now() + 60) == .success else { return ["the calling threads did not return in 60 s"] }
+        guard group.wait(timeout: .now() + 60) == .success else { return (["the calling threads did not return in 60 s"], []) }
         held.release()
         // Let everything run out: every paused or parked operation continues.
         for operation in all.operations { operation.operation.resume() }
@@ -85,7 +107,14 @@ final class LifecycleInterleavingTests: ServerTestCase {
             wait(for: [tick], timeout: 1)
         }
         queue.cancelAllOperations()
-        return withExtendedLifetime(held) { all.operations.flatMap { $0.violations() } }
+        // Whatever the cache kept is a whole body: nothing cancelled, paused or cut short was stored.
+        let stored = resources.compactMap { resource -> String? in
+            guard let entry = cache.cachedResponse(for: request(resource.path)),
+                  entry.data != deterministicBytes(resource.size) else { return nil }
+            return "\(resource.path): the cache holds \(entry.data.count) of \(resource.size) bytes, not byte-exact"
+        }
+        let statuses = all.operations.compactMap { $0.operation.metrics?.cacheStatus }
+        return withExtendedLifetime(held) { (all.operations.flatMap { $0.violations() } + stored, statuses) }
     }
 
     /// One random call on the slot's current operation.
