@@ -78,4 +78,27 @@ final class OnetCacheTests: TemporaryDirectoryTestCase {
         XCTAssertEqual(files, ["report.txt v1 #1", "report.txt v1 #1"], "the second run's file is the stored body")
         XCTAssertEqual(server.requests(path: "/cache/report.txt").count, 1)
     }
+
+    func testAFetchInterruptedThroughTheCacheStartsOverAndThenCompletes() throws {
+        let target = directory.appendingPathComponent("out")
+        let url = server.url("/bytes/200000?chunkSize=1024&chunkDelayMs=20")
+        let arguments = ["fetch", "--cache-dir", cacheDirectory.path, "--to", target.path, url.absoluteString]
+        let (process, exited) = try launchOnet(arguments, output: FileHandle.nullDevice, errors: FileHandle.nullDevice)
+        let server = self.server!
+        XCTAssertTrue(eventually(timeout: 20) { server.requests(path: "/bytes/200000").count == 1 }, "the request never arrived")
+        process.interrupt()
+        wait(for: [exited], timeout: 30)
+        XCTAssertEqual(process.terminationStatus, 130, "interrupted: paused and saved")
+        let state = try JSONSerialization.jsonObject(with: Data(contentsOf: target.appendingPathComponent(".onet-fetch-state")))
+        let files = try XCTUnwrap((state as? [String: Any])?["files"] as? [[String: Any]])
+        XCTAssertEqual(files.map { $0["status"] as? String }, ["pending"], "a body in memory has nothing to continue from")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target.appendingPathComponent("200000").path), "no partial file")
+
+        let again = try runOnet(arguments, input: Data())
+        XCTAssertEqual(again.status, 0, again.description)
+        XCTAssertEqual(try Data(contentsOf: target.appendingPathComponent("200000")), deterministicBytes(200_000))
+        let sent = server.requests(path: "/bytes/200000")
+        XCTAssertEqual(sent.count, 2)
+        XCTAssertNil(sent.last?.header("Range"), "started over, not continued")
+    }
 }

@@ -34,7 +34,7 @@ func onetEnvironment() -> [String: String] {
 extension XCTestCase {
     /// Starts `onet` with `arguments` in `onetEnvironment()`, standard output to `output` (and standard
     /// error to `errors` when given), standard input empty; the expectation is fulfilled when it exits.
-    func launchOnet(_ arguments: [String], output: Any, errors: Pipe? = nil) throws -> (Process, XCTestExpectation) {
+    func launchOnet(_ arguments: [String], output: Any, errors: Any? = nil) throws -> (Process, XCTestExpectation) {
         let process = Process()
         process.executableURL = try onetExecutable()
         process.arguments = arguments
@@ -153,15 +153,8 @@ extension XCTestCase {
     /// Starts `onet fetch` of `url` into `target`, sends SIGINT (no terminal) once `file` has bytes,
     /// and checks that it exited 130 (paused and saved).
     func interruptFetch(of url: URL, into target: URL, file: URL) throws {
-        let process = Process()
-        process.executableURL = try onetExecutable()
-        process.arguments = ["fetch", "--to", target.path, url.absoluteString]
-        process.environment = onetEnvironment()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let exited = expectation(description: "onet exits")
-        process.terminationHandler = { _ in exited.fulfill() }
-        try process.run()
+        let (process, exited) = try launchOnet(["fetch", "--to", target.path, url.absoluteString], output: FileHandle.nullDevice,
+                                               errors: FileHandle.nullDevice)
         XCTAssertTrue(eventually(timeout: 20) {
             ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0) > 0
         }, "no bytes arrived")

@@ -219,4 +219,29 @@ final class CacheStoringTests: CacheTestCase {
         XCTAssertEqual(refetched.metrics?.cacheStatus, .stored, "its target stored under its own URL only")
         XCTAssertFalse(isStored(temporary))
     }
+
+    /// RFC 9111 §4.1 allows many variants under one URL; this cache keeps one, so a request for
+    /// another variant is a miss whose response replaces the stored one.
+    func testOneVariantIsKeptForAURLWhoseResponseVaries() throws {
+        let path = "/cache/varied?cc=max-age=600&vary=Accept-Language"
+        let english = fetch(path, headers: ["Accept-Language": "en"])
+        let french = fetch(path, headers: ["Accept-Language": "fr"])
+        let frenchAgain = fetch(path, headers: ["Accept-Language": "fr"])
+        let englishAgain = fetch(path, headers: ["Accept-Language": "en"])
+        XCTAssertEqual([english, french, frenchAgain, englishAgain].map { $0.metrics?.cacheStatus },
+                       [.stored, .stored, .hit, .stored])
+        XCTAssertEqual(text(frenchAgain), "varied v1 #2 Accept-Language=fr")
+        XCTAssertEqual(text(englishAgain), "varied v1 #3 Accept-Language=en")
+        XCTAssertEqual(requests(to: "/cache/varied").count, 3)
+    }
+
+    /// A body streamed to the caller is never served from the cache, so with `.returnCacheDataDontLoad`
+    /// it cannot load at all, even with a response stored for the URL.
+    func testAStreamedOperationThatMayNotLoadFails() throws {
+        let path = "/cache/streamed?cc=max-age=600"
+        XCTAssertEqual(fetch(path).metrics?.cacheStatus, .stored)
+        let streamed = fetch(path, policy: .returnCacheDataDontLoad) { $0.outputStream = OutputStream(toMemory: ()) }
+        XCTAssertEqual((streamed.error as? URLError)?.code, .resourceUnavailable)
+        XCTAssertEqual(requests(to: "/cache/streamed").count, 1, "nothing went to the network")
+    }
 }
