@@ -107,23 +107,14 @@ struct CacheControl: Equatable, Sendable {
             } else if character == "\"" {
                 quoted.toggle()
             } else if character == "," && !quoted {
-                members.append(trimmed(current))
+                members.append(current.trimmingCharacters(in: .whitespaces))
                 current = ""
                 continue
             }
             current.append(character)
         }
-        members.append(trimmed(current))
+        members.append(current.trimmingCharacters(in: .whitespaces))
         return members.filter { !$0.isEmpty }
-    }
-
-    /// `text` without the spaces and tabs around it (HTTP's optional whitespace), in Swift alone:
-    /// Foundation's `trimmingCharacters(in:)` goes through NSString on Linux, on every cache lookup.
-    static func trimmed<Text: StringProtocol>(_ text: Text) -> String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = text.firstIndex(where: { !isSpace($0) }),
-              let last = text.lastIndex(where: { !isSpace($0) }) else { return "" }
-        return String(text[first...last])
     }
 
     /// One `name[=argument]` member: the lowercased name and the argument.
@@ -131,8 +122,8 @@ struct CacheControl: Equatable, Sendable {
         guard let equals = member.firstIndex(of: "=") else {
             return (asciiLowercased(member), .bare)
         }
-        let name = asciiLowercased(trimmed(member[..<equals]))
-        let raw = trimmed(member[member.index(after: equals)...])
+        let name = asciiLowercased(member[..<equals].trimmingCharacters(in: .whitespaces))
+        let raw = member[member.index(after: equals)...].trimmingCharacters(in: .whitespaces)
         let text = unquoted(raw)
         if let seconds = deltaSeconds(text) { return (name, .seconds(seconds)) }
         return (name, .text(text))
