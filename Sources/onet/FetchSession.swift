@@ -142,7 +142,8 @@ final class FetchSession: Sendable {
             self.record(index, .done(FetchPlan.fileSize(URL(fileURLWithPath: path)) ?? 0))
         }, failure: { [weak self] operation, error in
             guard let self else { return }
-            // Cancelled by an interrupt that could not pause it: it starts over next time.
+            // Cancelled by an interrupt (a body in memory, or a transfer that could not pause): it
+            // starts over next time.
             if (error as? URLError)?.code == .cancelled, self.progress.value.interrupted {
                 self.settled[index].leave()
                 return

@@ -239,8 +239,8 @@ private struct Database {
         // Readers and the writer do not block each other, and a commit needs no sync of the file.
         try connection.run("PRAGMA journal_mode = WAL")
         try connection.run("PRAGMA synchronous = NORMAL")
-        // Damage SQLite would only meet on some later read (a flipped byte in an index, say) is found
-        // here, once per cache, and the file replaced.
+        // Damage to the file's pages that SQLite would otherwise meet only on some later read is found
+        // here, once per cache, and the file replaced (a later read that meets damage replaces it too).
         guard try connection.run("PRAGMA quick_check") == [[.text("ok")]] else {
             throw SQLiteError(code: SQLITE_CORRUPT, message: "quick_check found the file damaged")
         }

@@ -160,9 +160,9 @@ extension URLConnectionOperation {
         }
         guard let (run, head, body, request, finalRequest, block) = taken else { return nil }
         var received: CacheState.Received?
-        // Only a run that may store or invalidate reads the response: building Foundation's
-        // HTTPURLResponse for every run would undo the serializers' raw-head validation (bench/README.md,
-        // "Tricks that stay") when caching is off.
+        // Only a run that may store or invalidate reads the response: the others must not build
+        // Foundation's HTTPURLResponse, which the serializers' raw-head validation spares a response
+        // nobody reads.
         if run.machine.mayWriteStorage, let head, let response = head.makeResponse() {
             let fits = run.urlCache.map {
                 Storability.fits(size: body?.count ?? 0, memoryCapacity: $0.memoryCapacity, diskCapacity: $0.diskCapacity)
