@@ -41,8 +41,6 @@ final class OnetBenchTests: ServerTestCase {
         XCTAssertEqual(failing.stderr, "onet: bench: 5 of 5 failed: HTTP 500 Internal Server Error — \(server.url("/status/500"))\n")
     }
 
-    /// `errors=N` comes with its reason: one line per distinct cause, naming the URL, however long each
-    /// refused connection took (curl's message tells, in milliseconds that vary from one to the next).
     /// bench/cache's runs: through `--cache-dir`, a fresh response is fetched once and then answered
     /// from the cache; the cache needs bodies in memory.
     func testACacheRunAnswersFromTheCacheAfterTheFirstRequest() throws {
@@ -59,6 +57,8 @@ final class OnetBenchTests: ServerTestCase {
         XCTAssertTrue(streamed.stderr.contains("--cache-dir needs --sink memory"), streamed.description)
     }
 
+    /// `errors=N` comes with its reason: one line per distinct cause, naming the URL, however long each
+    /// refused connection took (curl's message tells, in milliseconds that vary from one to the next).
     func testARefusedPortIsReportedWithItsReason() throws {
         let run = try runOnetCapturing(["bench", "--url", "http://127.0.0.1:1/x", "--requests", "100", "--concurrency", "4"])
         XCTAssertEqual(run.status, 1)

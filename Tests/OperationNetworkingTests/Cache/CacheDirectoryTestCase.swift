@@ -58,6 +58,38 @@ class CacheDirectoryTestCase: LibraryTestCase {
             total + ((try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0)
         }
     }
+
+    /// Eight threads store, read and remove twelve URLs' entries through `storage` at once: every read
+    /// that finds an entry finds its own URL's (body, secondary key, response URL), some reads find one,
+    /// and afterwards a store is read back through `reopen()`.
+    func assertConcurrentUseKeepsEntriesApart(_ storage: CacheStorage, steps: Int, reopen: () -> CacheStorage,
+                                              file: StaticString = #filePath, line: UInt = #line) throws {
+        let urls = try (0..<12).map { try XCTUnwrap(URL(string: "http://127.0.0.1:9/shared/\($0 % 4)?variant=\($0)")) }
+        let reads = Protected((hits: 0, wrong: [URL]()))
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for step in 0..<steps {
+                let url = urls[(step * 5 + thread) % urls.count]
+                let expected = StoredResponses.named(url, bodySize: 2_000)
+                switch (step + thread) % 3 {
+                case 0:
+                    storage.store(expected, for: URLRequest(url: url))
+                case 1:
+                    guard let stored = storage.storedResponse(for: URLRequest(url: url)) else { break }
+                    let right = stored.body == expected.body && stored.varyingRequestHeaders == expected.varyingRequestHeaders
+                        && stored.response.url == url
+                    reads.withLock { right ? ($0.hits += 1) : $0.wrong.append(url) }
+                default:
+                    storage.removeStoredResponse(for: url)
+                }
+            }
+        }
+        XCTAssertEqual(reads.value.wrong, [], file: file, line: line)
+        XCTAssertGreaterThan(reads.value.hits, 0, file: file, line: line)
+        // Whatever the interleaving left, a later store and read still work.
+        storage.store(StoredResponses.named(urls[0]), for: URLRequest(url: urls[0]))
+        XCTAssertEqual(reopen().storedResponse(for: URLRequest(url: urls[0]))?.body, StoredResponses.named(urls[0]).body,
+                       file: file, line: line)
+    }
 }
 
 /// Stored responses for the cache tests.

@@ -119,50 +119,8 @@ final class CacheStorageTests: CacheDirectoryTestCase {
     }
 
     func testManyThreadsStoringReadingAndRemovingGetOnlyTheirURLsEntries() throws {
-        let storage = openStorage(diskCapacity: 4 << 20)
-        // Twelve URLs in four of corelibs' slots (the query is not part of its key), so threads keep
-        // replacing each other's entries under the same file name.
-        let urls = try (0..<12).map { try XCTUnwrap(URL(string: "http://127.0.0.1:9/shared/\($0 % 4)?variant=\($0)")) }
-        let tally = ConcurrentTally()
-        DispatchQueue.concurrentPerform(iterations: 8) { thread in
-            for step in 0..<45 {
-                let url = urls[(step * 5 + thread) % urls.count]
-                switch (step + thread) % 3 {
-                case 0:
-                    storage.store(StoredResponses.named(url, bodySize: 2_000), for: URLRequest(url: url))
-                case 1:
-                    guard let stored = storage.storedResponse(for: URLRequest(url: url)) else { break }
-                    let expected = StoredResponses.named(url, bodySize: 2_000)
-                    if stored.body == expected.body && stored.varyingRequestHeaders == expected.varyingRequestHeaders
-                        && stored.response.url == url {
-                        tally.hit()
-                    } else {
-                        tally.wrong(url)
-                    }
-                default:
-                    storage.removeStoredResponse(for: url)
-                }
-            }
-        }
-        XCTAssertEqual(tally.wrongURLs, [])
-        XCTAssertGreaterThan(tally.hits, 0)
-        // Whatever the interleaving left, a later store and read still work.
-        storage.store(StoredResponses.named(urls[0]), for: URLRequest(url: urls[0]))
-        XCTAssertEqual(openStorage().storedResponse(for: URLRequest(url: urls[0]))?.body, StoredResponses.named(urls[0]).body)
+        // The twelve URLs share four of corelibs' slots (the query is not part of its key), so threads
+        // keep replacing each other's entries under the same file name.
+        try assertConcurrentUseKeepsEntriesApart(openStorage(diskCapacity: 4 << 20), steps: 45) { self.openStorage() }
     }
-}
-
-/// Counts of the concurrent test's reads, from many threads.
-private final class ConcurrentTally: Sendable {
-    private struct Counts {
-        var hits = 0
-        var wrongURLs: [URL] = []
-    }
-
-    private let counts = Protected(Counts())
-
-    func hit() { counts.withLock { $0.hits += 1 } }
-    func wrong(_ url: URL) { counts.withLock { $0.wrongURLs.append(url) } }
-    var hits: Int { counts.value.hits }
-    var wrongURLs: [URL] { counts.value.wrongURLs }
 }

@@ -95,7 +95,7 @@ private struct StandInRepository {
             ended() { echo "Test Case '$1' $2 (0.001 seconds)"; }
             awaits() {
               run "$1"; mkdir -p "\(started)"; touch "\(started)/$2"
-              for i in $(seq 1 50); do [ -e "\(started)/$3" ] && { ended "$1" passed; touch "\(started)/$2-ended"; exit 0; }; sleep 0.1; done
+              for i in $(seq 1 20); do [ -e "\(started)/$3" ] && { ended "$1" passed; touch "\(started)/$2-ended"; exit 0; }; sleep 0.1; done
               echo "$1 waited alone"; ended "$1" failed; exit 1
             }
             case "$1" in

@@ -142,9 +142,11 @@ final class SOCKSProxyTests: LibraryTestCase {
         let dante = try ExternalServer.dante()
         servers.append(dante)
         let pidFile = dante.directory.appendingPathComponent("danted.pid")
-        XCTAssertTrue(eventually { FileManager.default.fileExists(atPath: pidFile.path) }, "danted wrote no pid file")
-        let text = try String(contentsOf: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        let pid = try XCTUnwrap(pid_t(text), "danted.pid holds \(text)")
+        let readPID: @Sendable () -> pid_t? = {
+            (try? String(contentsOf: pidFile, encoding: .utf8)).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        XCTAssertTrue(eventually { readPID() != nil }, "danted wrote no pid in its pid file")
+        let pid = try XCTUnwrap(readPID())
         XCTAssertEqual(kill(pid, 0), 0, "danted runs")
         dante.stop()
         XCTAssertTrue(eventually { kill(pid, 0) != 0 && errno == ESRCH }, "danted (\(pid)) still runs after stop()")
