@@ -145,11 +145,18 @@ struct CacheState {
         }
     }
 
-    /// The cache is not read for this run (none configured, an output stream, a request the cache
+    /// The cache is not read for this run (an output stream, a request the cache
     /// stays out of); `invalidates`: an unsafe request's success still invalidates stored responses.
     mutating func bypass(_ request: CacheRequest, invalidates: Bool) -> Decision {
         phase = .bypassed(invalidating: invalidates && request.isUnsafe ? request : nil)
         return request.policy == .returnCacheDataDontLoad ? .fail : .load
+    }
+
+    /// No cache is set: the run loads (fails under `.returnCacheDataDontLoad`, which may not load) and
+    /// invalidates nothing.
+    mutating func bypassWithoutCache(policy: URLRequest.CachePolicy) -> Decision {
+        phase = .bypassed(invalidating: nil)
+        return policy == .returnCacheDataDontLoad ? .fail : .load
     }
 
     /// A paused download continues: the cache stays out of it (its bytes are not stitched into, nor

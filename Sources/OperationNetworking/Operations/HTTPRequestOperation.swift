@@ -18,7 +18,9 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
 
     /// The response handling: serializer, handlers and the serialized result.
     private struct Handling {
-        var serializer = HTTPResponseSerializer()
+        /// `nil` until set or first read, so an operation given a serializer (the manager's) never
+        /// builds the default.
+        var serializer: HTTPResponseSerializer?
         var success: Success?
         var failure: Failure?
         /// Whether `responseObject` was computed (it is computed once per serializer).
@@ -41,7 +43,15 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// Validates and decodes the response. Default `HTTPResponseSerializer()` (raw data, 2xx only);
     /// the manager sets its own. Setting it clears a computed `responseObject`.
     public var responseSerializer: HTTPResponseSerializer {
-        get { handling.withLock { $0.serializer } }
+        get {
+            if let serializer = handling.withLock({ $0.serializer }) { return serializer }
+            let made = HTTPResponseSerializer()
+            return handling.withLock { handling in
+                if let serializer = handling.serializer { return serializer }
+                handling.serializer = made
+                return made
+            }
+        }
         set {
             handling.withLock { handling in
                 handling.serializer = newValue
@@ -61,7 +71,8 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
             return (state.responseData, state.head)
         }
         guard let ended else { return nil }
-        let (serializer, done, object) = handling.withLock { ($0.serializer, $0.serialized, $0.object) }
+        let serializer = responseSerializer
+        let (done, object) = handling.withLock { ($0.serializer === serializer && $0.serialized, $0.object) }
         if done { return object }
         var result: Any?
         var failure: Error?
@@ -139,7 +150,8 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         if let queue = super.preparationQueue(onDeliveryQueue: onDeliveryQueue) { return queue }
         let (hasHandlers, serializer) = handling.withLock { ($0.success != nil || $0.failure != nil, $0.serializer) }
         let (failed, size) = state.withLock { ($0.error != nil, $0.responseData?.count ?? 0) }
-        let quick = failed || type(of: serializer) == HTTPResponseSerializer.self
+        // No serializer yet means the default one, the raw-data serializer.
+        let quick = failed || serializer.map { type(of: $0) == HTTPResponseSerializer.self } ?? true
         let inline = !hasHandlers || (onDeliveryQueue && size <= URLConnectionOperation.inlinePreparationLimit && quick)
         return inline ? nil : CallbackQueues.processing
     }

@@ -39,14 +39,16 @@ extension URLConnectionOperation {
                 return nil
             }
         }
-        guard let (request, setting, streams) = found, let asked = CacheRequest(request) else { return nil }
+        guard let (request, setting, streams) = found, request.url != nil else { return nil }
         var machine = CacheState()
         let now = Date()
         guard let cache = setting.cache else {
-            let decision = machine.bypass(asked, invalidates: false)
+            // No cache: nothing to read, store or invalidate, so the request's fields are not read.
+            let decision = machine.bypassWithoutCache(policy: request.cachePolicy)
             return CacheLookup(run: CacheRun(machine: machine, urlCache: nil, storage: nil, requestTime: now),
                                decision: decision)
         }
+        guard let asked = CacheRequest(request) else { return nil }
         let storage = CacheStorage(cache)
         let decision: CacheState.Decision
         if streams {
@@ -114,7 +116,7 @@ extension URLConnectionOperation {
     /// unsafe request changed is dropped, and the metrics say what happened. A hit or a validated
     /// response reports its body to the download progress block once.
     func settleCache() {
-        guard let ending = takeCacheEnding() else { return }
+        guard !settleRunWithoutCache(), let ending = takeCacheEnding() else { return }
         var machine = ending.run.machine
         let withoutNetwork = machine.endedWithoutNetwork
         let plan = machine.transferEnded(with: ending.received)
@@ -147,6 +149,23 @@ extension URLConnectionOperation {
         if let count = deliveredBytes, count > 0 {
             let reporter = state.withLock { $0.progressReporter(download: true, of: self) }
             reporter?.record(bytes: count, total: Int64(count), expected: Int64(count))
+        }
+    }
+
+    /// Settles a run that uses no cache (none set, or a continued download) in one acquisition of the
+    /// lock: with nothing to store, drop or deliver, only its status goes into the metrics. False for a
+    /// run with a cache, which `settleCache` goes on to settle.
+    private func settleRunWithoutCache() -> Bool {
+        state.withLock { state in
+            guard var run = state.cache else { return true }
+            guard run.storage == nil else { return false }
+            let withoutNetwork = run.machine.endedWithoutNetwork
+            _ = run.machine.transferEnded(with: nil)
+            run.machine.storeEnded(stored: false)
+            let status = run.machine.status
+            state.cache = run
+            state.metrics = withoutNetwork ? .withoutNetwork(cacheStatus: status) : state.metrics?.with(cacheStatus: status)
+            return true
         }
     }
 

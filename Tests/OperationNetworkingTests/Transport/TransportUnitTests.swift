@@ -25,9 +25,9 @@ final class TransportUnitTests: LibraryTestCase {
         XCTAssertEqual(response.mimeType, "text/plain")
     }
 
-    /// The fields split from a block when it ends: checked against a line-at-a-time reading of the
-    /// same lines, with odd spacing, lines without a colon or a name, folds and trailers.
-    func testFieldsSplitAtTheBlocksEndMatchALineByLineReading() throws {
+    /// The fields the parser keeps for a block: checked against a reading of the same lines with
+    /// Foundation's trimming, with odd spacing, lines without a colon or a name, folds and trailers.
+    func testFieldsMatchAReadingWithFoundationsTrimming() throws {
         var generator = SeededGenerator(seed: 23)
         let pieces = ["Name", "x-a", "Content-Type", "", " ", "\t", "v", "a b", ":", "::", "é"]
         for round in 0..<300 {

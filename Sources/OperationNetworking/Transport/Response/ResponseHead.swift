@@ -46,14 +46,29 @@ final class ResponseHead: Sendable {
         self.httpVersion = httpVersion
         self.bytes = bytes
         self.spans = spans
-        let named = { (name: String) in spans.filter { HeaderBytes.nameMatches(name, bytes, $0) } }
-        let lengths = named("Content-Length")
-        contentType = named("Content-Type").first
-        contentLength = lengths.first
-        contentEncodingSpan = named("Content-Encoding").first
-        hasConflictingContentLengths = lengths.dropFirst().contains { !HeaderBytes.sameValue(bytes, $0, lengths[0]) }
-        hasSetCookie = !named("Set-Cookie").isEmpty
-        expectedContentLength = lengths.first.flatMap { HeaderBytes.parseLength(bytes, $0) } ?? -1
+        var contentType: FieldSpan?, contentLength: FieldSpan?, contentEncoding: FieldSpan?
+        var conflicting = false, setCookie = false
+        for span in spans {
+            if HeaderBytes.nameMatches("Content-Length", bytes, span) {
+                if let first = contentLength {
+                    conflicting = conflicting || !HeaderBytes.sameValue(bytes, span, first)
+                } else {
+                    contentLength = span
+                }
+            } else if HeaderBytes.nameMatches("Content-Type", bytes, span) {
+                contentType = contentType ?? span
+            } else if HeaderBytes.nameMatches("Content-Encoding", bytes, span) {
+                contentEncoding = contentEncoding ?? span
+            } else if HeaderBytes.nameMatches("Set-Cookie", bytes, span) {
+                setCookie = true
+            }
+        }
+        self.contentType = contentType
+        self.contentLength = contentLength
+        contentEncodingSpan = contentEncoding
+        hasConflictingContentLengths = conflicting
+        hasSetCookie = setCookie
+        expectedContentLength = contentLength.flatMap { HeaderBytes.parseLength(bytes, $0) } ?? -1
     }
 
     /// Every `Set-Cookie` value, in order.

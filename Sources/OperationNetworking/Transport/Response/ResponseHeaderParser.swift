@@ -6,9 +6,10 @@ import FoundationNetworking
 /// Turns the header lines curl hands to the header callback into `ResponseHead`s.
 ///
 /// curl calls back once per line, status line included, and once with the empty line that ends a
-/// block. Informational blocks (`100 Continue`, `103 Early Hints`) are recognised and dropped. A field
-/// line is appended, as received, to one array; the block is split into fields when it ends. Lines
-/// that come after a final block (trailers) extend it, and their end splits it again.
+/// block. Informational blocks (`100 Continue`, `103 Early Hints`) are recognised and dropped. Each
+/// field line is split as it arrives and its name and value copied, trimmed, to the block's storage;
+/// the block's end makes them the fields the parser answers for. Lines that come after a final block
+/// (trailers) extend it, and their end makes the extended block the answer.
 /// - Threading: a plain value, owned by one `Transfer` on the network thread.
 struct ResponseHeaderParser {
     /// What a consumed line completed.
@@ -29,13 +30,24 @@ struct ResponseHeaderParser {
     private(set) var statusCode = 0
     /// `"HTTP/1.1"`, `"HTTP/2"`…, from the status line.
     private(set) var httpVersion = "HTTP/1.1"
-    /// The block's lines after its status line, as received (line ends included).
-    private var raw: [UInt8] = []
     /// Bytes of the block so far, status line included (counted as if it had ended in CRLF).
     private var byteCount = 0
+    /// The fields of the block being read: names and values back to back, and where each lies.
+    private var building = Fields()
     /// The fields as of the block's last end.
-    private var bytes: [UInt8] = []
-    private var spans: [FieldSpan] = []
+    private var ended = Fields()
+
+    /// A block's fields as `ResponseHead` keeps them.
+    private struct Fields {
+        var bytes: [UInt8] = []
+        var spans: [FieldSpan] = []
+
+        /// Room for a typical head's fields, so that one grows its storage once, not field by field.
+        mutating func reserveTypicalSize() {
+            bytes.reserveCapacity(512)
+            spans.reserveCapacity(16)
+        }
+    }
 
     init(limit: Int = Transfer.maxHeaderBytes) {
         self.limit = limit
@@ -48,28 +60,35 @@ struct ResponseHeaderParser {
         byteCount += line.count
         var end = line.count
         while end > 0, line[end - 1] == 0x0A || line[end - 1] == 0x0D { end -= 1 }
-        if end == 0 { return finishBlock() }
-        if end >= 5, line[0..<5].elementsEqual("HTTP/".utf8) {
-            startBlock(UnsafeRawBufferPointer(rebasing: line[0..<end]))
-            return .none
+        let content = UnsafeRawBufferPointer(rebasing: line[0..<end])
+        if content.isEmpty { return finishBlock() }
+        if ResponseHeaderParser.isStatusLine(content) {
+            startBlock(content)
+        } else {
+            addField(content)
         }
-        raw.append(contentsOf: line)
         return .none
     }
 
     /// The value of the first field named `name` in the last block that ended.
     func value(for name: String) -> String? {
-        HeaderBytes.first(named: name, in: bytes, spans).map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
+        HeaderBytes.first(named: name, in: ended.bytes, ended.spans)
+            .map { HeaderBytes.text(ended.bytes, $0.valueStart, $0.valueEnd) }
     }
 
     /// Whether the last block that ended has a field named `name`.
     func hasField(_ name: String) -> Bool {
-        HeaderBytes.first(named: name, in: bytes, spans) != nil
+        HeaderBytes.first(named: name, in: ended.bytes, ended.spans) != nil
     }
 
     /// The completed head for `url`.
     func head(url: URL) -> ResponseHead {
-        ResponseHead(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: bytes, spans: spans)
+        ResponseHead(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: ended.bytes, spans: ended.spans)
+    }
+
+    /// Whether `line` begins with `HTTP/`.
+    private static func isStatusLine(_ line: UnsafeRawBufferPointer) -> Bool {
+        line.count >= 5 && line[0] == 0x48 && line[1] == 0x54 && line[2] == 0x54 && line[3] == 0x50 && line[4] == 0x2F
     }
 
     /// A status line (`line`, without its line end) begins a block: the version, the code, and a
@@ -90,7 +109,31 @@ struct ResponseHeaderParser {
         byteCount = line.count + 2
     }
 
-    /// A block ended: an informational one is dropped; a final one is split into its fields.
+    /// A field line (`line`, without its line end): its name and value, spaces and tabs around both
+    /// trimmed, are copied back to back. A line without a colon or without a name is skipped; a line
+    /// that begins with a space or tab (obsolete folding) extends the value of the field before it,
+    /// trimmed, after one space.
+    private mutating func addField(_ line: UnsafeRawBufferPointer) {
+        if line[0] == 0x20 || line[0] == 0x09 {
+            guard !building.spans.isEmpty else { return }
+            let (from, to) = ResponseHeaderParser.trimmed(line, 0, line.count)
+            building.bytes.append(0x20)
+            building.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[from..<to]))
+            building.spans[building.spans.count - 1].valueEnd = Int32(building.bytes.count)
+            return
+        }
+        guard let colon = line.firstIndex(of: 0x3A) else { return }
+        let (nameStart, nameEnd) = ResponseHeaderParser.trimmed(line, 0, colon)
+        let (valueStart, valueEnd) = ResponseHeaderParser.trimmed(line, colon + 1, line.count)
+        guard nameEnd > nameStart else { return }
+        if building.spans.isEmpty { building.reserveTypicalSize() }
+        let at = building.bytes.count
+        building.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[nameStart..<valueEnd]))
+        building.spans.append(FieldSpan(nameStart: Int32(at), nameEnd: Int32(at + nameEnd - nameStart),
+                                        valueStart: Int32(at + valueStart - nameStart), valueEnd: Int32(building.bytes.count)))
+    }
+
+    /// A block ended: an informational one is dropped; a final one becomes the answer.
     private mutating func finishBlock() -> Event {
         byteCount = 0
         if (100..<200).contains(statusCode) && statusCode != 101 {
@@ -98,51 +141,16 @@ struct ResponseHeaderParser {
             clearFields()
             return .informational
         }
-        (bytes, spans) = ResponseHeaderParser.split(raw)
+        ended = building
         return .headComplete
     }
 
     private mutating func clearFields() {
-        raw.removeAll(keepingCapacity: true)
-        bytes = []
-        spans = []
+        building = Fields()
+        ended = Fields()
     }
 
-    /// Splits a block's lines into fields, copied back to back: each from its name's first byte to
-    /// its value's last, spaces and tabs around both trimmed. A line without a colon or without a
-    /// name is skipped; a line that begins with a space or tab (obsolete folding) extends the value
-    /// of the field before it, trimmed, after one space.
-    static func split(_ raw: [UInt8]) -> (bytes: [UInt8], spans: [FieldSpan]) {
-        var bytes: [UInt8] = []
-        var spans: [FieldSpan] = []
-        var start = 0
-        while start < raw.count {
-            let lineEnd = raw[start...].firstIndex(of: 0x0A) ?? raw.count
-            defer { start = lineEnd + 1 }
-            var end = lineEnd
-            while end > start, raw[end - 1] == 0x0D { end -= 1 }
-            guard end > start else { continue }
-            if raw[start] == 0x20 || raw[start] == 0x09 {
-                guard !spans.isEmpty else { continue }
-                let (from, to) = trimmed(raw, start, end)
-                bytes.append(0x20)
-                bytes.append(contentsOf: raw[from..<to])
-                spans[spans.count - 1].valueEnd = Int32(bytes.count)
-                continue
-            }
-            guard let colon = raw[start..<end].firstIndex(of: 0x3A) else { continue }
-            let (nameStart, nameEnd) = trimmed(raw, start, colon)
-            let (valueStart, valueEnd) = trimmed(raw, colon + 1, end)
-            guard nameEnd > nameStart else { continue }
-            let at = bytes.count
-            bytes.append(contentsOf: raw[nameStart..<valueEnd])
-            spans.append(FieldSpan(nameStart: Int32(at), nameEnd: Int32(at + nameEnd - nameStart),
-                                   valueStart: Int32(at + valueStart - nameStart), valueEnd: Int32(bytes.count)))
-        }
-        return (bytes, spans)
-    }
-
-    private static func trimmed(_ line: [UInt8], _ start: Int, _ end: Int) -> (Int, Int) {
+    private static func trimmed(_ line: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> (Int, Int) {
         var start = start, end = end
         while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
         while end > start, line[end - 1] == 0x20 || line[end - 1] == 0x09 { end -= 1 }
@@ -153,6 +161,11 @@ struct ResponseHeaderParser {
 /// `string` with ASCII letters lowered (other bytes kept).
 func asciiLowercased(_ string: String) -> String {
     String(decoding: string.utf8.map(asciiLower), as: UTF8.self)
+}
+
+/// Whether `one` and `other` are the same ignoring ASCII case (header names), without making a string.
+func asciiCaseInsensitiveEquals(_ one: String, _ other: String) -> Bool {
+    one.utf8.count == other.utf8.count && zip(one.utf8, other.utf8).allSatisfy { asciiLower($0) == asciiLower($1) }
 }
 
 func asciiLower(_ byte: UInt8) -> UInt8 {

@@ -159,7 +159,7 @@ extension Transfer {
         let fields = request.allHTTPHeaderFields ?? [:]
         return Hop(url: url, handlesCookies: request.httpShouldHandleCookies,
                    tlsOrigin: scheme == "https" ? "\(host.lowercased()):\(url.port ?? 443)" : nil,
-                   asksForEncodings: !fields.keys.contains { $0.lowercased() == "accept-encoding" },
+                   asksForEncodings: !fields.keys.contains { asciiCaseInsensitiveEquals($0, "Accept-Encoding") },
                    startTime: now)
     }
 }
