@@ -16,13 +16,20 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// Called with the operation and the transport, cancel, validation or serialization error.
     public typealias Failure = @Sendable (HTTPRequestOperation, Error) -> Void
 
+    /// The blocks `setCompletionBlockWithSuccess` set. A struct, not a tuple: closures in a tuple
+    /// that passes through `withLock`'s generic result are each wrapped in a thunk, allocated.
+    private struct Handlers {
+        var success: Success?
+        var failure: Failure?
+        var isEmpty: Bool { success == nil && failure == nil }
+    }
+
     /// The response handling: serializer, handlers and the serialized result.
     private struct Handling {
         /// `nil` until set or first read, so an operation given a serializer (the manager's) never
         /// builds the default.
         var serializer: HTTPResponseSerializer?
-        var success: Success?
-        var failure: Failure?
+        var handlers = Handlers()
         /// Whether `responseObject` was computed (it is computed once per serializer).
         var serialized = false
         var object: Any?
@@ -109,10 +116,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// `failure` with `URLError(.cancelled)`. Calling it again replaces both.
     @preconcurrency
     public func setCompletionBlockWithSuccess(_ success: Success?, failure: Failure?) {
-        handling.withLock { handling in
-            handling.success = success
-            handling.failure = failure
-        }
+        handling.withLock { $0.handlers = Handlers(success: success, failure: failure) }
     }
 
     /// Archives everything `URLConnectionOperation` does, plus the response serializer.
@@ -148,7 +152,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// end goes through: it runs on the concurrent processing queue, where it holds only its own operation.
     override func preparationQueue(onDeliveryQueue: Bool) -> DispatchQueue? {
         if let queue = super.preparationQueue(onDeliveryQueue: onDeliveryQueue) { return queue }
-        let (hasHandlers, serializer) = handling.withLock { ($0.success != nil || $0.failure != nil, $0.serializer) }
+        let (hasHandlers, serializer) = handling.withLock { (!$0.handlers.isEmpty, $0.serializer) }
         let (failed, size) = state.withLock { ($0.error != nil, $0.responseData?.count ?? 0) }
         // No serializer yet means the default one, the raw-data serializer.
         let quick = failed || serializer.map { type(of: $0) == HTTPResponseSerializer.self } ?? true
@@ -159,24 +163,24 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// Caches (`super`), then serializes once, off the completion queue, when a handler will read it.
     override func prepareHandlers() {
         super.prepareHandlers()
-        if handling.withLock({ $0.success != nil || $0.failure != nil }) { _ = responseObject }
+        if handling.withLock({ !$0.handlers.isEmpty }) { _ = responseObject }
     }
 
     /// Runs the success or the failure block: the ones set now, not at the transfer's end. Each is
     /// released once taken (AFN broke the cycles its blocks made this way).
     override func runHandlers() {
-        let (success, failure) = handling.withLock { handling in
-            defer { (handling.success, handling.failure) = (nil, nil) }
-            return (handling.success, handling.failure)
+        let handlers = handling.withLock { handling in
+            defer { handling.handlers = Handlers() }
+            return handling.handlers
         }
-        guard success != nil || failure != nil else { return }
+        guard !handlers.isEmpty else { return }
         // Serialized before `error` is read, of which a validation failure is part (AFN 2.x reads
         // `error` after `responseObject`).
         let object = responseObject
         if let problem = error {
-            failure?(self, problem)
+            handlers.failure?(self, problem)
         } else {
-            success?(self, object)
+            handlers.success?(self, object)
         }
     }
 }

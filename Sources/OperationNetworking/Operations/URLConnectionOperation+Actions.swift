@@ -38,7 +38,9 @@ extension URLConnectionOperation {
                  ending: (outcome: TransferOutcome, transfer: Transfer)? = nil,
                  _ event: (inout OperationState) -> OperationState.Action?) -> Step? {
         guard let action = event(&state.lifecycle) else { return nil }
-        let configuration = state.configuration
+        // The two settings the end needs, read in place: copying the whole configuration retains and
+        // releases every block and object in it.
+        let queue = state.configuration.effectiveCompletionQueue, group = state.configuration.effectiveCompletionGroup
         switch action {
         case .startTransfer(let kept):
             let (transfer, local) = makeTransfer(in: &state, continuing: kept, security: security, cache: cache)
@@ -55,10 +57,10 @@ extension URLConnectionOperation {
             return state.transfer.map { .pauseTransfer($0) }
         case .completeCancelled:
             state.recordCancel()
-            return .end(queue: configuration.effectiveCompletionQueue, group: configuration.effectiveCompletionGroup)
+            return .end(queue: queue, group: group)
         case .deliver(let cancelled):
             if let ending { state.record(cancelled ? .cancelled : ending.outcome, of: ending.transfer) }
-            return .end(queue: configuration.effectiveCompletionQueue, group: configuration.effectiveCompletionGroup)
+            return .end(queue: queue, group: group)
         case .readinessChanged:
             return .readinessChanged
         case .finish:
@@ -69,8 +71,7 @@ extension URLConnectionOperation {
             state.downloadReporter = nil
             let completion = state.completionBlock
             state.completionBlock = nil
-            return .finish(completion: completion, queue: configuration.effectiveCompletionQueue,
-                           group: configuration.effectiveCompletionGroup, observers: state.observers)
+            return .finish(completion: completion, queue: queue, group: group, observers: state.observers)
         }
     }
 
@@ -127,12 +128,12 @@ extension URLConnectionOperation {
             state.metrics = nil
         }
         let (sent, local) = URLConnectionOperation.beginCacheRun(in: &state, continuing: kept != nil, lookup: cache)
-        let configuration = state.configuration
         let transfer = Transfer(request: sent, outputStream: state.outputStream, resumeFrom: kept?.point,
                                 initialBody: kept?.bytes ?? Data(), security: security,
-                                clientCertificate: configuration.clientCertificate,
-                                maximumBodySize: configuration.maximumResponseSize, retryPolicy: configuration.retryPolicy,
-                                proxy: configuration.proxy, delegate: self)
+                                clientCertificate: state.configuration.clientCertificate,
+                                maximumBodySize: state.configuration.maximumResponseSize,
+                                retryPolicy: state.configuration.retryPolicy, proxy: state.configuration.proxy,
+                                delegate: self)
         state.transfer = transfer
         return (transfer, local)
     }

@@ -157,13 +157,14 @@ extension URLConnectionOperation {
     /// run with a cache, which `settleCache` goes on to settle.
     private func settleRunWithoutCache() -> Bool {
         state.withLock { state in
-            guard var run = state.cache else { return true }
-            guard run.storage == nil else { return false }
-            let withoutNetwork = run.machine.endedWithoutNetwork
-            _ = run.machine.transferEnded(with: nil)
-            run.machine.storeEnded(stored: false)
-            let status = run.machine.status
-            state.cache = run
+            // The run is changed in place: it is a large value, and copying it out and back costs more
+            // than the rest of this.
+            guard state.cache != nil else { return true }
+            guard state.cache?.storage == nil else { return false }
+            let withoutNetwork = state.cache?.machine.endedWithoutNetwork ?? false
+            _ = state.cache?.machine.transferEnded(with: nil)
+            state.cache?.machine.storeEnded(stored: false)
+            let status = state.cache?.machine.status ?? .notConsulted
             state.metrics = withoutNetwork ? .withoutNetwork(cacheStatus: status) : state.metrics?.with(cacheStatus: status)
             return true
         }

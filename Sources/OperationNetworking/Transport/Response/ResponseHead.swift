@@ -48,19 +48,23 @@ final class ResponseHead: Sendable {
         self.spans = spans
         var contentType: FieldSpan?, contentLength: FieldSpan?, contentEncoding: FieldSpan?
         var conflicting = false, setCookie = false
+        // Each field is compared only with the name of its length (most fields have none here).
         for span in spans {
-            if HeaderBytes.nameMatches("Content-Length", bytes, span) {
+            switch span.nameEnd - span.nameStart {
+            case 14 where HeaderBytes.nameMatches("Content-Length", bytes, span):
                 if let first = contentLength {
                     conflicting = conflicting || !HeaderBytes.sameValue(bytes, span, first)
                 } else {
                     contentLength = span
                 }
-            } else if HeaderBytes.nameMatches("Content-Type", bytes, span) {
+            case 12 where HeaderBytes.nameMatches("Content-Type", bytes, span):
                 contentType = contentType ?? span
-            } else if HeaderBytes.nameMatches("Content-Encoding", bytes, span) {
+            case 16 where HeaderBytes.nameMatches("Content-Encoding", bytes, span):
                 contentEncoding = contentEncoding ?? span
-            } else if HeaderBytes.nameMatches("Set-Cookie", bytes, span) {
+            case 10 where HeaderBytes.nameMatches("Set-Cookie", bytes, span):
                 setCookie = true
+            default:
+                break
             }
         }
         self.contentType = contentType
@@ -170,20 +174,16 @@ enum HeaderBytes {
     }
 
     static func nameMatches(_ name: String, _ bytes: [UInt8], _ span: FieldSpan) -> Bool {
-        let length = Int(span.nameEnd - span.nameStart)
+        let length = Int(span.nameEnd) - Int(span.nameStart)
         let start = Int(span.nameStart)
-        guard length >= 0, start >= 0, start + length <= bytes.count else { return false }
-        var name = name
-        // Both sides as contiguous bytes, compared without case.
-        return name.withUTF8 { utf8 in
-            guard utf8.count == length else { return false }
-            return bytes.withUnsafeBufferPointer { field in
-                for offset in 0..<length where asciiLower(utf8[offset]) != asciiLower(field[start + offset]) {
-                    return false
-                }
-                return true
-            }
+        // The length first: it turns most fields away without reading a byte.
+        guard name.utf8.count == length, start >= 0, start + length <= bytes.count else { return false }
+        var offset = start
+        for byte in name.utf8 {
+            guard asciiLower(byte) == asciiLower(bytes[offset]) else { return false }
+            offset += 1
         }
+        return true
     }
 
     /// A non-negative decimal `Content-Length`; `nil` for anything else (signs, spaces, overflow).

@@ -153,7 +153,7 @@ extension Transfer {
         }
         // The method goes to CURLOPT_CUSTOMREQUEST verbatim: anything but a token would rewrite the
         // request line (CR LF starts header lines of the caller's choosing).
-        if let given = request.httpMethod, given.uppercased() != "GET", !HTTPToken.isToken(given) {
+        if let given = request.httpMethod, !asciiCaseInsensitiveEquals(given, "GET"), !HTTPToken.isToken(given) {
             throw LibraryError.invalidMethod(given, url: url)
         }
         let fields = request.allHTTPHeaderFields ?? [:]

@@ -162,7 +162,7 @@ extension Transfer {
                                              url: url)
             return false
         }
-        if hop.handlesCookies {
+        if hop.handlesCookies && head.hasSetCookie {
             storeCookies(from: head.setCookieValues, url: url)
         }
         let status = head.statusCode
