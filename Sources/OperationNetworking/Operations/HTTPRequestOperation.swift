@@ -78,9 +78,10 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
             return (state.responseData, state.head)
         }
         guard let ended else { return nil }
-        let serializer = responseSerializer
-        let (done, object) = handling.withLock { ($0.serializer === serializer && $0.serialized, $0.object) }
+        // Once serialized, the stored result (only a serializer that exists can have produced it).
+        let (done, object) = handling.withLock { ($0.serialized, $0.object) }
         if done { return object }
+        let serializer = responseSerializer
         var result: Any?
         var failure: Error?
         do {

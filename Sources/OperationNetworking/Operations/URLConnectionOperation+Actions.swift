@@ -77,7 +77,7 @@ extension URLConnectionOperation {
 
     /// Carries out what `advance` left to do, outside the lock. `batch` gathers completion-queue work
     /// when the step comes from a transfer's end on the delivery queue.
-    func perform(_ step: Step?, batch: CompletionBatch? = nil) {
+    func perform(_ step: consuming Step?, batch: CompletionBatch? = nil) {
         guard let step else { return }
         switch step {
         case .startTransfer(let transfer, let request, let stream, let observers, let local):

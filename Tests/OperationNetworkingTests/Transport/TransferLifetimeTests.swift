@@ -125,4 +125,30 @@ final class TransferLifetimeTests: LibraryTestCase {
         XCTAssertThrowsError(try transfer.makeHop(for: bad, now: 0))
         XCTAssertEqual(try transfer.makeHop(for: URLRequest(url: URL(string: "https://A.test/x")!), now: 0).tlsOrigin, "a.test:443")
     }
+
+    /// A hop spells its origin as the network thread does for a request it holds back, so the two meet.
+    func testAHopsOriginIsSpelledAsTheNetworkThreadSpellsIt() throws {
+        let transfer = makeTransfer()
+        for text in ["https://A.test:8443/x", "https://[::1]:9000/", "https://ex%41mple.test/", "http://plain.test/"] {
+            let url = try XCTUnwrap(URL(string: text))
+            XCTAssertEqual(try transfer.makeHop(for: URLRequest(url: url), now: 0).tlsOrigin, Transfer.tlsOrigin(of: url), text)
+        }
+        XCTAssertEqual(Transfer.tlsOrigin(of: URL(string: "https://A.test:8443/x")), "a.test:8443")
+    }
+
+    /// Names and methods are compared without regard to ASCII case.
+    func testAHopReadsTheMethodAndAcceptEncodingInAnyCase() throws {
+        let transfer = makeTransfer()
+        var request = URLRequest(url: try XCTUnwrap(URL(string: "http://a.test/")))
+        request.httpMethod = "get"
+        XCTAssertTrue(try transfer.makeHop(for: request, now: 0).asksForEncodings)
+        request.setValue("identity", forHTTPHeaderField: "ACCEPT-encoding")
+        XCTAssertFalse(try transfer.makeHop(for: request, now: 0).asksForEncodings, "the caller's own Accept-Encoding")
+        request.setValue("en", forHTTPHeaderField: "Accept-Language")   // as long as Accept-Encoding
+        request.setValue(nil, forHTTPHeaderField: "ACCEPT-encoding")
+        XCTAssertTrue(try transfer.makeHop(for: request, now: 0).asksForEncodings)
+        XCTAssertTrue(asciiCaseInsensitiveEquals("Content-TYPE", "content-type"))
+        XCTAssertFalse(asciiCaseInsensitiveEquals("Content-Type", "Content-Typf"))
+        XCTAssertFalse(asciiCaseInsensitiveEquals("é", "É"), "only ASCII letters fold")
+    }
 }

@@ -8,7 +8,8 @@ import Foundation
 /// (never a crash), which becomes the operation's error.
 /// - Threading: not `Sendable`. Built and configured on the network thread and used only there.
 final class CurlEasyHandle {
-    /// The raw `CURL *`; valid until `deinit`.
+    /// The raw `CURL *`; valid until `deinit`. Options set through it directly are set while a
+    /// transfer is configured, after `installErrorBuffer()`, so `reset()` knows there is something to clear.
     let raw: UnsafeMutableRawPointer
     /// Header list handed to `CURLOPT_HTTPHEADER`; curl keeps pointing at it, so it lives as long as the handle.
     private var headerList: UnsafeMutablePointer<curl_slist>?
@@ -27,6 +28,9 @@ final class CurlEasyHandle {
         get { ownerCell.pointee.map { Unmanaged<Transfer>.fromOpaque($0).takeUnretainedValue() } }
         set { ownerCell.pointee = newValue.map { Unmanaged.passUnretained($0).toOpaque() } }
     }
+
+    /// Whether an option was set since the handle was made or last reset.
+    private var hasOptions = false
 
     /// Easy handles alive in the process (tests check that none leak).
     private static let live = Protected(0)
@@ -53,7 +57,10 @@ final class CurlEasyHandle {
     }
 
     /// Clears every option (keeps the handle's caches), so the handle can serve the next hop or request.
+    /// A handle no option was set on since it was made or last reset has nothing to clear.
     func reset() {
+        guard hasOptions else { return }
+        hasOptions = false
         curl_easy_reset(raw)
         if let headerList { curl_slist_free_all(headerList) }
         headerList = nil
@@ -69,28 +76,34 @@ final class CurlEasyHandle {
     // MARK: - Options
 
     func set(_ option: CURLoption, _ value: Int) throws {
+        hasOptions = true
         try check(ccurl_easy_setopt_long(raw, option, value), option)
     }
 
     func set(_ option: CURLoption, _ value: Bool) throws {
+        hasOptions = true
         try check(ccurl_easy_setopt_long(raw, option, value ? 1 : 0), option)
     }
 
     func set(_ option: CURLoption, offset value: Int64) throws {
+        hasOptions = true
         try check(ccurl_easy_setopt_off_t(raw, option, curl_off_t(value)), option)
     }
 
     /// String options are copied by libcurl, so the Swift string need not outlive the call.
     func set(_ option: CURLoption, _ value: String) throws {
+        hasOptions = true
         try check(value.withCString { ccurl_easy_setopt_str(raw, option, $0) }, option)
     }
 
     func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer?) throws {
+        hasOptions = true
         try check(ccurl_easy_setopt_ptr(raw, option, value), option)
     }
 
     /// Replaces the request header list (`"Name: value"` lines; `"Name:"` removes a header curl would add).
     func setHeaders(_ lines: [String]) throws {
+        hasOptions = true
         var list: UnsafeMutablePointer<curl_slist>?
         for line in lines {
             guard let appended = curl_slist_append(list, line) else {

@@ -87,10 +87,17 @@ extension NetworkThread {
 }
 
 extension Transfer {
-    /// `host:port` of `url` when it is https (as `Transfer.configure` spells it), else `nil`.
+    /// `host:port` of `url` when it is https (as a hop's `tlsOrigin` is spelled), else `nil`.
     static func tlsOrigin(of url: URL?) -> String? {
-        guard let url, url.scheme?.lowercased() == "https", let host = url.host, !host.isEmpty else { return nil }
-        return "\(host.lowercased()):\(url.port ?? 443)"
+        guard let url, url.scheme?.lowercased() == "https", let host = url.host(percentEncoded: true), !host.isEmpty else {
+            return nil
+        }
+        return tlsOrigin(host: host, port: url.port)
+    }
+
+    /// `host:port` of an https origin: the host as the URL writes it, lowercased; 443 when no port is given.
+    static func tlsOrigin(host: String, port: Int?) -> String {
+        "\(host.lowercased()):\(port ?? 443)"
     }
 }
 

@@ -165,7 +165,14 @@ func asciiLowercased(_ string: String) -> String {
 
 /// Whether `one` and `other` are the same ignoring ASCII case (header names), without making a string.
 func asciiCaseInsensitiveEquals(_ one: String, _ other: String) -> Bool {
-    one.utf8.count == other.utf8.count && zip(one.utf8, other.utf8).allSatisfy { asciiLower($0) == asciiLower($1) }
+    guard one.utf8.count == other.utf8.count else { return false }
+    // Native strings are compared in place; another (bridged) one is copied first.
+    func bytes<Result>(of string: String, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        string.utf8.withContiguousStorageIfAvailable(body) ?? Array(string.utf8).withUnsafeBufferPointer(body)
+    }
+    return bytes(of: one) { first in
+        bytes(of: other) { second in (0..<first.count).allSatisfy { asciiLower(first[$0]) == asciiLower(second[$0]) } }
+    }
 }
 
 func asciiLower(_ byte: UInt8) -> UInt8 {

@@ -125,6 +125,13 @@ extension Transfer {
         /// The value a transfer holds before its first hop begins.
         static var beforeFirst: Hop { Hop(url: nil, handlesCookies: true, tlsOrigin: nil, asksForEncodings: false, startTime: 0) }
 
+        /// A response header line arrived at `time`: it counts as activity, and the parser says what
+        /// it completed.
+        mutating func receiveHeaderLine(_ line: UnsafeRawBufferPointer, at time: UInt64) -> ResponseHeaderParser.Event {
+            lastActivity = time
+            return headerParser.consume(line)
+        }
+
         /// The one place `kind` changes: a final head said what the response is, or a set-aside
         /// response became the caller's. A hop never goes back to awaiting its head.
         mutating func classify(as next: Kind) {
@@ -134,7 +141,7 @@ extension Transfer {
     }
 
     /// The one place a hop begins: the last hop's body source is closed and everything it owned dropped.
-    func beginHop(_ next: Hop) {
+    func beginHop(_ next: consuming Hop) {
         hop.upload?.close()
         hop = next
     }
@@ -148,7 +155,9 @@ extension Transfer {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw TransportError.make(.unsupportedURL, "Only http and https URLs are supported.", url: url)
         }
-        guard let host = url.host, !host.isEmpty else {
+        // As written (percent escapes kept): decoding them is the costly part of `host`, and only its
+        // emptiness and the origin's spelling are needed here.
+        guard let host = url.host(percentEncoded: true), !host.isEmpty else {
             throw TransportError.make(.badURL, "The URL has no host.", url: url)
         }
         // The method goes to CURLOPT_CUSTOMREQUEST verbatim: anything but a token would rewrite the
@@ -158,7 +167,7 @@ extension Transfer {
         }
         let fields = request.allHTTPHeaderFields ?? [:]
         return Hop(url: url, handlesCookies: request.httpShouldHandleCookies,
-                   tlsOrigin: scheme == "https" ? "\(host.lowercased()):\(url.port ?? 443)" : nil,
+                   tlsOrigin: scheme == "https" ? Transfer.tlsOrigin(host: host, port: url.port) : nil,
                    asksForEncodings: !fields.keys.contains { asciiCaseInsensitiveEquals($0, "Accept-Encoding") },
                    startTime: now)
     }

@@ -18,8 +18,7 @@ extension Transfer {
     /// (the reason is in `abortError`).
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
         assertOnNetworkThread()
-        hop.lastActivity = activityTime
-        switch hop.headerParser.consume(line) {
+        switch hop.receiveHeaderLine(line, at: activityTime) {
         case .tooLarge:
             current.abortError = TransportError.make(.cannotParseResponse,
                                              "The response headers exceed \(hop.headerParser.limit) bytes.",

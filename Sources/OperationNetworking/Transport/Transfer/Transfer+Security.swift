@@ -66,7 +66,7 @@ let curlInstallTrustStore: curl_ssl_ctx_callback = { _, sslContext, store in
 extension Transfer {
     /// TLS options for the current hop from the operation's policy and client certificate.
     func configureTLS(_ easy: CurlEasyHandle, url: URL) throws {
-        guard url.scheme?.lowercased() == "https" else { return }
+        guard hop.tlsOrigin != nil else { return }   // the hop is https
         // Trust comes from the CA bundle file alone (Debian's libcurl also names /etc/ssl/certs, the
         // same certificates hashed one per file). Without a directory, libcurl keeps the parsed
         // bundle in the multi handle's CA cache instead of reading and parsing it for every connection.
