@@ -304,7 +304,10 @@ final class OperationLifecycleTests: ServerTestCase {
         done.expectedFulfillmentCount = count
         let failures = Recorder<Error>()
         for index in 0..<count {
-            let operation = HTTPRequestOperation(request: request("/bytes/\(index % 100 + 1)"))
+            // The requests' no-progress timeout is the wait's: the first 512 open their connections at
+            // once, and on a loaded machine under a sanitizer the in-process server can leave one of
+            // them without a byte for longer than the default 10 s this test is not about.
+            let operation = HTTPRequestOperation(request: request("/bytes/\(index % 100 + 1)", timeout: 60))
             operation.setCompletionBlockWithSuccess({ _, _ in done.fulfill() }, failure: { _, error in
                 failures.append(error)
                 done.fulfill()
