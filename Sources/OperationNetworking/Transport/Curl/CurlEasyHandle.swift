@@ -8,8 +8,8 @@ import Foundation
 /// (never a crash), which becomes the operation's error.
 /// - Threading: not `Sendable`. Built and configured on the network thread and used only there.
 final class CurlEasyHandle {
-    /// The raw `CURL *`; valid until `deinit`. Options set through it directly are set while a
-    /// transfer is configured, after `installErrorBuffer()`, so `reset()` knows there is something to clear.
+    /// The raw `CURL *`; valid until `deinit`. Options are set through it directly only on a handle
+    /// already configured (after `installErrorBuffer()`), so `reset()` knows there is something to clear.
     let raw: UnsafeMutableRawPointer
     /// Header list handed to `CURLOPT_HTTPHEADER`; curl keeps pointing at it, so it lives as long as the handle.
     private var headerList: UnsafeMutablePointer<curl_slist>?

@@ -179,11 +179,7 @@ enum HeaderBytes {
         // The length first: it turns most fields away without reading a byte.
         guard name.utf8.count == length, start >= 0, start + length <= bytes.count else { return false }
         return bytes.withUnsafeBufferPointer { field in
-            let compare = { (utf8: UnsafeBufferPointer<UInt8>) in
-                (0..<length).allSatisfy { asciiLower(utf8[$0]) == asciiLower(field[start + $0]) }
-            }
-            // A native string's bytes are compared in place; another (bridged) one is copied first.
-            return name.utf8.withContiguousStorageIfAvailable(compare) ?? Array(name.utf8).withUnsafeBufferPointer(compare)
+            asciiCaseInsensitiveEquals(name, UnsafeBufferPointer(rebasing: field[start..<start + length]))
         }
     }
 

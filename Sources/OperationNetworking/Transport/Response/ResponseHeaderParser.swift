@@ -165,14 +165,19 @@ func asciiLowercased(_ string: String) -> String {
 
 /// Whether `one` and `other` are the same ignoring ASCII case (header names), without making a string.
 func asciiCaseInsensitiveEquals(_ one: String, _ other: String) -> Bool {
-    guard one.utf8.count == other.utf8.count else { return false }
-    // Native strings are compared in place; another (bridged) one is copied first.
-    func bytes<Result>(of string: String, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        string.utf8.withContiguousStorageIfAvailable(body) ?? Array(string.utf8).withUnsafeBufferPointer(body)
+    one.utf8.count == other.utf8.count && withUTF8Bytes(of: other) { asciiCaseInsensitiveEquals(one, $0) }
+}
+
+/// Whether `string` spells `bytes`, ignoring ASCII case.
+func asciiCaseInsensitiveEquals(_ string: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    string.utf8.count == bytes.count && withUTF8Bytes(of: string) { utf8 in
+        (0..<bytes.count).allSatisfy { asciiLower(utf8[$0]) == asciiLower(bytes[$0]) }
     }
-    return bytes(of: one) { first in
-        bytes(of: other) { second in (0..<first.count).allSatisfy { asciiLower(first[$0]) == asciiLower(second[$0]) } }
-    }
+}
+
+/// Runs `body` with `string`'s UTF-8: in place for a native string, copied for another (bridged) one.
+private func withUTF8Bytes<Result>(of string: String, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+    string.utf8.withContiguousStorageIfAvailable(body) ?? Array(string.utf8).withUnsafeBufferPointer(body)
 }
 
 func asciiLower(_ byte: UInt8) -> UInt8 {
