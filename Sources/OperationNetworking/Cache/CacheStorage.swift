@@ -95,9 +95,13 @@ final class CacheStorage: Sendable {
         guard let userInfo = try? metadata.userInfo() else { return }
         let cached = CachedURLResponse(response: stored.response, data: stored.body, userInfo: userInfo,
                                        storagePolicy: .allowed)
-        // Removed first: corelibs names the new file by the current second, and when a damaged entry (a
-        // directory, say) holds that very name, its atomic write fails and nothing would be stored.
-        urlCache.removeCachedResponse(for: request)
+        // The library's own store replaces an entry in one transaction, so a reader never misses it
+        // meanwhile and a store that fails leaves it in place. corelibs' disk store (and a subclass may
+        // inherit it) names the new file by the current second, and when a damaged entry (a directory,
+        // say) holds that very name, its atomic write fails: there the old entry goes first.
+        if !(urlCache is SQLiteURLCache) {
+            urlCache.removeCachedResponse(for: request)
+        }
         urlCache.storeCachedResponse(cached, for: request)
     }
 

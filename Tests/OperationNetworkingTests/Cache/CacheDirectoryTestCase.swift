@@ -90,6 +90,30 @@ class CacheDirectoryTestCase: LibraryTestCase {
         XCTAssertEqual(reopen().storedResponse(for: URLRequest(url: urls[0]))?.body, StoredResponses.named(urls[0]).body,
                        file: file, line: line)
     }
+
+    /// Eight threads at once, each on URLs no other thread uses, store an entry and read it straight
+    /// back, then remove it and read again: every read after a store finds that entry and every read
+    /// after a removal misses, so nothing is dropped or kept silently under concurrent use.
+    func assertConcurrentUseDropsNothing(_ storage: CacheStorage, steps: Int,
+                                         file: StaticString = #filePath, line: UInt = #line) {
+        let failures = Protected([String]())
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for step in 0..<steps {
+                guard let url = URL(string: "http://127.0.0.1:9/own/\(thread)/\(step % 3)?step=\(step)") else { continue }
+                let expected = StoredResponses.named(url, bodySize: 2_000)
+                storage.store(expected, for: URLRequest(url: url))
+                let stored = storage.storedResponse(for: URLRequest(url: url))
+                if stored?.body != expected.body || stored?.response.url != url {
+                    failures.withLock { $0.append("\(url): stored, then \(stored == nil ? "missed" : "another entry")") }
+                }
+                storage.removeStoredResponse(for: url)
+                if storage.storedResponse(for: URLRequest(url: url)) != nil {
+                    failures.withLock { $0.append("\(url): removed, then found") }
+                }
+            }
+        }
+        XCTAssertEqual(failures.value, [], file: file, line: line)
+    }
 }
 
 /// Stored responses for the cache tests.

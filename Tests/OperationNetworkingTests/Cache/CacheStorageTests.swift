@@ -123,4 +123,8 @@ final class CacheStorageTests: CacheDirectoryTestCase {
         // keep replacing each other's entries under the same file name.
         try assertConcurrentUseKeepsEntriesApart(openStorage(diskCapacity: 4 << 20), steps: 45) { self.openStorage() }
     }
+
+    func testEightThreadsEachReadBackWhatTheyStoredAndNothingTheyRemoved() {
+        assertConcurrentUseDropsNothing(openStorage(diskCapacity: 4 << 20), steps: 45)
+    }
 }

@@ -52,6 +52,41 @@ final class SQLiteURLCacheDamageTests: CacheDirectoryTestCase {
         }
     }
 
+    func testDamageAwayFromTheEntryReadIsFoundWhenTheCacheOpens() throws {
+        do {
+            let storage = openSQLiteStorage()
+            for index in 0..<40 {
+                let url = try XCTUnwrap(URL(string: "http://127.0.0.1:9/filler/\(index)"))
+                storage.store(StoredResponses.named(url, bodySize: 1_000), for: URLRequest(url: url))
+            }
+            storage.store(StoredResponses.article(), for: StoredResponses.request)
+        }
+        // The table's leftmost leaf holds the first fillers; the entry asked for, stored last, is on another.
+        let key = CacheEntryMetadata.key(for: try XCTUnwrap(StoredResponses.request.url))
+        let (leaf, size) = try {
+            let inspector = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000)
+            return (try inspector.run("SELECT pageno FROM dbstat WHERE name = 'entries' AND path = '/000/'"),
+                    try inspector.run("PRAGMA page_size"))
+        }()
+        guard case .integer(let page)? = leaf.first?.first, case .integer(let pageSize)? = size.first?.first else {
+            return XCTFail("the table has no second leaf: \(leaf), page size \(size)")
+        }
+        var bytes = try Data(contentsOf: databaseFile)
+        bytes[Int(page - 1) * Int(pageSize)] = 0  // the leaf's page type
+        try bytes.write(to: databaseFile)
+        // The entry itself still reads: only a check of the whole file finds the damage.
+        let direct = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000)
+            .run("SELECT length(body) FROM entries WHERE key = ?", [.text(key)])
+        XCTAssertEqual(direct.count, 1, "the damage reached the entry asked for")
+
+        let reopened = openSQLiteStorage()
+        XCTAssertNil(reopened.storedResponse(for: StoredResponses.request), "a damaged file was kept")
+        let check = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000).run("PRAGMA quick_check")
+        XCTAssertEqual(check, [[.text("ok")]])
+        reopened.store(StoredResponses.article(), for: StoredResponses.request)
+        StoredResponses.assertEqual(openSQLiteStorage().storedResponse(for: StoredResponses.request), StoredResponses.article())
+    }
+
     func testARowWhoseFieldsCannotBeDecodedIsAMissAndDeleted() throws {
         let damaged: [(String, String)] = [
             ("header fields not JSON", "UPDATE entries SET header_fields = x'7b2241223a'"),

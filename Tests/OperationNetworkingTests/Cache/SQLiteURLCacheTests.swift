@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 @_spi(Tool) @testable import OperationNetworking
+import Synchronization
 import XCTest
 
 /// CacheStorage over SQLiteURLCache, the default shared cache: what an entry keeps, which URL it
@@ -110,6 +111,33 @@ final class SQLiteURLCacheTests: CacheDirectoryTestCase {
 
     func testEightThreadsStoringReadingAndRemovingGetOnlyTheirURLsEntries() throws {
         try assertConcurrentUseKeepsEntriesApart(openSQLiteStorage(diskCapacity: 4 << 20), steps: 60) { self.openSQLiteStorage() }
+    }
+
+    func testEightThreadsEachReadBackWhatTheyStoredAndNothingTheyRemoved() {
+        assertConcurrentUseDropsNothing(openSQLiteStorage(diskCapacity: 4 << 20), steps: 60)
+    }
+
+    func testAnEntryBeingReplacedIsNeverMissingForAReader() {
+        let storage = openSQLiteStorage()
+        let request = StoredResponses.request
+        storage.store(StoredResponses.article(), for: request)
+        let readerStarted = Atomic<Bool>(false)
+        let writing = Atomic<Bool>(true)
+        // A thread of its own writes while this one reads; it starts once the reader runs.
+        Thread {
+            while !readerStarted.load(ordering: .acquiring) {}
+            for _ in 0..<400 { storage.store(StoredResponses.article(), for: request) }
+            writing.store(false, ordering: .releasing)
+        }.start()
+        readerStarted.store(true, ordering: .releasing)
+        var reads = 0
+        var misses = 0
+        while writing.load(ordering: .acquiring) {
+            reads += 1
+            if storage.storedResponse(for: request) == nil { misses += 1 }
+        }
+        XCTAssertGreaterThan(reads, 0)
+        XCTAssertEqual(misses, 0, "\(misses) of \(reads) reads missed an entry that was only being replaced")
     }
 
     func testADirectoryThatCannotBeMadeKeepsTheEntriesInMemory() throws {
