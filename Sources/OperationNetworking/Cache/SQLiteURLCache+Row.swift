@@ -1,3 +1,4 @@
+import CZlib
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -37,10 +38,15 @@ extension SQLiteURLCache {
             metadata = cached.userInfo?[CacheEntryMetadata.userInfoKey] as? Data
         }
 
-        /// The row read back, in the order `values` writes it; throws `Failure.damagedRow` when a field
-        /// is missing, of another type, or cannot be decoded.
-        init(_ row: [SQLiteValue]) throws {
-            guard row.count == 5, case .text(let url) = row[0], case .integer(let status) = row[1],
+        /// The row stored under `key` read back: the five columns in the order `values` writes them,
+        /// then the checksum stored with them. Throws `Failure.damagedRow` when a field is missing, of
+        /// another type, or cannot be decoded, or when the fields and the key are not the ones the
+        /// checksum was taken of (SQLite checks no page's contents, so a changed byte would otherwise be
+        /// handed out as the response).
+        init(_ row: [SQLiteValue], key: String) throws {
+            guard row.count == 6, case .integer(let checksum) = row[5],
+                  checksum == Self.checksum(key: key, values: row.prefix(5)) else { throw Failure.damagedRow }
+            guard case .text(let url) = row[0], case .integer(let status) = row[1],
                   case .blob(let headers) = row[2], case .blob(let body) = row[3] else { throw Failure.damagedRow }
             switch row[4] {
             case .blob(let metadata): self.metadata = metadata
@@ -63,6 +69,37 @@ extension SQLiteURLCache {
                 [.text(responseURL), .integer(Int64(statusCode)), .blob(try JSONEncoder().encode(headerFields)),
                  .blob(body), metadata.map { .blob($0) } ?? .null]
             }
+        }
+
+        /// A CRC-32 of `key` and the row's `values`, each with its type and length: any one changed byte,
+        /// or a row read under another entry's key, gives another value.
+        static func checksum(key: String, values: some Collection<SQLiteValue>) -> Int64 {
+            var crc = crc32(0, nil, 0)
+            func add(_ bytes: UnsafeRawBufferPointer) {
+                crc = crc32_z(crc, bytes.baseAddress?.assumingMemoryBound(to: Bytef.self), z_size_t(bytes.count))
+            }
+            func add(_ tag: UInt8, _ bytes: UnsafeRawBufferPointer) {
+                withUnsafeBytes(of: tag) { add($0) }
+                withUnsafeBytes(of: UInt64(bytes.count).littleEndian) { add($0) }
+                add(bytes)
+            }
+            var key = key
+            key.withUTF8 { add(0, UnsafeRawBufferPointer($0)) }
+            for value in values {
+                switch value {
+                case .integer(let number):
+                    withUnsafeBytes(of: number.littleEndian) { add(1, $0) }
+                case .real(let number):
+                    withUnsafeBytes(of: number.bitPattern.littleEndian) { add(2, $0) }
+                case .text(var text):
+                    text.withUTF8 { add(3, UnsafeRawBufferPointer($0)) }
+                case .blob(let data):
+                    data.withUnsafeBytes { add(4, $0) }
+                case .null:
+                    add(5, UnsafeRawBufferPointer(start: nil, count: 0))
+                }
+            }
+            return Int64(crc)
         }
 
         /// The bytes the entry counts for, beside its key.

@@ -12,7 +12,8 @@ import FoundationNetworking
 /// the table's index, and reads every value with Swift code that treats damage as a miss:
 /// - a file SQLite reports as damaged or not a database, or that cannot be opened where it is (a
 ///   directory in its place, say), is deleted with its journal files and created anew;
-/// - a row whose fields cannot be decoded is a miss, and is deleted.
+/// - a row whose fields cannot be decoded, or do not match the checksum stored with them, is a miss,
+///   and is deleted.
 ///
 /// What it keeps: HTTP responses only (a `URLResponse` of another kind is not stored), their URL, status,
 /// header fields and body, and of `userInfo` only the library's own metadata (the `Data` under
@@ -86,7 +87,7 @@ import FoundationNetworking
             database.use { connection in
                 try connection.transaction { () -> [SQLiteValue]? in
                     let rows = try connection.run("""
-                        SELECT response_url, status, header_fields, body, metadata FROM entries WHERE key = ?
+                        SELECT response_url, status, header_fields, body, metadata, checksum FROM entries WHERE key = ?
                         """, [.text(key)])
                     guard let row = rows.first else { return nil }
                     try connection.run("UPDATE entries SET accessed_at = ? WHERE key = ?", [Self.now(), .text(key)])
@@ -95,7 +96,7 @@ import FoundationNetworking
             } ?? nil
         }
         guard let found else { return nil }
-        guard let entry = try? StoredRow(found), let cached = entry.cachedResponse else {
+        guard let entry = try? StoredRow(found, key: key), let cached = entry.cachedResponse else {
             removeCachedResponse(for: request)
             return nil
         }
@@ -114,9 +115,11 @@ import FoundationNetworking
                 try connection.transaction {
                     try connection.run("""
                         INSERT OR REPLACE INTO entries
-                            (key, response_url, status, header_fields, body, metadata, size, stored_at, accessed_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """, [.text(key)] + values + [.integer(Int64(row.size + key.utf8.count)), Self.now(), Self.now()])
+                            (key, response_url, status, header_fields, body, metadata, checksum, size, stored_at,
+                             accessed_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """, [.text(key)] + values + [.integer(StoredRow.checksum(key: key, values: values)),
+                                                      .integer(Int64(row.size + key.utf8.count)), Self.now(), Self.now()])
                     try Self.evict(in: connection, toFit: capacity)
                 }
             }
@@ -232,7 +235,7 @@ private struct Database {
     }
 
     /// The layout this version writes; a file with another is emptied and given this one.
-    private static let schemaVersion: Int64 = 1
+    private static let schemaVersion: Int64 = 2
 
     private static func open(_ path: String) throws -> SQLiteConnection {
         let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 5_000)
@@ -252,7 +255,8 @@ private struct Database {
             try connection.run("""
                 CREATE TABLE entries (
                     key TEXT PRIMARY KEY NOT NULL, response_url TEXT NOT NULL, status INTEGER NOT NULL,
-                    header_fields BLOB NOT NULL, body BLOB NOT NULL, metadata BLOB, size INTEGER NOT NULL,
+                    header_fields BLOB NOT NULL, body BLOB NOT NULL, metadata BLOB, checksum INTEGER NOT NULL,
+                    size INTEGER NOT NULL,
                     stored_at REAL NOT NULL, accessed_at REAL NOT NULL)
                 """)
             try connection.run("CREATE INDEX entries_by_access ON entries (accessed_at)")

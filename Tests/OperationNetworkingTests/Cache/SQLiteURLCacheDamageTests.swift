@@ -105,19 +105,52 @@ final class SQLiteURLCacheDamageTests: CacheDirectoryTestCase {
         }
     }
 
+    func testARowChangedUnderItsChecksumIsAMissAndDeleted() throws {
+        // Each change keeps every field's type and shape, so only the checksum tells.
+        let changed: [(String, String)] = [
+            ("one byte of the body", "UPDATE entries SET body = CAST(substr(CAST(body AS TEXT), 2) || 'x' AS BLOB)"),
+            ("the status", "UPDATE entries SET status = 204"),
+            ("the header fields", "UPDATE entries SET header_fields = CAST('{}' AS BLOB)"),
+            ("the response URL", "UPDATE entries SET response_url = 'http://127.0.0.1:9/elsewhere'"),
+            ("the metadata", "UPDATE entries SET metadata = NULL"),
+        ]
+        for (label, update) in changed {
+            openSQLiteStorage().store(StoredResponses.article(), for: StoredResponses.request)
+            try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000).run(update)
+            XCTAssertNil(openSQLiteCache().cachedResponse(for: StoredResponses.request), label)
+            let rows = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000).run("SELECT key FROM entries")
+            XCTAssertEqual(rows, [], "\(label): not deleted")
+        }
+    }
+
+    func testARowFoundUnderAnotherEntrysKeyIsAMiss() throws {
+        let other = try XCTUnwrap(URL(string: "http://127.0.0.1:9/other"))
+        let storage = openSQLiteStorage()
+        storage.store(StoredResponses.article(), for: StoredResponses.request)
+        storage.store(StoredResponses.named(other), for: URLRequest(url: other))
+        // The two rows trade keys, as a damaged index pointing at the wrong row would make them.
+        let keys = [CacheEntryMetadata.key(for: try XCTUnwrap(StoredResponses.request.url)), CacheEntryMetadata.key(for: other)]
+        let connection = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000)
+        try connection.run("UPDATE entries SET key = 'swapping' WHERE key = ?", [.text(keys[0])])
+        try connection.run("UPDATE entries SET key = ? WHERE key = ?", [.text(keys[0]), .text(keys[1])])
+        try connection.run("UPDATE entries SET key = ? WHERE key = 'swapping'", [.text(keys[1])])
+        XCTAssertNil(openSQLiteCache().cachedResponse(for: StoredResponses.request))
+        XCTAssertNil(openSQLiteCache().cachedResponse(for: URLRequest(url: other)))
+    }
+
     /// Stores entries, closes the cache, damages the database file with `damage`, and checks that a new
-    /// cache misses (when `expectingMiss`; a flipped byte may leave the entry intact), and then stores
-    /// and reads a new entry for the same URL.
+    /// cache misses (when `expectingMiss`; a flipped byte may leave the entry intact, and then it must
+    /// come back unchanged), and then stores and reads a new entry for the same URL.
     private func assertRecovers(expectingMiss: Bool = true, file: StaticString = #filePath, line: UInt = #line,
                                 _ damage: (URL) throws -> Void) throws {
+        let original = StoredResponses.named(try XCTUnwrap(StoredResponses.request.url), bodySize: 700)
         do {
             let storage = openSQLiteStorage()
             for index in 0..<20 {
                 let url = try XCTUnwrap(URL(string: "http://127.0.0.1:9/filler/\(index)"))
                 storage.store(StoredResponses.named(url, bodySize: 300), for: URLRequest(url: url))
             }
-            storage.store(StoredResponses.named(try XCTUnwrap(StoredResponses.request.url), bodySize: 700),
-                          for: StoredResponses.request)
+            storage.store(original, for: StoredResponses.request)
         }
         // The write-ahead log is folded into the file when the last connection closes.
         XCTAssertFalse(FileManager.default.fileExists(atPath: databaseFile.path + "-wal"), file: file, line: line)
@@ -127,6 +160,8 @@ final class SQLiteURLCacheDamageTests: CacheDirectoryTestCase {
         let read = afterDamage.storedResponse(for: StoredResponses.request)
         if expectingMiss {
             XCTAssertNil(read, "damaged file answered", file: file, line: line)
+        } else if let read {
+            StoredResponses.assertEqual(read, original, file: file, line: line)
         }
         let replacement = StoredResponses.article()
         afterDamage.store(replacement, for: StoredResponses.request)
