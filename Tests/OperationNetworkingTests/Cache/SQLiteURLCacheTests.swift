@@ -140,6 +140,25 @@ final class SQLiteURLCacheTests: CacheDirectoryTestCase {
         XCTAssertEqual(misses, 0, "\(misses) of \(reads) reads missed an entry that was only being replaced")
     }
 
+    func testAFileOfAnEarlierLayoutIsEmptiedAndGivenThisOne() throws {
+        // Version 1's table: no checksum column.
+        let earlier = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000)
+        try earlier.run("""
+            CREATE TABLE entries (
+                key TEXT PRIMARY KEY NOT NULL, response_url TEXT NOT NULL, status INTEGER NOT NULL,
+                header_fields BLOB NOT NULL, body BLOB NOT NULL, metadata BLOB, size INTEGER NOT NULL,
+                stored_at REAL NOT NULL, accessed_at REAL NOT NULL)
+            """)
+        let key = CacheEntryMetadata.key(for: try XCTUnwrap(StoredResponses.request.url))
+        try earlier.run("INSERT INTO entries VALUES (?, 'http://127.0.0.1:9/old', 200, CAST('{}' AS BLOB), x'00', NULL, 1, 0, 0)",
+                        [.text(key)])
+        try earlier.run("PRAGMA user_version = 1")
+
+        XCTAssertNil(openSQLiteCache().cachedResponse(for: StoredResponses.request))
+        openSQLiteStorage().store(StoredResponses.article(), for: StoredResponses.request)
+        StoredResponses.assertEqual(openSQLiteStorage().storedResponse(for: StoredResponses.request), StoredResponses.article())
+    }
+
     func testADirectoryThatCannotBeMadeKeepsTheEntriesInMemory() throws {
         let blocker = directory.appendingPathComponent("a-file")
         try Data("not a directory".utf8).write(to: blocker)
