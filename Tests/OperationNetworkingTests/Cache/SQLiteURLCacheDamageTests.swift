@@ -96,13 +96,7 @@ final class SQLiteURLCacheDamageTests: CacheDirectoryTestCase {
             ("a body of another type", "UPDATE entries SET body = 12"),
             ("metadata of another type", "UPDATE entries SET metadata = 1.5"),
         ]
-        for (label, update) in damaged {
-            openSQLiteStorage().store(StoredResponses.article(), for: StoredResponses.request)
-            try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000).run(update)
-            XCTAssertNil(openSQLiteCache().cachedResponse(for: StoredResponses.request), label)
-            let rows = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000).run("SELECT key FROM entries")
-            XCTAssertEqual(rows, [], "\(label): not deleted")
-        }
+        try assertMissedAndDeleted(after: damaged)
     }
 
     func testARowChangedUnderItsChecksumIsAMissAndDeleted() throws {
@@ -114,13 +108,7 @@ final class SQLiteURLCacheDamageTests: CacheDirectoryTestCase {
             ("the response URL", "UPDATE entries SET response_url = 'http://127.0.0.1:9/elsewhere'"),
             ("the metadata", "UPDATE entries SET metadata = NULL"),
         ]
-        for (label, update) in changed {
-            openSQLiteStorage().store(StoredResponses.article(), for: StoredResponses.request)
-            try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000).run(update)
-            XCTAssertNil(openSQLiteCache().cachedResponse(for: StoredResponses.request), label)
-            let rows = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000).run("SELECT key FROM entries")
-            XCTAssertEqual(rows, [], "\(label): not deleted")
-        }
+        try assertMissedAndDeleted(after: changed)
     }
 
     func testARowFoundUnderAnotherEntrysKeyIsAMiss() throws {
@@ -136,6 +124,19 @@ final class SQLiteURLCacheDamageTests: CacheDirectoryTestCase {
         try connection.run("UPDATE entries SET key = ? WHERE key = 'swapping'", [.text(keys[1])])
         XCTAssertNil(openSQLiteCache().cachedResponse(for: StoredResponses.request))
         XCTAssertNil(openSQLiteCache().cachedResponse(for: URLRequest(url: other)))
+    }
+
+    /// For each labelled SQL update: stores the article, runs the update on the file, and checks that
+    /// the cache misses the entry and deletes its row.
+    private func assertMissedAndDeleted(after updates: [(String, String)], file: StaticString = #filePath,
+                                        line: UInt = #line) throws {
+        for (label, update) in updates {
+            openSQLiteStorage().store(StoredResponses.article(), for: StoredResponses.request)
+            try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000).run(update)
+            XCTAssertNil(openSQLiteCache().cachedResponse(for: StoredResponses.request), label, file: file, line: line)
+            let rows = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000).run("SELECT key FROM entries")
+            XCTAssertEqual(rows, [], "\(label): not deleted", file: file, line: line)
+        }
     }
 
     /// Stores entries, closes the cache, damages the database file with `damage`, and checks that a new
