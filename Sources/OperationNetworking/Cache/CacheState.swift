@@ -124,7 +124,7 @@ struct CacheState {
     /// The request is about to go out and the cache can be read; `stored` is what the storage holds
     /// for its URL (looked up only for a request that `usesCache`).
     mutating func consult(_ request: CacheRequest, stored: StoredResponse?, now: Date) -> Decision {
-        guard request.usesCache else { return bypass(request, invalidates: true) }
+        guard request.usesCache else { return bypass(request) }
         let entry = stored.flatMap { SecondaryKey.matches($0, request) ? Entry(stored: $0, key: request.url) : nil }
         switch request.policy {
         case .returnCacheDataElseLoad:
@@ -145,17 +145,17 @@ struct CacheState {
         }
     }
 
-    /// The cache is not read for this run (an output stream, a request the cache
-    /// stays out of); `invalidates`: an unsafe request's success still invalidates stored responses.
-    mutating func bypass(_ request: CacheRequest, invalidates: Bool) -> Decision {
-        phase = .bypassed(invalidating: invalidates && request.isUnsafe ? request : nil)
-        return request.policy == .returnCacheDataDontLoad ? .fail : .load
+    /// The cache is not read for this run (an output stream, a request the cache stays out of); an
+    /// unsafe request's success still invalidates stored responses.
+    mutating func bypass(_ request: CacheRequest) -> Decision {
+        bypass(policy: request.policy, invalidating: request.isUnsafe ? request : nil)
     }
 
-    /// No cache is set: the run loads (fails under `.returnCacheDataDontLoad`, which may not load) and
-    /// invalidates nothing.
-    mutating func bypassWithoutCache(policy: URLRequest.CachePolicy) -> Decision {
-        phase = .bypassed(invalidating: nil)
+    /// The cache is not read for this run, and `invalidating`'s success invalidates stored responses
+    /// (`nil`: none, as when no cache is set). It loads, but fails under `.returnCacheDataDontLoad`,
+    /// which may not load.
+    mutating func bypass(policy: URLRequest.CachePolicy, invalidating: CacheRequest? = nil) -> Decision {
+        phase = .bypassed(invalidating: invalidating)
         return policy == .returnCacheDataDontLoad ? .fail : .load
     }
 

@@ -44,7 +44,7 @@ extension URLConnectionOperation {
         let now = Date()
         guard let cache = setting.cache else {
             // No cache: nothing to read, store or invalidate, so the request's fields are not read.
-            let decision = machine.bypassWithoutCache(policy: request.cachePolicy)
+            let decision = machine.bypass(policy: request.cachePolicy)
             return CacheLookup(run: CacheRun(machine: machine, urlCache: nil, storage: nil, requestTime: now),
                                decision: decision)
         }
@@ -53,7 +53,7 @@ extension URLConnectionOperation {
         let decision: CacheState.Decision
         if streams {
             // A body that goes to the caller's stream is neither stored nor served from the cache.
-            decision = machine.bypass(asked, invalidates: true)
+            decision = machine.bypass(asked)
         } else {
             let stored = asked.readsStoredResponses ? storage.storedResponse(for: request) : nil
             decision = machine.consult(asked, stored: stored, now: now)
