@@ -266,6 +266,15 @@ extension CacheState {
         phase = .finished(status == .stored && !stored ? .miss : status)
     }
 
+    /// Ends a run that has no store to read or write (no cache set, or a continued download): returns
+    /// the status its metrics report, and whether it ended without the network.
+    mutating func endWithoutStorage() -> (status: CacheStatus, withoutNetwork: Bool) {
+        let withoutNetwork = endedWithoutNetwork
+        _ = transferEnded(with: nil)
+        storeEnded(stored: false)
+        return (status, withoutNetwork)
+    }
+
     private mutating func end(_ status: CacheStatus, removing urls: [URL] = []) -> Plan {
         phase = .finished(status)
         return Plan(remove: urls)

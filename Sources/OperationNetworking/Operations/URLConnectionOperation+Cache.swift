@@ -160,12 +160,9 @@ extension URLConnectionOperation {
             // The run is changed in place: it is a large value, and copying it out and back costs more
             // than the rest of this.
             guard state.cache != nil else { return true }
-            guard state.cache?.storage == nil else { return false }
-            let withoutNetwork = state.cache?.machine.endedWithoutNetwork ?? false
-            _ = state.cache?.machine.transferEnded(with: nil)
-            state.cache?.machine.storeEnded(stored: false)
-            let status = state.cache?.machine.status ?? .notConsulted
-            state.metrics = withoutNetwork ? .withoutNetwork(cacheStatus: status) : state.metrics?.with(cacheStatus: status)
+            guard state.cache?.storage == nil, let ended = state.cache?.machine.endWithoutStorage() else { return false }
+            state.metrics = ended.withoutNetwork ? .withoutNetwork(cacheStatus: ended.status)
+                : state.metrics?.with(cacheStatus: ended.status)
             return true
         }
     }
