@@ -43,7 +43,9 @@ extension URLConnectionOperation {
     /// Archives the request, the state (an executing operation is paused first and archived paused,
     /// as AFNetworking did), the response head, the error, the body so far and where a download
     /// continues, `shouldUseCredentialStorage` and the security policy. Never archived: blocks,
-    /// queues, streams and `credential`.
+    /// queues, streams, `credential`, and a user name and password written in the request's URL (both
+    /// URLs are archived without them, see `URL.archivedString`: a restored operation gets its credential
+    /// again from the app, like `credential`).
     func encodeArchive(with coder: NSCoder) {
         if isExecuting { pause() }   // an executing operation is archived paused (AFN)
         waitForPauseToSettle()
@@ -54,7 +56,7 @@ extension URLConnectionOperation {
         }
         let (request, phase, head, response, error, data, useStorage) = snapshot
         coder.encode(SerializationCodingVersion, forKey: OperationCodingKeys.version)
-        if let url = request.url { coder.encode(url.absoluteString, forKey: OperationCodingKeys.url) }
+        if let url = request.url { coder.encode(url.archivedString, forKey: OperationCodingKeys.url) }
         coder.encode(request.httpMethod ?? "GET", forKey: OperationCodingKeys.method)
         coder.encodeJSON(request.allHTTPHeaderFields ?? [:], forKey: OperationCodingKeys.headers)
         coder.encode(request.timeoutInterval, forKey: OperationCodingKeys.timeout)
@@ -75,19 +77,19 @@ extension URLConnectionOperation {
         coder.encode(archived.rawValue, forKey: OperationCodingKeys.state)
         if let head {
             coder.encode(head.statusCode, forKey: OperationCodingKeys.statusCode)
-            coder.encode(head.url.absoluteString, forKey: OperationCodingKeys.responseURL)
+            coder.encode(head.url.archivedString, forKey: OperationCodingKeys.responseURL)
             coder.encode(head.httpVersion, forKey: OperationCodingKeys.httpVersion)
             coder.encodeJSON(head.headerDictionary, forKey: OperationCodingKeys.responseHeaders)
         } else if let response, let url = response.url {
             coder.encode(response.statusCode, forKey: OperationCodingKeys.statusCode)
-            coder.encode(url.absoluteString, forKey: OperationCodingKeys.responseURL)
+            coder.encode(url.archivedString, forKey: OperationCodingKeys.responseURL)
             let fields = response.allHeaderFields.reduce(into: [String: String]()) { $0["\($1.key)"] = "\($1.value)" }
             coder.encodeJSON(fields, forKey: OperationCodingKeys.responseHeaders)
         }
         if let error = error as NSError? {
             coder.encode(error.domain, forKey: OperationCodingKeys.errorDomain)
             coder.encode(error.code, forKey: OperationCodingKeys.errorCode)
-            coder.encode(error.localizedDescription, forKey: OperationCodingKeys.errorDescription)
+            coder.encode(URL.removingUserInfo(inText: error.localizedDescription), forKey: OperationCodingKeys.errorDescription)
         }
         if let data { coder.encode(data as NSData, forKey: OperationCodingKeys.responseData) }
         if let kept {

@@ -30,11 +30,12 @@ extension HTTPRequestOperationManager {
     /// completion queue and group, `credential` and `proxyCredential` (the library writes no secret),
     /// `clientCertificate` (it holds a private key), and a user and password written in the proxy's URL
     /// (the URL is archived without them: a restored manager logs into the proxy with its
-    /// `proxyCredential` or the credential stored for the proxy). An `Authorization`
+    /// `proxyCredential` or the credential stored for the proxy) or in the base URL (archived without
+    /// them too: the app sets `credential` again). An `Authorization`
     /// header set on the request serializer *is* archived, as in AFNetworking.
     public func encode(with coder: NSCoder) {
         coder.encode(SerializationCodingVersion, forKey: ManagerCodingKeys.version)
-        if let baseURL { coder.encode(baseURL.absoluteString, forKey: ManagerCodingKeys.baseURL) }
+        if let baseURL { coder.encode(baseURL.archivedString, forKey: ManagerCodingKeys.baseURL) }
         coder.encode(requestSerializer, forKey: ManagerCodingKeys.requestSerializer)
         coder.encode(responseSerializer, forKey: ManagerCodingKeys.responseSerializer)
         coder.encode(securityPolicy, forKey: ManagerCodingKeys.securityPolicy)
