@@ -54,12 +54,16 @@ final class RedirectTests: ServerTestCase {
         let target = "http://localhost:\(server.port)/echo"
         var request = request("/redirect-to?url=\(target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")")
         request.setValue("Basic c2VjcmV0", forHTTPHeaderField: "Authorization")
+        // Reached directly, a proxy login the app wrote as a header is read by the origin itself.
+        request.setValue("Basic cHJveHk6c2VjcmV0", forHTTPHeaderField: "Proxy-Authorization")
         request.setValue("session=1", forHTTPHeaderField: "Cookie")
         request.setValue("kept", forHTTPHeaderField: "X-Other")
         XCTAssertTrue(run(request).1.isSuccess)
         XCTAssertEqual(server.requests.count, 2)
         XCTAssertEqual(server.requests[0].header("Authorization"), "Basic c2VjcmV0")
+        XCTAssertEqual(server.requests[0].header("Proxy-Authorization"), "Basic cHJveHk6c2VjcmV0")
         XCTAssertNil(server.requests[1].header("Authorization"))
+        XCTAssertNil(server.requests[1].header("Proxy-Authorization"))
         XCTAssertNil(server.requests[1].header("Cookie"))
         XCTAssertEqual(server.requests[1].header("X-Other"), "kept")
         XCTAssertEqual(server.requests[1].header("Host"), "localhost:\(server.port)")
@@ -68,8 +72,10 @@ final class RedirectTests: ServerTestCase {
     func testSameOriginKeepsAuthorization() {
         var request = request("/redirect/1")
         request.setValue("Basic c2VjcmV0", forHTTPHeaderField: "Authorization")
+        request.setValue("Basic cHJveHk6c2VjcmV0", forHTTPHeaderField: "Proxy-Authorization")
         XCTAssertTrue(run(request).1.isSuccess)
         XCTAssertEqual(server.requests.last?.header("Authorization"), "Basic c2VjcmV0")
+        XCTAssertEqual(server.requests.last?.header("Proxy-Authorization"), "Basic cHJveHk6c2VjcmV0")
     }
 
     func testLoopEndsWithTooManyRedirects() {

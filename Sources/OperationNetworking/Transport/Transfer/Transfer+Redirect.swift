@@ -46,7 +46,8 @@ extension Transfer {
         return .follow(chosen)
     }
 
-    /// The request for the next hop: method and body by status code, credentials kept to their origin.
+    /// The request for the next hop: method and body by status code, credentials kept to their origin
+    /// (`Authorization`, `Proxy-Authorization` and `Cookie` set on the request are dropped for another one).
     /// `nil` when a 307/308 would have to resend a body stream that cannot be replayed.
     static func redirectedRequest(from request: URLRequest, to target: URL, status: Int,
                                   bodyIsReplayable: Bool) -> URLRequest? {
@@ -65,7 +66,11 @@ extension Transfer {
             return nil
         }
         if !sameOrigin(request.url, target) {
+            // A header the app wrote is sent to whoever the next hop reaches: reached directly, another
+            // origin would read the proxy's login too. The library's own proxy login (`proxyCredential`)
+            // is not a header here and still reaches the proxy.
             next.setValue(nil, forHTTPHeaderField: "Authorization")
+            next.setValue(nil, forHTTPHeaderField: "Proxy-Authorization")
             next.setValue(nil, forHTTPHeaderField: "Cookie")
         }
         return next
