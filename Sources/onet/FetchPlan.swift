@@ -1,5 +1,9 @@
 import ArgumentParser
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@_spi(Tool) import OperationNetworking
 
 /// One file `onet fetch` downloads: where it comes from, its name inside the target directory, and
 /// how this run gets it (fresh, continued from a paused archive, or not at all because it is done).
@@ -14,7 +18,7 @@ struct FetchJob: Sendable {
         case done(bytes: Int64)
     }
 
-    /// The URL as given (the state file matches runs on its absolute string).
+    /// The URL as given (the state file matches runs on its absolute string without user information).
     let url: URL
     /// The file name inside the target directory: one safe path component, unique in the run.
     let name: String
@@ -59,6 +63,14 @@ enum FetchPlan {
             throw ValidationError("no URLs: give them as arguments or in a file with --from")
         }
         return found
+    }
+
+    /// The login written in `url` (`user:password@`), as a credential for this run only, or `nil`. A
+    /// paused download's archive keeps no login, so the URL given again brings it back this way (answered
+    /// to the server's 401 challenge).
+    static func credential(in url: URL) -> URLCredential? {
+        guard let user = url.user else { return nil }
+        return URLCredential(user: user, password: url.password ?? "", persistence: .none)
     }
 
     /// `text` as an absolute http or https URL with a host, or `nil`.
@@ -109,7 +121,10 @@ enum FetchPlan {
         var used = Set(entries.map(\.name))
         var jobs: [FetchJob] = []
         for url in urls {
-            if let index = entries.firstIndex(where: { $0.url == url.absoluteString }) {
+            // The state keeps no user name or password (`FetchState.save`): the URL given again matches
+            // its entry without them, and carries them again for this run.
+            let key = url.archivedString
+            if let index = entries.firstIndex(where: { $0.url == key || $0.url == url.absoluteString }) {
                 let entry = entries.remove(at: index)
                 // A tampered state must not name a file outside the directory.
                 if entry.name == safeComponent(entry.name) {
@@ -242,11 +257,59 @@ struct FetchState: Codable, Equatable {
         }
     }
 
-    /// Writes the state atomically (a crash leaves the old state or the new one, never half).
+    /// Writes the state atomically (a crash leaves the old state or the new one, never half), readable
+    /// by its owner only, and with no URL's user name or password: the file outlives the run, and the
+    /// same command line gives the URL, login and all, again (the paused archives hold none either).
     func save(in directory: URL) throws {
+        var stored = self
+        for index in stored.files.indices {
+            stored.files[index].url = URL(string: stored.files[index].url)?.archivedString ?? stored.files[index].url
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(self).write(to: directory.appendingPathComponent(FetchState.fileName), options: .atomic)
+        try FetchState.replacePrivately(directory.appendingPathComponent(FetchState.fileName), with: encoder.encode(stored))
+    }
+
+    /// Replaces `file` with `data`: written to a new file beside it, created with mode 0600 whatever the
+    /// umask (`open` with `O_EXCL | O_NOFOLLOW`, then `fchmod` before a byte is written, as the umask may
+    /// have taken bits from the mode), flushed, then renamed over `file`. Foundation's atomic write
+    /// would create it 0644 less the umask, readable by everyone.
+    private static func replacePrivately(_ file: URL, with data: Data) throws {
+        let temporary = file.deletingLastPathComponent().appendingPathComponent("\(file.lastPathComponent).\(UUID().uuidString)")
+        let descriptor = Foundation.open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw fileError(errno) }
+        var failure: Int32 = fchmod(descriptor, 0o600) == 0 ? 0 : errno
+        if failure == 0 { failure = writeAll(data, to: descriptor) }
+        if failure == 0, fsync(descriptor) != 0 { failure = errno }
+        if close(descriptor) != 0, failure == 0 { failure = errno }
+        if failure == 0, rename(temporary.path, file.path) != 0 { failure = errno }
+        if failure != 0 {
+            unlink(temporary.path)
+            throw fileError(failure)
+        }
+    }
+
+    /// Writes every byte of `data` to `descriptor`; `0`, or the `errno` that stopped it.
+    private static func writeAll(_ data: Data, to descriptor: Int32) -> Int32 {
+        data.withUnsafeBytes { buffer -> Int32 in
+            guard let base = buffer.baseAddress else { return 0 }
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(descriptor, base + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                offset += written
+            }
+            return 0
+        }
+    }
+
+    /// A file error with `code` underneath, which `FetchPlan.reason` shows as the system's message.
+    private static func fileError(_ code: Int32) -> Error {
+        NSError(domain: NSCocoaErrorDomain, code: NSFileWriteUnknownError,
+                userInfo: [NSUnderlyingErrorKey: NSError(domain: NSPOSIXErrorDomain, code: Int(code))])
     }
 
     /// Removes the state file of `directory`, if any.

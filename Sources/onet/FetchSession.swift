@@ -103,6 +103,7 @@ final class FetchSession: Sendable {
         if case .paused(let archive, let bytes) = job.start {
             do {
                 operation = try SafeArchive.unarchive(HTTPRequestOperation.self, from: archive)
+                operation.credential = FetchPlan.credential(in: job.url)   // the archive keeps no login
                 // An archive taken before its pause settled has no place to continue from: the operation
                 // comes back ready and fetches the whole body, which must not land after the old prefix.
                 if operation.isPaused {
