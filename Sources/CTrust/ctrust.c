@@ -4,6 +4,7 @@
 #include <string.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -221,3 +222,13 @@ long ctrust_next_pem_certificate(const char *pem, size_t pem_length, size_t *off
 }
 
 void ctrust_free(void *pointer) { free(pointer); }
+
+int ctrust_sha256(const unsigned char *data, size_t length, unsigned char *out) {
+    unsigned int written = 0;
+    static const unsigned char empty = 0;
+    if (EVP_Digest(data ? data : &empty, length, out, &written, EVP_sha256(), NULL) != 1) {
+        ERR_clear_error();
+        return 0;
+    }
+    return written == 32;
+}

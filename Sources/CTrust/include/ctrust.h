@@ -58,6 +58,9 @@ long ctrust_public_key(const unsigned char *der, size_t length, unsigned char **
 /// at `*offset` and advancing it past the certificate. Returns the length, or 0 when none is left.
 long ctrust_next_pem_certificate(const char *pem, size_t pem_length, size_t *offset, unsigned char **out);
 
+/// SHA-256 of `length` bytes into `out` (32 bytes): 1 on success, 0 when OpenSSL fails.
+int ctrust_sha256(const unsigned char *data, size_t length, unsigned char *out);
+
 void ctrust_free(void *pointer);
 
 #endif

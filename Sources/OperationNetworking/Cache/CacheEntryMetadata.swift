@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 
 /// What `CacheStorage` keeps in an entry's `userInfo` beside the response: the URL it was stored for,
-/// and RFC 9111's request and response times and secondary-key fields.
+/// RFC 9111's request and response times and secondary-key fields, and the trust it was fetched under.
 ///
 /// It is one JSON value in a `Data` under `userInfoKey`. corelibs' disk cache archives `userInfo` and
 /// reads it back in a new process (a `Data` among its values survives), and JSON is read by Swift code
@@ -15,7 +15,7 @@ struct CacheEntryMetadata: Codable, Equatable {
     /// The `userInfo` key of the metadata.
     static let userInfoKey = "org.operationnetworking.cache.metadata"
     /// The layout this version writes; an entry with another is read as damaged and replaced.
-    static let currentVersion = 1
+    static let currentVersion = 2
 
     var version = currentVersion
     /// The URL the entry was stored for, as `key(for:)` writes it.
@@ -24,9 +24,13 @@ struct CacheEntryMetadata: Codable, Equatable {
     var varyingRequestHeaders: [String: String]
     var requestTime: Date
     var responseTime: Date
+    /// The trust identity of the connection that fetched it (`CacheTrust`), for an `https` URL.
+    var trust: String?
 
-    init(requestURL: String, varyingRequestHeaders: [String: String], requestTime: Date, responseTime: Date) {
+    init(requestURL: String, varyingRequestHeaders: [String: String], requestTime: Date, responseTime: Date,
+         trust: String? = nil) {
         self.requestURL = requestURL
+        self.trust = trust
         // Lowercased here too, so two spellings of one name cannot both be kept.
         self.varyingRequestHeaders = Dictionary(varyingRequestHeaders.map { ($0.key.lowercased(), $0.value) },
                                                 uniquingKeysWith: { first, _ in first })
@@ -68,12 +72,19 @@ struct CacheEntryMetadata: Codable, Equatable {
     }
 
     /// `url` as an entry records it: without its fragment (never sent, not part of RFC 9111's key), with
-    /// its scheme and host lowercased (they are case-insensitive).
+    /// its scheme and host lowercased (they are case-insensitive), and without its user name and
+    /// password: a credential is never written into the cache (a request that carries one in its URL
+    /// counts as a request with credentials, see `CacheRequest.hasAuthorization`). A URL whose
+    /// components cannot be read is kept as written when it shows no user information, and otherwise
+    /// as the empty key, under which `CacheStorage` neither looks up nor stores anything.
     static func key(for url: URL) -> String {
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return url.absoluteString }
+        let asWritten = url.user == nil && url.password == nil ? url.absoluteString : ""
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return asWritten }
+        components.percentEncodedUser = nil
+        components.percentEncodedPassword = nil
         components.fragment = nil
         components.scheme = components.scheme?.lowercased()
         components.percentEncodedHost = components.percentEncodedHost?.lowercased()
-        return components.string ?? url.absoluteString
+        return components.string ?? asWritten
     }
 }

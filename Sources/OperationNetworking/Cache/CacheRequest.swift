@@ -18,6 +18,12 @@ struct CacheRequest: Sendable {
     /// The header fields as the transfer sends them, by lowercased name: the request's own, plus the
     /// `Accept-Encoding` the library adds when the request has none (a response's `Vary` names it often).
     let headers: [String: String]
+    /// The trust identity of the operation's security policy (`CacheTrust`): an `https` entry answers
+    /// only the identity it was fetched under, and a response is stored under this one.
+    var trust = CacheTrust.system
+    /// The operation's `maximumResponseSize`: a stored body larger than it answers nothing (the network
+    /// would have refused it).
+    var maximumBodySize: Int64? = nil
 
     /// The request's fields that make it a partial or conditional request of the caller's own: the
     /// cache stays out of those (their answers, 206 and 304, are the caller's to handle).
@@ -53,10 +59,23 @@ struct CacheRequest: Sendable {
     }
 
     /// Whether the request may be answered from the cache and its response stored: a GET the caller
-    /// did not make partial or conditional.
+    /// did not make partial or conditional, nor addressed to another host with a `Host` field of its own
+    /// (the cache's key is the URL, so two virtual hosts behind one address would share an entry).
     var usesCache: Bool {
         CacheRequest.cacheableMethods.contains(method)
             && !headers.keys.contains { CacheRequest.callerPreconditions.contains($0) }
+            && !namesAnotherHost
+    }
+
+    /// Whether the request's own `Host` field names something other than its URL's authority.
+    private var namesAnotherHost: Bool {
+        guard let field = headers["host"] else { return false }
+        let named = asciiLowercased(field.trimmingCharacters(in: .whitespaces))
+        guard let host = url.host.map(asciiLowercased) else { return true }
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        var authorities = [bracketed]
+        if let port = url.port { authorities.append("\(bracketed):\(port)") }
+        return !authorities.contains(named)
     }
 
     /// Whether the request's policy reads stored responses at all (every policy but the ones that
@@ -74,6 +93,7 @@ struct CacheRequest: Sendable {
     /// Whether the request's method is unsafe, so that its success invalidates stored responses.
     var isUnsafe: Bool { !CacheRequest.safeMethods.contains(method) }
 
-    /// Whether the request carries credentials of its own (§3.5).
-    var hasAuthorization: Bool { headers["authorization"] != nil }
+    /// Whether the request carries credentials of its own (§3.5): an `Authorization` field, or a user
+    /// name or password in its URL (which libcurl sends as one).
+    var hasAuthorization: Bool { headers["authorization"] != nil || url.user != nil || url.password != nil }
 }

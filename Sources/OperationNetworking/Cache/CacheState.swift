@@ -88,9 +88,6 @@ struct CacheState {
     /// Whether the transfer answered an authentication challenge: its request then carried credentials.
     private var answeredChallenge = false
     private var redirects = 0
-    /// Whether every redirect followed was permanent and unrestricted (so the final response may be
-    /// stored under the original request too).
-    private var onlyPermanentRedirects = true
 
     /// What the run's metrics report.
     var status: CacheStatus {
@@ -125,7 +122,7 @@ struct CacheState {
     /// for its URL (looked up only for a request that `usesCache`).
     mutating func consult(_ request: CacheRequest, stored: StoredResponse?, now: Date) -> Decision {
         guard request.usesCache else { return bypass(request) }
-        let entry = stored.flatMap { SecondaryKey.matches($0, request) ? Entry(stored: $0, key: request.url) : nil }
+        let entry = stored.flatMap { answers(request, $0) ? Entry(stored: $0, key: request.url) : nil }
         switch request.policy {
         case .returnCacheDataElseLoad:
             if let entry, !SecondaryKey.isAuthenticated(entry.stored) { return answer(request, with: entry, now: now) }
@@ -143,6 +140,16 @@ struct CacheState {
             // `.reloadIgnoringLocalCacheData` and the policies Apple aliases to it.
             return load(request, replacing: nil)
         }
+    }
+
+    /// Whether `stored` may answer `request` at all, fresh or validated: its secondary key matches
+    /// (§4.1), it was fetched under the trust the request's operation would give the connection
+    /// (`CacheTrust`), and its body is within the operation's `maximumResponseSize`. One that may not
+    /// is as good as absent: the request loads, and its response may replace it.
+    private func answers(_ request: CacheRequest, _ stored: StoredResponse) -> Bool {
+        SecondaryKey.matches(stored, request)
+            && CacheTrust.admits(recorded: stored.trust, current: request.trust, for: request.url)
+            && request.maximumBodySize.map { Int64(stored.body.count) <= $0 } ?? true
     }
 
     /// The cache is not read for this run (an output stream, a request the cache stays out of); an
@@ -210,14 +217,10 @@ struct CacheState {
 
     // MARK: - While the transfer runs
 
-    /// A redirect with `status` to `target` is followed; returns the conditional fields to keep on the
+    /// A redirect to `target` is followed; returns the conditional fields to keep on the
     /// next request: only where it goes to the URL the stored response came from, whose validators they are.
-    mutating func redirected(to target: URL, status: Int, headers: [String: String]) -> [String: String] {
+    mutating func redirected(to target: URL) -> [String: String] {
         redirects += 1
-        let control = CacheControl(headers.headerValue("Cache-Control"))
-        let unrestricted = !control.has("no-store") && !control.has("no-cache") && !control.has("max-age")
-            && headers.headerValue("Expires") == nil
-        onlyPermanentRedirects = onlyPermanentRedirects && (status == 301 || status == 308) && unrestricted
         guard case .revalidating(_, let entry) = phase, entry.stored.response.url == target else { return [:] }
         return Validation.conditionalFields(for: entry.stored)
     }
@@ -294,15 +297,17 @@ extension CacheState {
         return Plan(deliver: (freshened.response, freshened.body), store: (freshened, [entry.key]))
     }
 
-    /// A full response (§4.3.3, or to an unconditional request): stored when §3 allows it, under the
-    /// request's URL unless a redirect that is not permanent took it elsewhere, and under the URL it
-    /// came from; what it replaces is dropped when it is not stored.
+    /// A full response (§4.3.3, or to an unconditional request): stored when §3 allows it, under the URL
+    /// it came from; what it replaces is dropped when it is not stored.
+    ///
+    /// After a redirect it is stored under its own URL only, never under the request's: a later request
+    /// for the original URL goes to the network and meets the redirect again, so the operation's redirect
+    /// block decides about it as it would without a cache (an app's guard against other hosts is a
+    /// redirect block). Redirects themselves are never stored (`Storability.redirectStatuses`).
     private mutating func replace(_ entry: Entry?, request: CacheRequest, with received: Received) -> Plan {
         let response = received.response
         let finalURL = response.url ?? request.url
-        var keys: [URL] = []
-        if redirects == 0 || onlyPermanentRedirects { keys.append(request.url) }
-        if finalURL != request.url { keys.append(finalURL) }
+        let keys = [redirects == 0 ? request.url : finalURL]
         let superseded = entry.map { [$0.key] } ?? []
         let authenticated = answeredChallenge || (received.finalRequest ?? request).hasAuthorization
         let headers = Storability.storedFields(of: response)
@@ -316,7 +321,8 @@ extension CacheState {
         }
         phase = .storing(.stored)
         let stored = StoredResponse(response: cleaned, body: body, varyingRequestHeaders: varying,
-                                    requestTime: received.requestTime, responseTime: received.responseTime)
+                                    requestTime: received.requestTime, responseTime: received.responseTime,
+                                    trust: CacheTrust.recorded(request.trust, for: keys[0]))
         return Plan(store: (stored, keys), remove: superseded.filter { !keys.contains($0) })
     }
 }

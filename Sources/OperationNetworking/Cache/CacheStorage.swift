@@ -16,6 +16,9 @@ struct StoredResponse: Sendable {
     var requestTime: Date
     /// When the response was received (RFC 9111 §4.2.3 `response_time`).
     var responseTime: Date
+    /// The trust identity of the connection that fetched it (`CacheTrust`); `nil` for a URL that is not
+    /// `https`, or an entry stored without metadata.
+    var trust: String? = nil
 }
 
 /// The entries of one `URLCache`, each with the metadata RFC 9111 needs kept in its `userInfo`.
@@ -52,7 +55,10 @@ final class CacheStorage: Sendable {
     /// The entry stored for `request`'s URL, or `nil` on a miss or an entry whose metadata is damaged
     /// (that entry is removed).
     func storedResponse(for request: URLRequest) -> StoredResponse? {
-        guard let url = request.url, let cached = urlCache.cachedResponse(for: request) else { return nil }
+        guard let url = request.url else { return nil }
+        let key = CacheEntryMetadata.key(for: url)
+        // The empty key stands for URLs that cannot be keyed without their user information: none is cached.
+        guard !key.isEmpty, let cached = urlCache.cachedResponse(for: request) else { return nil }
         guard let response = cached.response as? HTTPURLResponse else {
             urlCache.removeCachedResponse(for: request)
             return nil
@@ -64,7 +70,7 @@ final class CacheStorage: Sendable {
         case .absent:
             // Not stored through this type: usable only when it is plainly the response to this URL.
             guard let responseURL = response.url,
-                  CacheEntryMetadata.key(for: responseURL) == CacheEntryMetadata.key(for: url) else { return nil }
+                  CacheEntryMetadata.key(for: responseURL) == key else { return nil }
             metadata = .foreign(response)
         case .damaged:
             urlCache.removeCachedResponse(for: request)
@@ -72,29 +78,36 @@ final class CacheStorage: Sendable {
         }
         // Another URL's entry in the same slot (see the type's comment) is a miss, and stays: it is
         // still right for its own URL.
-        guard metadata.requestURL == CacheEntryMetadata.key(for: url) else { return nil }
+        guard metadata.requestURL == key else { return nil }
         // A copy, not the entry's own storage: shared with the entry, the body's storage was never freed
         // (LeakSanitizer, corelibs' disk cache).
         let body = cached.data.withUnsafeBytes { Data($0) }
         return StoredResponse(response: response, body: body, varyingRequestHeaders: metadata.varyingRequestHeaders,
-                              requestTime: metadata.requestTime, responseTime: metadata.responseTime)
+                              requestTime: metadata.requestTime, responseTime: metadata.responseTime,
+                              trust: metadata.trust)
     }
 
     /// Stores `stored` as the entry for `request`'s URL, replacing the one there. A response too large
     /// for the cache (about 5 % of its capacity) is not stored, and the entry it replaces is removed.
+    /// Neither the key nor the stored response's URL keeps a user name or password.
     func store(_ stored: StoredResponse, for request: URLRequest) {
-        guard let url = request.url else { return }
+        guard let url = request.url, let response = Self.withoutUserInfo(stored.response) else { return }
+        let key = CacheEntryMetadata.key(for: url)
+        guard !key.isEmpty else { return }
         guard Storability.fits(size: stored.body.count, memoryCapacity: urlCache.memoryCapacity,
                                diskCapacity: urlCache.diskCapacity) else {
             urlCache.removeCachedResponse(for: request)
             return
         }
-        let metadata = CacheEntryMetadata(requestURL: CacheEntryMetadata.key(for: url),
+        let metadata = CacheEntryMetadata(requestURL: key,
                                           varyingRequestHeaders: stored.varyingRequestHeaders,
-                                          requestTime: stored.requestTime, responseTime: stored.responseTime)
+                                          requestTime: stored.requestTime, responseTime: stored.responseTime,
+                                          trust: stored.trust)
         guard let userInfo = try? metadata.userInfo() else { return }
-        let cached = CachedURLResponse(response: stored.response, data: stored.body, userInfo: userInfo,
+        let cached = CachedURLResponse(response: response, data: stored.body, userInfo: userInfo,
                                        storagePolicy: .allowed)
+        var request = request
+        request.url = URLRedaction.removingUserInfo(from: url)
         // The library's own store replaces an entry in one transaction, so a reader never misses it
         // meanwhile and a store that fails leaves it in place. corelibs' disk store (and a subclass may
         // inherit it) names the new file by the current second, and when a damaged entry (a directory,
@@ -107,7 +120,16 @@ final class CacheStorage: Sendable {
 
     /// Removes the entry stored for `url` (RFC 9111 §4.4 invalidation).
     func removeStoredResponse(for url: URL) {
-        urlCache.removeCachedResponse(for: URLRequest(url: url))
+        urlCache.removeCachedResponse(for: URLRequest(url: URLRedaction.removingUserInfo(from: url) ?? url))
+    }
+
+    /// `response` with no user name or password in its URL (`nil` when they cannot be taken out), so
+    /// that no store, the app's own included, is handed a credential to write down.
+    private static func withoutUserInfo(_ response: HTTPURLResponse) -> HTTPURLResponse? {
+        guard let url = response.url, url.user != nil || url.password != nil else { return response }
+        guard let bare = URLRedaction.removingUserInfo(from: url) else { return nil }
+        return HTTPURLResponse(url: bare, statusCode: response.statusCode, httpVersion: "HTTP/1.1",
+                               headerFields: response.headerFields)
     }
 }
 

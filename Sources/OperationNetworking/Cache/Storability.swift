@@ -10,9 +10,9 @@ enum Storability {
     static let understoodStatuses = Set(200...206).union(300...305).union([307, 308]).union(400...417)
         .union([421, 422, 426]).union(500...505)
 
-    /// Redirects are never stored as a final response: delivered, they were refused by the redirect
-    /// block, which a stored copy would skip next time. (A permanent redirect's target is stored under
-    /// the original request instead; see `CacheState`.)
+    /// Redirects are never stored: delivered, they were refused by the redirect block, which a stored
+    /// copy would skip next time. (Nor is a redirect's target stored under the original request; see
+    /// `CacheState`.)
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
     /// Fields that belong to one connection or one hop, never stored (§3.1).

@@ -65,8 +65,9 @@ enum Validation {
     }
 
     /// The URLs whose stored responses a response to `request` invalidates (§4.4): after a non-error
-    /// status to an unsafe method, the target URI (and where a redirect took it), and the same-origin
-    /// `Location` and `Content-Location`.
+    /// status to an unsafe method, the target URI (and where a redirect took it), and the `Location` and
+    /// `Content-Location` within the origin of the response that names them (after a redirect, the
+    /// final URL's: a server may not invalidate another origin's entries).
     static func invalidatedURLs(request: CacheRequest, status: Int, finalURL: URL?, headers: [String: String]) -> [URL] {
         guard request.isUnsafe, (200...399).contains(status) else { return [] }
         var urls = [request.url]
@@ -74,7 +75,7 @@ enum Validation {
         let base = finalURL ?? request.url
         for name in ["Location", "Content-Location"] {
             guard let value = headers.headerValue(name), let target = URL(string: value, relativeTo: base)?.absoluteURL,
-                  Transfer.sameOrigin(target, request.url), !urls.contains(target) else { continue }
+                  Transfer.sameOrigin(target, base), !urls.contains(target) else { continue }
             urls.append(target)
         }
         return urls

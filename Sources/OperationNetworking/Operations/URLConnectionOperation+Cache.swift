@@ -27,19 +27,34 @@ extension URLConnectionOperation {
 
     // MARK: - Before the run
 
+    /// What a lookup reads of the operation, under its lock.
+    private struct LookupInput {
+        let request: URLRequest
+        let setting: CacheSetting
+        let streams: Bool
+        let clientCertificate: ClientCertificate?
+        let maximumBodySize: Int64?
+    }
+
     /// The cache's decision for a `start()` or `resume()` that starts a run from nothing, made before
     /// the operation's lock is taken (the storage may read files); `nil` when the call will not start
     /// such a run (a continuation, a run under way, a cancelled operation) or the request has no URL.
-    func cacheLookup() -> CacheLookup? {
-        let found = state.withLock { state -> (URLRequest, CacheSetting, Bool)? in
+    /// `security` is the snapshot the run's transfer gets: a stored `https` response answers only the
+    /// trust it gives (`CacheTrust`).
+    func cacheLookup(security: SecurityPolicy.Snapshot?) -> CacheLookup? {
+        let found = state.withLock { state -> LookupInput? in
             switch state.lifecycle.phase {
             case .ready(cancelled: false), .parked(nil), .startedParked:
-                return (state.request, state.configuration.urlCache, state.outputStream != nil)
+                return LookupInput(request: state.request, setting: state.configuration.urlCache,
+                                   streams: state.outputStream != nil,
+                                   clientCertificate: state.configuration.clientCertificate,
+                                   maximumBodySize: state.configuration.maximumResponseSize)
             default:
                 return nil
             }
         }
-        guard let (request, setting, streams) = found, request.url != nil else { return nil }
+        guard let input = found, input.request.url != nil else { return nil }
+        let (request, setting, streams) = (input.request, input.setting, input.streams)
         var machine = CacheState()
         let now = Date()
         guard let cache = setting.cache else {
@@ -48,7 +63,9 @@ extension URLConnectionOperation {
             return CacheLookup(run: CacheRun(machine: machine, urlCache: nil, storage: nil, requestTime: now),
                                decision: decision)
         }
-        guard let asked = CacheRequest(request) else { return nil }
+        guard var asked = CacheRequest(request) else { return nil }
+        asked.trust = CacheTrust.identity(of: security, clientCertificate: input.clientCertificate)
+        asked.maximumBodySize = input.maximumBodySize
         let storage = CacheStorage(cache)
         let decision: CacheState.Decision
         if streams {

@@ -12,11 +12,10 @@ extension URLConnectionOperation: TransferDelegate {
         var proposed = request
         for name in added.keys { proposed.setValue(nil, forHTTPHeaderField: name) }
         guard var chosen = block.map({ $0(self, proposed, response) }) ?? proposed else { return nil }
-        let headers = response.headerFields
         let kept = state.withLock { state -> [String: String] in
             state.currentRequest = chosen
             guard let target = chosen.url else { return [:] }
-            return state.cache?.machine.redirected(to: target, status: response.statusCode, headers: headers) ?? [:]
+            return state.cache?.machine.redirected(to: target) ?? [:]
         }
         for (name, value) in kept { chosen.setValue(value, forHTTPHeaderField: name) }
         return chosen
