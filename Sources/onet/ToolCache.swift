@@ -13,15 +13,18 @@ enum ToolCache {
     /// The bytes the entries may take. The library stores a response up to about 5 % of it (12.8 MiB).
     static let diskCapacity = 256 << 20
 
-    /// The cache in `path`, the directory created when missing; a `ValidationError` naming `option`
-    /// when it cannot be.
+    /// The cache in `path`, the directory created (0700) when missing; a `ValidationError` naming
+    /// `option` when it cannot be, or when the folder or its `cache.sqlite3` is not the user's alone
+    /// (another user's, writable by others, a symbolic link, another program's database): the tool then
+    /// stops before any request rather than use or change it.
     static func open(_ path: String, option: String) throws -> URLCache {
         let directory = URL(fileURLWithPath: path, isDirectory: true).standardizedFileURL
+        let cache = SQLiteURLCache(memoryCapacity: 0, diskCapacity: diskCapacity, directory: directory)
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try cache.checkFiles()
         } catch {
-            throw ValidationError("\(option): cannot create '\(directory.path)': \(FetchPlan.reason(error))")
+            throw ValidationError("\(option): \(error)")
         }
-        return SQLiteURLCache(memoryCapacity: 0, diskCapacity: diskCapacity, directory: directory)
+        return cache
     }
 }

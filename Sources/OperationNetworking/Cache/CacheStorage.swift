@@ -157,18 +157,10 @@ extension CacheStorage {
                                          directory: sharedCacheDirectory)
     }()
 
-    /// Where the library's shared cache keeps its database.
+    /// Where the library's shared cache keeps its database (see `SharedCacheLocation`: `$XDG_CACHE_HOME`,
+    /// else `$HOME/.cache`, else the password database's home).
     static var sharedCacheDirectory: URL {
-        let environment = ProcessInfo.processInfo.environment
-        let home: URL
-        if let configured = environment["XDG_CACHE_HOME"], configured.hasPrefix("/") {
-            home = URL(fileURLWithPath: configured, isDirectory: true)
-        } else {
-            home = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache", isDirectory: true)
-        }
-        // A process name cannot hold "/", but keep the folder one path component whatever it is.
-        let processFolder = ProcessInfo.processInfo.processName.replacingOccurrences(of: "/", with: "_")
-        return home.appendingPathComponent("org.operationnetworking.URLCache", isDirectory: true)
-            .appendingPathComponent(processFolder, isDirectory: true)
+        SharedCacheLocation.directory(environment: ProcessInfo.processInfo.environment,
+                                      processName: ProcessInfo.processInfo.processName)
     }
 }

@@ -16,18 +16,12 @@ struct SQLiteError: Error, CustomStringConvertible {
     let code: Int32
     let message: String
 
-    /// Whether the code says the file is damaged or not a database at all: the file is then replaced.
+    /// Whether the code says the file is damaged or not a database at all: the only errors for which
+    /// the cache replaces a file. Any other (no descriptor left, a lock held past the timeout, a file
+    /// it may not read) fails that one call, and the next tries again.
     var isDamage: Bool {
         let primary = code & 0xFF
         return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB
-    }
-
-    /// Whether the file cannot be used where it is (damaged, a directory, unreadable, marked read-only
-    /// by a damaged header): a new file in its place may be. Not when another connection holds a lock
-    /// past the busy timeout, which the next call tries again.
-    var isUnusableFile: Bool {
-        let primary = code & 0xFF
-        return isDamage || [SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR].contains(primary)
     }
 
     var description: String { "SQLite error \(code): \(message)" }
@@ -40,10 +34,15 @@ final class SQLiteConnection {
     private let handle: OpaquePointer
 
     /// Opens (creating if needed) the database at `path`, or a private in-memory one for ":memory:".
-    /// Throws `SQLiteError` when SQLite cannot open it.
-    init(path: String, busyTimeoutMilliseconds: Int32) throws {
+    /// With `followingNoLink`, a symbolic link at `path` is not opened (`SQLITE_OPEN_NOFOLLOW`) and the
+    /// schema is not trusted (`PRAGMA trusted_schema = OFF`: functions with side effects in a view or a
+    /// trigger of the file are not run). Throws `SQLiteError` when SQLite cannot open it.
+    init(path: String, busyTimeoutMilliseconds: Int32, followingNoLink: Bool = false) throws {
         var opened: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        if followingNoLink {
+            flags |= SQLITE_OPEN_NOFOLLOW
+        }
         let code = sqlite3_open_v2(path, &opened, flags, nil)
         guard let opened else { throw SQLiteError(code: code, message: "out of memory") }
         guard code == SQLITE_OK else {
@@ -56,6 +55,9 @@ final class SQLiteConnection {
         // Another process using the same file holds its lock for one short statement: wait for it
         // rather than fail.
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
+        if followingNoLink {
+            try run("PRAGMA trusted_schema = OFF")
+        }
     }
 
     deinit {
@@ -86,6 +88,18 @@ final class SQLiteConnection {
                 throw lastError()
             }
         }
+    }
+
+    /// The bytes the text or blob in `column` of the row `rowid` of `table` takes, read from the row's
+    /// header through an incremental-blob handle, which reads none of the value itself.
+    func storedBytes(table: String, column: String, rowid: Int64) throws -> Int {
+        var blob: OpaquePointer?
+        guard sqlite3_blob_open(handle, "main", table, column, rowid, 0, &blob) == SQLITE_OK, let blob else {
+            sqlite3_blob_close(blob)
+            throw lastError()
+        }
+        defer { sqlite3_blob_close(blob) }
+        return Int(sqlite3_blob_bytes(blob))
     }
 
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.

@@ -10,10 +10,16 @@ import FoundationNetworking
 /// directory on every call, and stops the process on some damaged files. This one keys an entry by its
 /// full URL (`CacheEntryMetadata.key(for:)`: no fragment, scheme and host lowercased), finds it through
 /// the table's index, and reads every value with Swift code that treats damage as a miss:
-/// - a file SQLite reports as damaged or not a database, or that cannot be opened where it is (a
-///   directory in its place, say), is deleted with its journal files and created anew;
+/// - a file SQLite reports as damaged or not a database is deleted with its journal files and created
+///   anew, when it is the user's own regular file; a file that merely cannot be opened now (no
+///   descriptor left, a busy peer, no permission) is never deleted: that call is a miss;
 /// - a row whose fields cannot be decoded, or do not match the checksum stored with them, is a miss,
-///   and is deleted.
+///   and is deleted; so is a row larger than `diskCapacity`, found so before its body is read.
+///
+/// Its folder and files must be the user's alone (see `CacheFileSafety`): created 0700 and 0600
+/// whatever the umask, and refused when owned by another user, writable by others, a symbolic link,
+/// or holding a database with anything but the cache's own table. A refused cache keeps no entries at
+/// all and changes nothing on disk; `takeWarning()` says why.
 ///
 /// What it keeps: HTTP responses only (a `URLResponse` of another kind is not stored), their URL, status,
 /// header fields and body, and of `userInfo` only the library's own metadata (the `Data` under
@@ -36,19 +42,51 @@ import FoundationNetworking
 
     private let database: Protected<Database>
 
-    /// A cache keeping its entries in `directory`/`cache.sqlite3`, the directory created if needed.
+    /// A cache keeping its entries in `directory`/`cache.sqlite3`, the directory created (0700) if
+    /// needed. The directory must be the user's alone, and so must its parent when that is the shared
+    /// cache's `org.operationnetworking.URLCache` folder (the library owns both levels there).
     @_spi(Tool) public init(memoryCapacity: Int, diskCapacity: Int, directory: URL) {
-        let path: String?
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            path = directory.appendingPathComponent(Self.fileName).path
-        } catch {
-            path = nil
-        }
-        database = Protected(Database(path: path, memoryCapacity: memoryCapacity, diskCapacity: diskCapacity))
+        let ownedLevels = directory.deletingLastPathComponent().lastPathComponent == SharedCacheLocation.folderName ? 2 : 1
+        database = Protected(Database(directory: directory, ownedLevels: ownedLevels, memoryCapacity: memoryCapacity,
+                                      diskCapacity: diskCapacity))
         // corelibs' own store is never used: every method that reaches it is overridden. Given this
         // directory, it creates nothing elsewhere.
         super.init(memoryCapacity: 0, diskCapacity: 0, diskPath: directory.path)
+    }
+
+    /// Whether the cache's folder or file was found not to be the user's alone (or to hold another
+    /// database): it then keeps no entries. Looks at the files first when no call has yet.
+    var isRefused: Bool {
+        database.withLock { $0.isRefused }
+    }
+
+    /// The one sentence saying why the files are not used (refused, or kept in memory because the
+    /// folder cannot be made), to the first caller only; nil afterwards and when they are used.
+    func takeWarning() -> String? {
+        database.withLock { database in
+            // Looks at the files first when no call has yet, so the first caller learns of a refusal.
+            _ = database.isRefused
+            guard !database.warningTaken, let reason = database.reason else { return nil }
+            database.warningTaken = true
+            return reason
+        }
+    }
+
+    /// Looks at the folder and the file now, and throws the reason they are not used (refused, or
+    /// only in memory) as an error whose description is one sentence naming the path.
+    @_spi(Tool) public func checkFiles() throws {
+        let reason = database.withLock { database -> String? in
+            _ = database.isRefused
+            return database.reason
+        }
+        if let reason {
+            throw CacheFilesNotUsed(description: reason)
+        }
+    }
+
+    /// How many rows were read whole, bodies included (the size check reads none).
+    var rowsReadWhole: Int {
+        database.withLock { $0.rowsReadWhole }
     }
 
     /// Counted only by the library's size rule (an entry over about 5 % of the larger capacity is not stored).
@@ -83,9 +121,11 @@ import FoundationNetworking
     public override func cachedResponse(for request: URLRequest) -> CachedURLResponse? {
         guard let url = request.url else { return nil }
         let key = CacheEntryMetadata.key(for: url)
-        let found = database.withLock { database in
-            database.use { connection in
+        let found = database.withLock { database -> [SQLiteValue]? in
+            let capacity = database.diskCapacity
+            let row = database.use { connection in
                 try connection.transaction { () -> [SQLiteValue]? in
+                    guard try Self.fits(key: key, capacity: capacity, in: connection) else { return nil }
                     let rows = try connection.run("""
                         SELECT response_url, status, header_fields, body, metadata, checksum FROM entries WHERE key = ?
                         """, [.text(key)])
@@ -94,6 +134,10 @@ import FoundationNetworking
                     return row
                 }
             } ?? nil
+            if row != nil {
+                database.rowsReadWhole += 1
+            }
+            return row
         }
         guard let found else { return nil }
         guard let entry = try? StoredRow(found, key: key), let cached = entry.cachedResponse else {
@@ -155,6 +199,23 @@ import FoundationNetworking
         .real(Date().timeIntervalSinceReferenceDate)
     }
 
+    /// Whether the row under `key` takes no more than `capacity` bytes, measured from the row's header
+    /// (none of its values is read); a larger one is deleted. True when there is no row.
+    private static func fits(key: String, capacity: Int, in connection: SQLiteConnection) throws -> Bool {
+        let columns = ["response_url", "header_fields", "body", "metadata"]
+        let rows = try connection.run("""
+            SELECT rowid, \(columns.map { "typeof(\($0))" }.joined(separator: ", ")) FROM entries WHERE key = ?
+            """, [.text(key)])
+        guard let row = rows.first, case .integer(let rowid) = row.first else { return true }
+        var size = key.utf8.count
+        for (column, type) in zip(columns, row.dropFirst()) where type == .text("text") || type == .text("blob") {
+            size += try connection.storedBytes(table: "entries", column: column, rowid: rowid)
+        }
+        guard size > capacity else { return true }
+        try connection.run("DELETE FROM entries WHERE rowid = ?", [.integer(rowid)])
+        return false
+    }
+
     private static func totalSize(in connection: SQLiteConnection) throws -> Int {
         guard case .integer(let total) = try connection.run("SELECT COALESCE(SUM(size), 0) FROM entries").first?.first
         else { return 0 }
@@ -174,94 +235,7 @@ import FoundationNetworking
     }
 }
 
-/// The cache's connection, opened on first use, and its capacities.
-private struct Database {
-    /// The database file, or nil when the directory cannot be used (an in-memory database then).
-    var path: String?
-    var connection: SQLiteConnection?
-    var memoryCapacity: Int
-    var diskCapacity: Int
-
-    init(path: String?, memoryCapacity: Int, diskCapacity: Int) {
-        self.path = path
-        self.memoryCapacity = memoryCapacity
-        self.diskCapacity = diskCapacity
-    }
-
-    /// Runs `body` on the connection; nil when it fails. A file found unusable (see
-    /// `SQLiteError.isUnusableFile`) is replaced by a new one and `body` runs once more on it.
-    @discardableResult
-    mutating func use<Result>(_ body: (SQLiteConnection) throws -> Result) -> Result? {
-        guard let connection = connect() else { return nil }
-        do {
-            return try body(connection)
-        } catch let error as SQLiteError where error.isUnusableFile {
-            replaceFile()
-            guard let connection = connect() else { return nil }
-            return try? body(connection)
-        } catch {
-            return nil
-        }
-    }
-
-    /// The open connection, opening it first: a file that cannot be used is replaced, and when a new
-    /// one cannot be made either, the entries are kept in memory.
-    private mutating func connect() -> SQLiteConnection? {
-        if let connection { return connection }
-        if let path {
-            do {
-                connection = try Self.open(path)
-            } catch let error as SQLiteError where error.isUnusableFile {
-                replaceFile()
-                connection = try? Self.open(path)
-            } catch {
-                // Busy past the timeout, say: tried again on the next call.
-                return nil
-            }
-            guard connection == nil else { return connection }
-            self.path = nil
-        }
-        connection = try? Self.open(":memory:")
-        return connection
-    }
-
-    /// Closes the connection and deletes the file and its journals.
-    private mutating func replaceFile() {
-        connection = nil
-        guard let path else { return }
-        for suffix in ["", "-wal", "-shm", "-journal"] {
-            try? FileManager.default.removeItem(atPath: path + suffix)
-        }
-    }
-
-    /// The layout this version writes; a file with another is emptied and given this one.
-    private static let schemaVersion: Int64 = 2
-
-    private static func open(_ path: String) throws -> SQLiteConnection {
-        let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 5_000)
-        // Readers and the writer do not block each other, and a commit needs no sync of the file.
-        try connection.run("PRAGMA journal_mode = WAL")
-        try connection.run("PRAGMA synchronous = NORMAL")
-        // Damage to the file's pages that SQLite would otherwise meet only on some later read is found
-        // here, once per cache, and the file replaced (a later read that meets damage replaces it too).
-        guard try connection.run("PRAGMA quick_check") == [[.text("ok")]] else {
-            throw SQLiteError(code: SQLITE_CORRUPT, message: "quick_check found the file damaged")
-        }
-        guard try connection.run("PRAGMA user_version") != [[.integer(schemaVersion)]] else { return connection }
-        try connection.transaction {
-            // Checked again in the transaction: another process may have just made the table.
-            guard try connection.run("PRAGMA user_version") != [[.integer(schemaVersion)]] else { return }
-            try connection.run("DROP TABLE IF EXISTS entries")
-            try connection.run("""
-                CREATE TABLE entries (
-                    key TEXT PRIMARY KEY NOT NULL, response_url TEXT NOT NULL, status INTEGER NOT NULL,
-                    header_fields BLOB NOT NULL, body BLOB NOT NULL, metadata BLOB, checksum INTEGER NOT NULL,
-                    size INTEGER NOT NULL,
-                    stored_at REAL NOT NULL, accessed_at REAL NOT NULL)
-                """)
-            try connection.run("CREATE INDEX entries_by_access ON entries (accessed_at)")
-            try connection.run("PRAGMA user_version = \(schemaVersion)")
-        }
-        return connection
-    }
+/// The reason `SQLiteURLCache.checkFiles()` gives: the files are not used.
+struct CacheFilesNotUsed: Error, CustomStringConvertible {
+    let description: String
 }

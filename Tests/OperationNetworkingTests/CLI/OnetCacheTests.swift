@@ -1,4 +1,5 @@
 import Foundation
+@testable import OperationNetworking
 import OperationNetworkingTestServer
 import XCTest
 
@@ -100,5 +101,34 @@ final class OnetCacheTests: TemporaryDirectoryTestCase {
         let sent = server.requests(path: "/bytes/200000")
         XCTAssertEqual(sent.count, 2)
         XCTAssertNil(sent.last?.header("Range"), "started over, not continued")
+    }
+
+    func testACacheFolderOthersMayWriteToStopsTheToolWithOneLine() throws {
+        try FileManager.default.createDirectory(at: cacheDirectory, withIntermediateDirectories: true)
+        XCTAssertEqual(chmod(cacheDirectory.path, 0o777), 0)
+        let run = try request("/cache/loose?cc=max-age=600", ["--cache-dir", cacheDirectory.path])
+        XCTAssertNotEqual(run.status, 0, run.description)
+        let lines = run.stderr.split(separator: "\n").filter { $0.contains("--cache-dir") }
+        XCTAssertEqual(lines.count, 1, run.description)
+        XCTAssertTrue(run.stderr.contains("--cache-dir: the HTTP cache's '\(cacheDirectory.path)' is writable by others (mode 0777)"),
+                      run.description)
+        XCTAssertEqual(server.requests(path: "/cache/loose").count, 0, "a request was sent")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: cacheDirectory.path), [])
+    }
+
+    func testFetchIntoAFolderHoldingAnotherProgramsDatabaseChangesNothing() throws {
+        try FileManager.default.createDirectory(at: cacheDirectory, withIntermediateDirectories: true)
+        let database = cacheDirectory.appendingPathComponent("cache.sqlite3")
+        let other = try SQLiteConnection(path: database.path, busyTimeoutMilliseconds: 1_000)
+        try other.run("CREATE TABLE notes (body TEXT)")
+        try other.run("INSERT INTO notes VALUES ('mine')")
+        let before = try Data(contentsOf: database)
+        let url = server.url("/cache/other.txt?cc=max-age=600").absoluteString
+        let run = try runOnet(["fetch", "--cache-dir", cacheDirectory.path, "--to", directory.appendingPathComponent("out").path, url],
+                              input: Data())
+        XCTAssertNotEqual(run.status, 0, run.description)
+        XCTAssertTrue(run.stderr.contains("holds tables that are not the cache's (table notes)"), run.description)
+        XCTAssertEqual(try Data(contentsOf: database), before, "another program's database was changed")
+        XCTAssertEqual(server.requests(path: "/cache/other.txt").count, 0)
     }
 }

@@ -37,19 +37,33 @@ final class SQLiteURLCacheDamageTests: CacheDirectoryTestCase {
         }
     }
 
-    func testADirectoryWhereTheFileWas() throws {
-        try assertRecovers { file in
-            try FileManager.default.removeItem(at: file)
-            try FileManager.default.createDirectory(at: file, withIntermediateDirectories: false)
-            try Data("inside".utf8).write(to: file.appendingPathComponent("child"))
+    func testADirectoryWhereTheFileWasIsRefusedAndKept() throws {
+        // Not a regular file, so not the cache's to delete: the cache keeps nothing rather than remove
+        // what it did not create.
+        openSQLiteStorage().store(StoredResponses.article(), for: StoredResponses.request)
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: databaseFile.path + suffix)
         }
+        try FileManager.default.createDirectory(at: databaseFile, withIntermediateDirectories: false)
+        let child = databaseFile.appendingPathComponent("child")
+        try Data("inside".utf8).write(to: child)
+        CacheFiles.assertRefused(openSQLiteCache(), problem: "is not a regular file")
+        XCTAssertEqual(try Data(contentsOf: child), Data("inside".utf8))
     }
 
-    func testAnUnreadableFile() throws {
-        // (Root reads it anyway; then the entry is simply still there.)
-        try assertRecovers(expectingMiss: getuid() != 0) { file in
-            try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: file.path)
+    func testAnUnreadableFileIsAMissAndKept() throws {
+        // (Root reads it anyway; then the entry is simply still there. CacheFileOpenFailureTests runs
+        // this as another user.)
+        openSQLiteStorage().store(StoredResponses.article(), for: StoredResponses.request)
+        XCTAssertEqual(chmod(databaseFile.path, 0), 0)
+        let read = openSQLiteStorage().storedResponse(for: StoredResponses.request)
+        if getuid() == 0 {
+            StoredResponses.assertEqual(read, StoredResponses.article())
+        } else {
+            XCTAssertNil(read)
         }
+        XCTAssertEqual(chmod(databaseFile.path, 0o600), 0)
+        StoredResponses.assertEqual(openSQLiteStorage().storedResponse(for: StoredResponses.request), StoredResponses.article())
     }
 
     func testDamageAwayFromTheEntryReadIsFoundWhenTheCacheOpens() throws {
