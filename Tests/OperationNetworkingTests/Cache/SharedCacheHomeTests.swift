@@ -7,7 +7,7 @@ import XCTest
 
 /// The shared cache's home follows the XDG rules: `$XDG_CACHE_HOME` when absolute, else `$HOME/.cache`
 /// when absolute, and only then the password database's home.
-final class SharedCacheHomeTests: XCTestCase {
+final class SharedCacheHomeTests: LibraryTestCase {
     private func directory(_ environment: [String: String]) -> String {
         SharedCacheLocation.directory(environment: environment, processName: "my/app", passwordHome: { "/from/passwd" }).path
     }
