@@ -18,7 +18,10 @@ struct CacheFileUnavailable: Error, CustomStringConvertible {
     let path: String
     let reason: String
 
-    var description: String { "the HTTP cache's '\(path)' cannot be created: \(reason), entries are kept in memory" }
+    /// The sentence without what the library does about it, for a tool that stops instead.
+    var failure: String { "the HTTP cache's '\(path)' cannot be created: \(reason)" }
+
+    var description: String { failure + ", entries are kept in memory" }
 }
 
 /// The checks that keep the HTTP cache's files the user's alone, as OpenSSH does with `~/.ssh`.

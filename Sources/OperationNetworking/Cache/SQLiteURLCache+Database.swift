@@ -24,6 +24,8 @@ extension SQLiteURLCache {
         var reason: String?
         /// Whether `takeWarning()` has handed `reason` out.
         var warningTaken = false
+        /// Why the folder cannot be made, when the entries are kept in memory for it.
+        var unavailable: CacheFileUnavailable?
         /// How many rows were read whole (their bodies included), for the tests of the size check.
         var rowsReadWhole = 0
 
@@ -40,6 +42,7 @@ extension SQLiteURLCache {
                 reason = refusal.description
             } catch {
                 store = .memory
+                unavailable = error as? CacheFileUnavailable
                 reason = "\(error)"
             }
         }
@@ -89,6 +92,7 @@ extension SQLiteURLCache {
                     refuse(refusal)
                 } catch let unavailable as CacheFileUnavailable {
                     store = .memory
+                    self.unavailable = unavailable
                     reason = unavailable.description
                     return connect()
                 } catch {

@@ -73,11 +73,12 @@ import FoundationNetworking
     }
 
     /// Looks at the folder and the file now, and throws the reason they are not used (refused, or
-    /// only in memory) as an error whose description is one sentence naming the path.
+    /// only in memory) as an error whose description is one sentence naming the path. Does not count
+    /// as taking the warning.
     @_spi(Tool) public func checkFiles() throws {
         let reason = database.withLock { database -> String? in
             _ = database.isRefused
-            return database.reason
+            return database.unavailable?.failure ?? database.reason
         }
         if let reason {
             throw CacheFilesNotUsed(description: reason)

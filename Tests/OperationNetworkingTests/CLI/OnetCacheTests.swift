@@ -131,4 +131,15 @@ final class OnetCacheTests: TemporaryDirectoryTestCase {
         XCTAssertEqual(try Data(contentsOf: database), before, "another program's database was changed")
         XCTAssertEqual(server.requests(path: "/cache/other.txt").count, 0)
     }
+
+    func testACacheFolderThatCannotBeMadeStopsTheTool() throws {
+        let blocker = directory.appendingPathComponent("a-file")
+        try Data("not a folder".utf8).write(to: blocker)
+        let run = try request("/cache/blocked?cc=max-age=600", ["--cache-dir", blocker.appendingPathComponent("cache").path])
+        XCTAssertNotEqual(run.status, 0, run.description)
+        XCTAssertTrue(run.stderr.contains("--cache-dir: the HTTP cache's '\(blocker.appendingPathComponent("cache").path)' cannot be created: "),
+                      run.description)
+        XCTAssertFalse(run.stderr.contains("kept in memory"), run.description)
+        XCTAssertEqual(server.requests(path: "/cache/blocked").count, 0)
+    }
 }
