@@ -202,3 +202,11 @@ enum CacheFileSafety {
         String(cString: strerror(code))
     }
 }
+
+/// A cache that keeps its entries in files of its own and can say, once, why it does not use them
+/// (`SQLiteURLCache`); the operations hand the sentence to `LoggingEventMonitor`.
+protocol CacheFileWarnings: AnyObject {
+    /// Whether the files are refused (the cache then keeps nothing), and the reason they are not used,
+    /// to the first caller only (nil afterwards and while the files are used).
+    func takeFileState() -> (isRefused: Bool, warning: String?)
+}

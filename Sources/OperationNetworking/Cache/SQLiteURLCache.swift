@@ -36,7 +36,7 @@ import FoundationNetworking
 ///   (up to a few seconds) instead of failing.
 /// - Visibility: not part of the library's public API; `onet`'s `--cache-dir` reaches it
 ///   through `@_spi(Tool)`, so the tool's cache is the same store the library defaults to.
-@_spi(Tool) public final class SQLiteURLCache: URLCache, @unchecked Sendable {
+@_spi(Tool) public final class SQLiteURLCache: URLCache, CacheFileWarnings, @unchecked Sendable {
     /// The database's file name inside the cache's directory.
     static let fileName = "cache.sqlite3"
 
@@ -63,12 +63,17 @@ import FoundationNetworking
     /// The one sentence saying why the files are not used (refused, or kept in memory because the
     /// folder cannot be made), to the first caller only; nil afterwards and when they are used.
     func takeWarning() -> String? {
+        takeFileState().warning
+    }
+
+    /// `isRefused` and `takeWarning()` in one acquisition of the lock, as an operation asks before its lookup.
+    func takeFileState() -> (isRefused: Bool, warning: String?) {
         database.withLock { database in
             // Looks at the files first when no call has yet, so the first caller learns of a refusal.
-            _ = database.isRefused
-            guard !database.warningTaken, let reason = database.reason else { return nil }
+            let refused = database.isRefused
+            guard !database.warningTaken, let reason = database.reason else { return (refused, nil) }
             database.warningTaken = true
-            return reason
+            return (refused, reason)
         }
     }
 

@@ -11,7 +11,12 @@ import Logging
 /// bytes received), `duration` (seconds from its start, or from the finish of a never-started
 /// operation: 0), `attempts` and `cache` (what the HTTP cache did, a `CacheStatus`: `hit`, `miss`,
 /// `revalidated`, `stored` or `notConsulted`); a failed one adds `error` as `domain code`. `.debug` lines for the
-/// start (`"HTTP request started"`) and each response (`"HTTP response received"`).
+/// start (`"HTTP request started"`) and each response (`"HTTP response received"`). Once per cache,
+/// before the finished line of the first operation that met it, a `.warning` line
+/// `"HTTP cache files not used"` with `reason` when the library's shared cache refused its folder or
+/// file (another user's, writable by others, a link, another program's database: nothing is read or
+/// stored then) or keeps its entries in memory because the folder cannot be made; the operation
+/// itself went to the network as usual.
 ///
 /// Nothing secret is ever logged: no header values, no query string or fragment, no user or password
 /// of the URL, no credential, no body, no error description (those can quote the URL).
@@ -65,6 +70,9 @@ public final class LoggingEventMonitor: EventMonitor, Sendable {
         metadata["attempts"] = "\(max(1, operation.attempts))"
         metadata["cache"] = "\(operation.metrics?.cacheStatus ?? .notConsulted)"
         if let error = operation.error { metadata["error"] = "\(LoggingEventMonitor.describe(error))" }
+        if let warning = operation.cacheFileWarning {
+            logger.warning("HTTP cache files not used", metadata: ["reason": "\(warning)"])
+        }
         logger.info("HTTP request finished", metadata: metadata)
     }
 

@@ -17,6 +17,8 @@ extension URLConnectionOperation {
         let storage: CacheStorage?
         /// When the request went out (RFC 9111 §4.2.3 `request_time`).
         let requestTime: Date
+        /// Why the cache's files are not used, for the first run that met it (`LoggingEventMonitor` logs it).
+        var fileWarning: String? = nil
     }
 
     /// What the cache decided for a run about to start from nothing.
@@ -57,10 +59,15 @@ extension URLConnectionOperation {
         let (request, setting, streams) = (input.request, input.setting, input.streams)
         var machine = CacheState()
         let now = Date()
-        guard let cache = setting.cache else {
-            // No cache: nothing to read, store or invalidate, so the request's fields are not read.
+        let configured = setting.cache
+        // The first run to meet a cache whose files are not used says why (`LoggingEventMonitor`).
+        let files = configured.flatMap { ($0 as? CacheFileWarnings)?.takeFileState() }
+        guard let cache = configured, files?.isRefused != true else {
+            // No cache, or one whose files are refused (it answers and keeps nothing): nothing to read,
+            // store or invalidate, so the request's fields are not read.
             let decision = machine.bypass(policy: request.cachePolicy)
-            return CacheLookup(run: CacheRun(machine: machine, urlCache: nil, storage: nil, requestTime: now),
+            return CacheLookup(run: CacheRun(machine: machine, urlCache: nil, storage: nil, requestTime: now,
+                                             fileWarning: files?.warning),
                                decision: decision)
         }
         guard var asked = CacheRequest(request) else { return nil }
@@ -75,8 +82,15 @@ extension URLConnectionOperation {
             let stored = asked.readsStoredResponses ? storage.storedResponse(for: request) : nil
             decision = machine.consult(asked, stored: stored, now: now)
         }
-        return CacheLookup(run: CacheRun(machine: machine, urlCache: cache, storage: storage, requestTime: now),
+        return CacheLookup(run: CacheRun(machine: machine, urlCache: cache, storage: storage, requestTime: now,
+                                         fileWarning: files?.warning),
                            decision: decision)
+    }
+
+    /// Why the cache's files were not used, when this operation's run was the first to meet it (a
+    /// refused folder or file, or a folder that cannot be made); `nil` otherwise.
+    var cacheFileWarning: String? {
+        state.withLock { $0.cache?.fileWarning }
     }
 
     /// Puts the cache's part of a new run in `state`: returns the request the transfer sends (with the
