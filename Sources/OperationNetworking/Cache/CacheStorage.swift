@@ -140,10 +140,11 @@ extension CacheStorage {
     /// The rule: when `URLCache.shared` is still of corelibs' own class (`URLCache` itself, not a
     /// subclass), the library sets it to an `SQLiteURLCache` with Apple's documented capacities (4 MiB
     /// in memory, 20 MiB on disk) in `<cache home>/org.operationnetworking.URLCache/<process name>`, where
-    /// the cache home is `$XDG_CACHE_HOME` when it is an absolute path, else `~/.cache`. An app that
-    /// wants corelibs' cache, or its own, sets `URLCache.shared` to an instance of a subclass before the
-    /// first operation starts, or sets the operation's `urlCache`. When the directory cannot be made,
-    /// the cache keeps its entries in memory. This is the one place the library chooses it.
+    /// the cache home is `$XDG_CACHE_HOME` when it is an absolute path, else `$HOME/.cache`, else the
+    /// password database's home. An app that wants corelibs' cache, or its own, sets `URLCache.shared`
+    /// to an instance of a subclass before the first operation starts, or sets the operation's
+    /// `urlCache`. When the directory cannot be made, the cache keeps its entries in memory; when it is
+    /// not the user's alone, none (`CacheFileSafety`). This is the one place the library chooses it.
     static func defaultShared() -> URLCache {
         _ = sharedCacheInstallation
         return URLCache.shared

@@ -195,9 +195,12 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     ///
     /// When the program has not set `URLCache.shared` to an instance of a `URLCache` subclass, the
     /// library makes it, at first use, a store of its own in one SQLite file (4 MiB memory and 20 MiB
-    /// disk capacity, in `$XDG_CACHE_HOME`, else `~/.cache`, under
-    /// `org.operationnetworking.URLCache/<process name>`): corelibs' own disk cache can crash on a
-    /// damaged file and ignores the query in its key. A plain `URLCache` given here is used as it is.
+    /// disk capacity, in `$XDG_CACHE_HOME`, else `$HOME/.cache`, under
+    /// `org.operationnetworking.URLCache/<process name>`, folders 0700 and files 0600; a folder or file
+    /// others could change is refused and the requests go on without a cache): corelibs' own disk
+    /// cache can crash on a damaged file and ignores the query in its key. A plain `URLCache` given here
+    /// is used as it is. An `https` entry answers only an operation whose `securityPolicy` and
+    /// `clientCertificate` are the ones it was fetched under (SECURITY.md, "The HTTP cache").
     public var urlCache: URLCache? {
         get { self[setting: \.urlCache].cache }
         set { self[setting: \.urlCache] = CacheSetting(newValue) }
