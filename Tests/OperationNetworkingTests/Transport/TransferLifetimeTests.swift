@@ -66,7 +66,7 @@ final class TransferLifetimeTests: LibraryTestCase {
         _ = transfer.state.takeIn()
         _ = transfer.state.admit()
         _ = transfer.delay(for: 0, now: 0)
-        XCTAssertTrue(transfer.beginNextAttempt())
+        XCTAssertTrue(transfer.beginNextAttempt(now: 0))
 
         XCTAssertEqual(transfer.attempt, 2)
         XCTAssertEqual(transfer.state.phase, .waiting)
@@ -80,7 +80,7 @@ final class TransferLifetimeTests: LibraryTestCase {
         _ = transfer.delay(for: 5, now: 0)
         XCTAssertNotNil(transfer.finish())
         transfer.current.redirectCount = 3
-        XCTAssertFalse(transfer.beginNextAttempt())
+        XCTAssertFalse(transfer.beginNextAttempt(now: 0))
         XCTAssertEqual(transfer.attempt, 1)
         XCTAssertEqual(transfer.current.redirectCount, 3)
         XCTAssertNil(transfer.finish(), "the delegate is handed back once")

@@ -64,13 +64,24 @@ extension NetworkThread {
         end(transfer, outcome)
     }
 
-    /// Fails transfers with no bytes moving for longer than their request's `timeoutInterval`.
+    /// Fails transfers with no bytes moving for longer than their request's `timeoutInterval`, and
+    /// those that waited that long without a handle (in the FIFO, or held for their origin's probe):
+    /// a request's timeout runs from when it was queued, so the k-th request to a dead endpoint ends
+    /// at its own timeout rather than after k of them.
     func failStalled(now: UInt64) {
         // lastActivity may lie ahead: a throttled upload counts its planned pause as activity.
         let stalled = active.filter { now > $0.latestActivity && now - $0.latestActivity > $0.timeoutNanoseconds }
         for transfer in stalled {
             let error = TransportError.make(.timedOut, "No data moved for \(transfer.currentRequest.timeoutInterval) s.",
                                             url: transfer.currentRequest.url)
+            stop(transfer, with: .failed(error))
+        }
+        // An ended transfer stays in its list and is skipped when its turn comes (see `stop`).
+        let queued = waiting[waitingHead...].filter { $0.waitedTooLong(now: now) }
+            + origins.held.values.joined().filter { $0.waitedTooLong(now: now) }
+        for transfer in queued {
+            let error = TransportError.make(.timedOut, "The request waited \(transfer.currentRequest.timeoutInterval) s "
+                                            + "without a connection.", url: transfer.currentRequest.url)
             stop(transfer, with: .failed(error))
         }
     }
@@ -82,7 +93,7 @@ extension NetworkThread {
         let due = delayed.filter { $0.at <= now }
         guard !due.isEmpty else { return }
         delayed.removeAll { $0.at <= now }
-        for entry in due where entry.transfer.beginNextAttempt() {
+        for entry in due where entry.transfer.beginNextAttempt(now: now) {
             waiting.append(entry.transfer)
         }
     }

@@ -223,13 +223,15 @@ final class NetworkThread: @unchecked Sendable {
         admitWaiting()
         multi.perform()
         readFinished()
-        if !origins.probes.isEmpty { learnProbedOrigins() }
         let now = monotonicNow()
         clock = now
         if now &- lastTimeoutScan >= NetworkThread.timeoutScanInterval {
             lastTimeoutScan = now
             failStalled(now: now)
         }
+        // After the scan: a probe it stopped lets the transfers held for it go this turn, so the poll
+        // does not sleep while they could start.
+        if !origins.probes.isEmpty { learnProbedOrigins() }
         resumeDueUploads(now: now)
         requeueDueRetries(now: now)
         flushEvents()

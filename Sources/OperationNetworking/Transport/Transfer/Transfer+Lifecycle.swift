@@ -35,6 +35,7 @@ extension Transfer {
         assertOnNetworkThread()
         self.network = network
         startTime = now
+        queuedSince = now
         return perform(state.takeIn())
     }
 
@@ -43,6 +44,9 @@ extension Transfer {
     func admit(on easy: CurlEasyHandle) throws {
         assertOnNetworkThread()
         try configure(easy)
+        // The time spent waiting counts: the no-progress timeout runs from when the request was queued,
+        // so a request held behind others to a dead endpoint does not wait for their timeouts first.
+        hop.lastActivity = min(hop.lastActivity, queuedSince)
         current.easy = easy
         _ = perform(state.admit())
     }
@@ -71,10 +75,17 @@ extension Transfer {
     }
 
     /// `delaying → waiting`: the next attempt starts from a fresh `Attempt` on the original request (a
-    /// multipart body the serializer built is rebuilt). False when the transfer ended meanwhile
-    /// (cancelled or paused during the delay).
-    func beginNextAttempt() -> Bool {
-        perform(state.wake())
+    /// multipart body the serializer built is rebuilt), queued at `now`. False when the transfer ended
+    /// meanwhile (cancelled or paused during the delay).
+    func beginNextAttempt(now: UInt64) -> Bool {
+        queuedSince = now
+        return perform(state.wake())
+    }
+
+    /// Whether the transfer, waiting without a handle, has waited longer than its timeout at `now`.
+    func waitedTooLong(now: UInt64) -> Bool {
+        guard case .waiting = state.phase else { return false }
+        return now > queuedSince && now - queuedSince > timeoutNanoseconds
     }
 
     /// Carries out what an event of `state` returned; false when the event was ignored.

@@ -70,6 +70,10 @@ final class Transfer: @unchecked Sendable {
     var unprocessedResends = 0
     /// Monotonic time the network thread took the transfer in.
     var startTime: UInt64 = 0
+    /// Monotonic time the transfer last joined the network thread's FIFO (taken in, or a retry's delay
+    /// over). Its timeout runs from here, whatever it waits behind (a full set of active transfers,
+    /// the probe of its origin), until its first hop moves a byte.
+    var queuedSince: UInt64 = 0
     /// Filled when a hop ended (`collectMetrics`, the one writer).
     var metrics: TransferMetrics?
     var placement = Placement()
