@@ -47,9 +47,13 @@ struct StoredResponse: Sendable {
 final class CacheStorage: Sendable {
     /// The cache the entries live in.
     let urlCache: URLCache
+    /// The same cache when it keeps the library's entries itself (`SQLiteURLCache`): read and written by
+    /// key, without `CachedURLResponse` and the JSON of its `userInfo`.
+    private let entryStore: EntryStore?
 
     init(_ urlCache: URLCache) {
         self.urlCache = urlCache
+        entryStore = urlCache as? EntryStore
     }
 
     /// The entry stored for `request`'s URL, or `nil` on a miss or an entry whose metadata is damaged
@@ -58,33 +62,53 @@ final class CacheStorage: Sendable {
         guard let url = request.url else { return nil }
         let key = CacheEntryMetadata.key(for: url)
         // The empty key stands for URLs that cannot be keyed without their user information: none is cached.
-        guard !key.isEmpty, let cached = urlCache.cachedResponse(for: request) else { return nil }
+        guard !key.isEmpty else { return nil }
+        if let entryStore {
+            guard let entry = entryStore.entry(forKey: key) else { return nil }
+            return stored(entry.response, entry.body, entry.metadata, key: key, request: request)
+        }
+        guard let cached = urlCache.cachedResponse(for: request) else { return nil }
         guard let response = cached.response as? HTTPURLResponse else {
             urlCache.removeCachedResponse(for: request)
             return nil
         }
-        let metadata: CacheEntryMetadata
+        // A copy, not the entry's own storage: shared with the entry, the body's storage was never freed
+        // (LeakSanitizer, corelibs' disk cache).
+        let body = cached.data.withUnsafeBytes { Data($0) }
+        let metadata: SQLiteURLCache.Entry.MetadataReading
         switch CacheEntryMetadata.read(from: cached.userInfo) {
+        case .found(let found): metadata = .found(found)
+        case .absent: metadata = .absent
+        case .damaged: metadata = .damaged(Data())
+        }
+        return stored(response, body, metadata, key: key, request: request)
+    }
+
+    /// The stored response of an entry found under `key`, by what its metadata says.
+    private func stored(_ response: HTTPURLResponse, _ body: Data, _ reading: SQLiteURLCache.Entry.MetadataReading,
+                        key: String, request: URLRequest) -> StoredResponse? {
+        let metadata: CacheEntryMetadata
+        switch reading {
         case .found(let found):
             metadata = found
         case .absent:
             // Not stored through this type: usable only when it is plainly the response to this URL.
-            guard let responseURL = response.url,
-                  CacheEntryMetadata.key(for: responseURL) == key else { return nil }
+            guard let responseURL = response.url, CacheEntryMetadata.key(for: responseURL) == key else { return nil }
             metadata = .foreign(response)
         case .damaged:
-            urlCache.removeCachedResponse(for: request)
+            remove(key: key, request: request)
             return nil
         }
         // Another URL's entry in the same slot (see the type's comment) is a miss, and stays: it is
         // still right for its own URL.
         guard metadata.requestURL == key else { return nil }
-        // A copy, not the entry's own storage: shared with the entry, the body's storage was never freed
-        // (LeakSanitizer, corelibs' disk cache).
-        let body = cached.data.withUnsafeBytes { Data($0) }
         return StoredResponse(response: response, body: body, varyingRequestHeaders: metadata.varyingRequestHeaders,
                               requestTime: metadata.requestTime, responseTime: metadata.responseTime,
                               trust: metadata.trust)
+    }
+
+    private func remove(key: String, request: URLRequest) {
+        if let entryStore { entryStore.removeEntry(forKey: key) } else { urlCache.removeCachedResponse(for: request) }
     }
 
     /// Stores `stored` as the entry for `request`'s URL, replacing the one there. A response too large
@@ -94,33 +118,37 @@ final class CacheStorage: Sendable {
         guard let url = request.url, let response = Self.withoutUserInfo(stored.response) else { return }
         let key = CacheEntryMetadata.key(for: url)
         guard !key.isEmpty else { return }
+        var request = request
+        request.url = URLRedaction.removingUserInfo(from: url)
         guard Storability.fits(size: stored.body.count, memoryCapacity: urlCache.memoryCapacity,
                                diskCapacity: urlCache.diskCapacity) else {
-            urlCache.removeCachedResponse(for: request)
+            remove(key: key, request: request)
             return
         }
         let metadata = CacheEntryMetadata(requestURL: key,
                                           varyingRequestHeaders: stored.varyingRequestHeaders,
                                           requestTime: stored.requestTime, responseTime: stored.responseTime,
                                           trust: stored.trust)
+        if let entryStore {
+            // Replaced in memory at once and in the file later, in one statement: a reader never misses it.
+            entryStore.store(SQLiteURLCache.Entry(response: response, body: stored.body, metadata: metadata, key: key,
+                                                  storedAt: Date().timeIntervalSinceReferenceDate), forKey: key)
+            return
+        }
         guard let userInfo = try? metadata.userInfo() else { return }
         let cached = CachedURLResponse(response: response, data: stored.body, userInfo: userInfo,
                                        storagePolicy: .allowed)
-        var request = request
-        request.url = URLRedaction.removingUserInfo(from: url)
-        // The library's own store replaces an entry in one transaction, so a reader never misses it
-        // meanwhile and a store that fails leaves it in place. corelibs' disk store (and a subclass may
-        // inherit it) names the new file by the current second, and when a damaged entry (a directory,
-        // say) holds that very name, its atomic write fails: there the old entry goes first.
-        if !(urlCache is SQLiteURLCache) {
-            urlCache.removeCachedResponse(for: request)
-        }
+        // corelibs' disk store (and a subclass may inherit it) names the new file by the current second,
+        // and when a damaged entry (a directory, say) holds that very name, its atomic write fails: there
+        // the old entry goes first.
+        urlCache.removeCachedResponse(for: request)
         urlCache.storeCachedResponse(cached, for: request)
     }
 
     /// Removes the entry stored for `url` (RFC 9111 §4.4 invalidation).
     func removeStoredResponse(for url: URL) {
-        urlCache.removeCachedResponse(for: URLRequest(url: URLRedaction.removingUserInfo(from: url) ?? url))
+        let bare = URLRedaction.removingUserInfo(from: url) ?? url
+        remove(key: CacheEntryMetadata.key(for: bare), request: URLRequest(url: bare))
     }
 
     /// `response` with no user name or password in its URL (`nil` when they cannot be taken out), so
@@ -131,6 +159,17 @@ final class CacheStorage: Sendable {
         return HTTPURLResponse(url: bare, statusCode: response.statusCode, httpVersion: "HTTP/1.1",
                                headerFields: response.headerFields)
     }
+}
+
+/// A cache that keeps the library's entries itself (`SQLiteURLCache`): `CacheStorage` reads and
+/// writes them by key, decoded, instead of through `CachedURLResponse` and the JSON of its `userInfo`.
+protocol EntryStore: AnyObject, Sendable {
+    /// The entry under `key`, or nil.
+    func entry(forKey key: String) -> SQLiteURLCache.Entry?
+    /// Stores `entry` under `key`, replacing what is there.
+    func store(_ entry: SQLiteURLCache.Entry, forKey key: String)
+    /// Removes the entry under `key`.
+    func removeEntry(forKey key: String)
 }
 
 extension CacheStorage {

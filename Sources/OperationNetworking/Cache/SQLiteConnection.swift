@@ -16,6 +16,12 @@ struct SQLiteError: Error, CustomStringConvertible {
     let code: Int32
     let message: String
 
+    /// Whether another connection (another process) held a lock past the busy timeout.
+    var isBusy: Bool {
+        let primary = code & 0xFF
+        return primary == SQLITE_BUSY || primary == SQLITE_LOCKED
+    }
+
     /// Whether the code says the file is damaged or not a database at all: the only errors for which
     /// the cache replaces a file. Any other (no descriptor left, a lock held past the timeout, a file
     /// it may not read) fails that one call, and the next tries again.

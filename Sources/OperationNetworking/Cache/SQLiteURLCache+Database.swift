@@ -18,8 +18,6 @@ extension SQLiteURLCache {
 
         var store: Store
         var connection: SQLiteConnection?
-        var memoryCapacity: Int
-        var diskCapacity: Int
         /// The sentence saying why the files are not used (refused, or only in memory); nil while they are.
         var reason: String?
         /// Whether `takeWarning()` has handed `reason` out.
@@ -28,12 +26,12 @@ extension SQLiteURLCache {
         var unavailable: CacheFileUnavailable?
         /// How many rows were read whole (their bodies included), for the tests of the size check.
         var rowsReadWhole = 0
+        /// SQLite's `data_version` when the keys were last read: another process's commit changes it.
+        var dataVersion: Int64?
 
         /// Makes and checks the folder; `ownedLevels` counts it and the folders above it that are the
         /// cache's own.
-        init(directory: URL, ownedLevels: Int, memoryCapacity: Int, diskCapacity: Int) {
-            self.memoryCapacity = memoryCapacity
-            self.diskCapacity = diskCapacity
+        init(directory: URL, ownedLevels: Int) {
             do {
                 try CacheFileSafety.prepareDirectory(directory, ownedLevels: ownedLevels)
                 store = .file(directory.appendingPathComponent(SQLiteURLCache.fileName).path)
@@ -68,6 +66,22 @@ extension SQLiteURLCache {
                 return try? body(connection)
             } catch {
                 return nil
+            }
+        }
+
+        /// Runs `body` as `use` does, and says whether it failed because another process held the file
+        /// past the wait (worth trying again), rather than for good.
+        mutating func useTellingBusy<Result>(_ body: (SQLiteConnection) throws -> Result) -> (result: Result?, busy: Bool) {
+            guard let connection = connect() else { return (nil, false) }
+            do {
+                return (try body(connection), false)
+            } catch let error as SQLiteError where error.isBusy {
+                return (nil, true)
+            } catch let error as SQLiteError where error.isDamage {
+                guard replaceDamagedFile(), let connection = connect() else { return (nil, false) }
+                return ((try? body(connection)), false)
+            } catch {
+                return (nil, false)
             }
         }
 

@@ -108,13 +108,61 @@ extension SQLiteURLCache {
                 + headerFields.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         }
 
-        /// The entry as `URLCache` hands it out.
-        var cachedResponse: CachedURLResponse? {
+        /// The row for `entry`: its metadata encoded as JSON again, as `userInfo` carries it.
+        init(_ entry: Entry) throws {
+            guard let url = entry.response.url else { throw Failure.notAnHTTPResponse }
+            responseURL = url.absoluteString
+            statusCode = entry.response.statusCode
+            headerFields = entry.response.headerFields
+            body = entry.body
+            switch entry.metadata {
+            case .found(let found): metadata = try JSONEncoder().encode(found)
+            case .absent: metadata = nil
+            case .damaged(let bytes): metadata = bytes
+            }
+        }
+
+        /// The entry the row holds, stored under `key` at `storedAt`; nil when Foundation will not build
+        /// its response.
+        func entry(key: String, storedAt: Double) -> Entry? {
             guard let url = URL(string: responseURL),
                   let response = HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1",
                                                  headerFields: headerFields) else { return nil }
-            let userInfo = metadata.map { [CacheEntryMetadata.userInfoKey: $0] as [AnyHashable: Any] }
-            return CachedURLResponse(response: response, data: body, userInfo: userInfo, storagePolicy: .allowed)
+            return Entry(response: response, body: body, metadata: Self.reading(metadata),
+                         size: size + key.utf8.count, storedAt: storedAt)
         }
+
+        /// What the metadata bytes of a row or a `userInfo` say.
+        static func reading(_ metadata: Data?) -> Entry.MetadataReading {
+            guard let metadata else { return .absent }
+            switch CacheEntryMetadata.read(from: [CacheEntryMetadata.userInfoKey: metadata]) {
+            case .found(let found): return .found(found)
+            case .absent: return .absent
+            case .damaged: return .damaged(metadata)
+            }
+        }
+    }
+}
+
+extension SQLiteURLCache.Entry {
+    /// The entry for `cached` as an app hands it to `storeCachedResponse(_:for:)`: HTTP responses only,
+    /// and of `userInfo` only the library's metadata.
+    init?(_ cached: CachedURLResponse, key: String, storedAt: Double) {
+        guard let row = try? SQLiteURLCache.StoredRow(cached), let response = cached.response as? HTTPURLResponse else {
+            return nil
+        }
+        self.init(response: response, body: cached.data, metadata: SQLiteURLCache.StoredRow.reading(row.metadata),
+                  size: row.size + key.utf8.count, storedAt: storedAt)
+    }
+
+    /// The entry as `URLCache` hands it out, its metadata in `userInfo` as JSON.
+    var cachedResponse: CachedURLResponse {
+        var userInfo: [AnyHashable: Any]?
+        switch metadata {
+        case .found(let found): userInfo = (try? found.userInfo()) ?? nil
+        case .absent: userInfo = nil
+        case .damaged(let bytes): userInfo = [CacheEntryMetadata.userInfoKey: bytes]
+        }
+        return CachedURLResponse(response: response, data: body, userInfo: userInfo, storagePolicy: .allowed)
     }
 }

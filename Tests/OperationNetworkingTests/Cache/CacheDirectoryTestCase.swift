@@ -27,6 +27,12 @@ class CacheDirectoryTestCase: LibraryTestCase {
         URLCache(memoryCapacity: memoryCapacity, diskCapacity: diskCapacity, diskPath: directory.path)
     }
 
+    /// Writes to the file what `storage`'s cache has only in memory so far (as the end of its process
+    /// would): another instance on the directory reads the file.
+    func flush(_ storage: CacheStorage) {
+        (storage.urlCache as? SQLiteURLCache)?.flush()
+    }
+
     /// A storage on a new `URLCache` on the test's directory.
     func openStorage(memoryCapacity: Int = 0, diskCapacity: Int = 20 << 20) -> CacheStorage {
         CacheStorage(openCache(memoryCapacity: memoryCapacity, diskCapacity: diskCapacity))
@@ -87,6 +93,7 @@ class CacheDirectoryTestCase: LibraryTestCase {
         XCTAssertGreaterThan(reads.value.hits, 0, file: file, line: line)
         // Whatever the interleaving left, a later store and read still work.
         storage.store(StoredResponses.named(urls[0]), for: URLRequest(url: urls[0]))
+        flush(storage)
         XCTAssertEqual(reopen().storedResponse(for: URLRequest(url: urls[0]))?.body, StoredResponses.named(urls[0]).body,
                        file: file, line: line)
     }

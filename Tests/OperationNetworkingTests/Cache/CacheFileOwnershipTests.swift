@@ -153,6 +153,7 @@ final class CacheFileOwnershipTests: CacheDirectoryTestCase {
             .appendingPathComponent("app")
         let storage = CacheStorage(cache(fresh))
         storage.store(StoredResponses.article(), for: StoredResponses.request)
+        flush(storage)
         StoredResponses.assertEqual(CacheStorage(cache(fresh)).storedResponse(for: StoredResponses.request), StoredResponses.article())
         for folder in [fresh, fresh.deletingLastPathComponent()] {
             XCTAssertEqual(CacheFiles.mode(folder.path).map { $0 & 0o7777 }, 0o700, folder.path)

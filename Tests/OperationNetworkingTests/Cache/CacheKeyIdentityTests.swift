@@ -68,6 +68,7 @@ final class CacheKeyIdentityTests: ServerTestCase {
         components.password = "hunter2-secret"
         let withPassword = try XCTUnwrap(components.url)
         XCTAssertEqual(fetch(withPassword).0.metrics?.cacheStatus, .stored)
+        (cache as? SQLiteURLCache)?.flush()
 
         var bytes = Data()
         for suffix in ["", "-wal", "-shm", "-journal"] {

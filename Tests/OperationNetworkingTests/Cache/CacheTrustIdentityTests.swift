@@ -5,7 +5,7 @@ import XCTest
 
 /// The trust identity an `https` entry records: the same for the same settings in any instance (so a
 /// new process finds its entries), different for every setting that decides a connection's trust.
-final class CacheTrustIdentityTests: XCTestCase {
+final class CacheTrustIdentityTests: LibraryTestCase {
     private func identity(_ policy: SecurityPolicy?, _ client: ClientCertificate? = nil) -> String {
         CacheTrust.identity(of: policy?.snapshot, clientCertificate: client)
     }

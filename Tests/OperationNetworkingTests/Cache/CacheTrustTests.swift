@@ -124,6 +124,7 @@ final class CacheTrustTests: LibraryTestCase {
 
         // The pinned app keeps its cache: the genuine response it stored answers it, in this process and
         // through a new instance over the same file (what a new process reads).
+        (cache as? SQLiteURLCache)?.flush()
         for reader in [cache, makeCache()] {
             let (again, _) = fetch(url, try pinned(.certificate), cache: reader)
             XCTAssertEqual(again.metrics?.cacheStatus, .hit)

@@ -98,6 +98,7 @@ final class SQLiteURLCacheDamageTests: CacheDirectoryTestCase {
         let check = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000).run("PRAGMA quick_check")
         XCTAssertEqual(check, [[.text("ok")]])
         reopened.store(StoredResponses.article(), for: StoredResponses.request)
+        flush(reopened)
         StoredResponses.assertEqual(openSQLiteStorage().storedResponse(for: StoredResponses.request), StoredResponses.article())
     }
 
@@ -181,6 +182,7 @@ final class SQLiteURLCacheDamageTests: CacheDirectoryTestCase {
         let replacement = StoredResponses.article()
         afterDamage.store(replacement, for: StoredResponses.request)
         StoredResponses.assertEqual(afterDamage.storedResponse(for: StoredResponses.request), replacement, file: file, line: line)
+        flush(afterDamage)
         StoredResponses.assertEqual(openSQLiteStorage().storedResponse(for: StoredResponses.request), replacement,
                                     file: file, line: line)
         try FileManager.default.removeItem(at: directory)

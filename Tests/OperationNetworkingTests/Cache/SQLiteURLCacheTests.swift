@@ -36,9 +36,10 @@ final class SQLiteURLCacheTests: CacheDirectoryTestCase {
         // A host name in capitals too (an address has no case to test it with).
         let named = try XCTUnwrap(URL(string: "http://example.test:9/items"))
         openSQLiteStorage().store(StoredResponses.named(named), for: URLRequest(url: named))
-        XCTAssertEqual(cache.cachedResponse(for: URLRequest(url: try XCTUnwrap(URL(string: "http://Example.TEST:9/items"))))?.data,
+        XCTAssertEqual(openSQLiteCache().cachedResponse(for: URLRequest(url: try XCTUnwrap(URL(string: "http://Example.TEST:9/items"))))?.data,
                        StoredResponses.named(named).body)
         cache.removeCachedResponse(for: URLRequest(url: urls[1]))
+        cache.flush()
         XCTAssertNil(openSQLiteCache().cachedResponse(for: URLRequest(url: urls[1])))
         XCTAssertNotNil(openSQLiteCache().cachedResponse(for: URLRequest(url: urls[0])))
     }
@@ -103,9 +104,11 @@ final class SQLiteURLCacheTests: CacheDirectoryTestCase {
         // A smaller capacity set later evicts at once.
         let cache = openSQLiteCache(diskCapacity: capacity)
         cache.diskCapacity = capacity / 4
+        cache.flush()
         XCTAssertLessThanOrEqual(openSQLiteCache().currentDiskUsage, capacity / 4)
         XCTAssertGreaterThan(openSQLiteCache().currentDiskUsage, 0)
         cache.removeAllCachedResponses()
+        cache.flush()
         XCTAssertEqual(openSQLiteCache().currentDiskUsage, 0)
     }
 

@@ -36,6 +36,7 @@ final class SharedCacheLocationTests: LibraryTestCase {
             .appendingPathComponent(ProcessInfo.processInfo.processName)
         let url = try XCTUnwrap(URL(string: "http://127.0.0.1:9/location/\(UUID().uuidString)"))
         CacheStorage(shared).store(StoredResponses.named(url), for: URLRequest(url: url))
+        (shared as? SQLiteURLCache)?.flush()
         defer { shared.removeCachedResponse(for: URLRequest(url: url)) }
         let reopened = SQLiteURLCache(memoryCapacity: 0, diskCapacity: 20 << 20, directory: folder)
         XCTAssertEqual(reopened.cachedResponse(for: URLRequest(url: url))?.data, StoredResponses.named(url).body)

@@ -1,0 +1,321 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension SQLiteURLCache {
+    /// One stored response as the cache keeps it in memory: decoded once, when it was stored or first
+    /// read, and handed out as it is (a hit builds nothing).
+    struct Entry: @unchecked Sendable {   // immutable; `HTTPURLResponse` is not `Sendable` in corelibs
+        let response: HTTPURLResponse
+        let body: Data
+        /// The library's metadata, as stored beside the response.
+        let metadata: MetadataReading
+        /// The bytes it counts for (`StoredRow.size` plus its key).
+        let size: Int
+        /// When it was stored (`removeCachedResponses(since:)`), as a time since the reference date.
+        let storedAt: Double
+
+        /// What an entry holds of the library's metadata.
+        enum MetadataReading {
+            case found(CacheEntryMetadata)
+            /// Stored without it (through `storeCachedResponse` by someone else).
+            case absent
+            /// Stored with metadata this version cannot read (kept as it came).
+            case damaged(Data)
+        }
+    }
+
+    /// What is waiting to be written: the newest change of each key, and whether everything (or what
+    /// was stored after a date) goes first.
+    enum PendingWrite {
+        case store(Entry)
+        case remove
+    }
+
+    /// The cache's state in memory: which keys the file holds and their sizes and recency (read once from
+    /// the file, then kept up to date here), the most recently used entries themselves up to
+    /// `memoryCapacity`, and the changes not yet written. Every lookup and store is decided here, under
+    /// the cache's memory lock; only a key whose entry is not in memory is read from the file, and the
+    /// writes go to the file later, in batches (`SQLiteURLCache+Writer.swift`).
+    ///
+    /// - Threading: a value owned by the cache's `Protected` lock; no I/O here.
+    struct Entries {
+        /// A key the file holds (or will, once written).
+        struct Slot {
+            var size: Int
+            var accessedAt: Double
+            var storedAt: Double
+        }
+
+        /// An entry kept in memory, with its place in the recency order.
+        struct Kept {
+            let entry: Entry
+            var lastUse: UInt64
+        }
+
+        var memoryCapacity: Int
+        var diskCapacity: Int
+        /// Whether `slots` holds what the file holds: false until the keys were read from it.
+        var isLoaded = false
+        /// Whether the cache's files are refused: then nothing is kept, in memory either.
+        private(set) var isRefused = false
+        private(set) var slots: [String: Slot] = [:]
+        /// The bytes the slots take, kept as they change (no sum over the file).
+        private(set) var diskUsage = 0
+        private(set) var kept: [String: Kept] = [:]
+        private(set) var memoryUsage = 0
+        private var useCounter: UInt64 = 0
+        /// Changes not yet in the file, each with the number it was made under: a write that finishes
+        /// takes out only the changes it wrote, not newer ones made meanwhile.
+        private(set) var pending: [String: (write: PendingWrite, number: UInt64)] = [:]
+        /// Recency not yet in the file.
+        private(set) var touched: [String: Double] = [:]
+        /// Everything in the file goes first (`removeAllCachedResponses`), or what was stored after this time.
+        private(set) var clearAll = false
+        private(set) var clearSince: Double?
+        private var changeCounter: UInt64 = 0
+        /// Whether a write of the pending changes is scheduled on the cache's writer queue.
+        var writeScheduled = false
+        /// When the file's version was last compared (`monotonicNow()`).
+        var lastVersionCheck: UInt64 = 0
+
+        init(memoryCapacity: Int, diskCapacity: Int) {
+            self.memoryCapacity = memoryCapacity
+            self.diskCapacity = diskCapacity
+        }
+
+        // MARK: - Reading
+
+        /// What memory says of `key`.
+        enum Lookup {
+            /// The entry, from memory (kept, or waiting to be written).
+            case entry(Entry)
+            /// Nothing is stored under it.
+            case absent
+            /// The file holds it: read it there.
+            case inFile
+        }
+
+        /// Looks `key` up, noting it as used now.
+        mutating func lookUp(_ key: String, now: Double) -> Lookup {
+            guard !isRefused else { return .absent }
+            if let (write, _) = pending[key] {
+                guard case .store(let entry) = write else { return .absent }
+                touch(key, now: now)
+                return .entry(entry)
+            }
+            if let found = kept[key] {
+                touch(key, now: now)
+                return .entry(found.entry)
+            }
+            guard isLoaded else { return .inFile }
+            guard slots[key] != nil else { return .absent }
+            touch(key, now: now)
+            return .inFile
+        }
+
+        private mutating func touch(_ key: String, now: Double) {
+            useCounter += 1
+            kept[key]?.lastUse = useCounter
+            guard slots[key] != nil else { return }
+            slots[key]?.accessedAt = now
+            touched[key] = now
+        }
+
+        /// An entry read from the file for `key` is kept in memory, if it fits and nothing changed since
+        /// the read began (`number`: `changeNumber` then; a change meanwhile may have replaced or removed it).
+        mutating func keepRead(_ entry: Entry, for key: String, readSince number: UInt64) {
+            guard changeCounter == number, slots[key] != nil else { return }
+            keep(entry, for: key)
+        }
+
+        /// The counter of changes, for `keepRead`.
+        var changeNumber: UInt64 { changeCounter }
+
+        // MARK: - Changing
+
+        /// Stores `entry` under `key` in memory, to be written; then evicts the least recently used
+        /// entries while the entries take more than `diskCapacity`.
+        mutating func store(_ entry: Entry, for key: String, now: Double) {
+            guard !isRefused else { return }
+            drop(key)
+            changeCounter += 1
+            pending[key] = (.store(entry), changeCounter)
+            slots[key] = Slot(size: entry.size, accessedAt: now, storedAt: entry.storedAt)
+            diskUsage += entry.size
+            keep(entry, for: key)
+            evict(toFit: diskCapacity)
+        }
+
+        /// Removes `key`'s entry, in memory and (once written) in the file.
+        mutating func remove(_ key: String) {
+            drop(key)
+            changeCounter += 1
+            pending[key] = (.remove, changeCounter)
+        }
+
+        /// The files are refused: nothing is kept from now on.
+        mutating func refuse() {
+            removeAll()
+            clearAll = false
+            isRefused = true
+            isLoaded = true
+        }
+
+        /// Removes every entry.
+        mutating func removeAll() {
+            slots = [:]
+            kept = [:]
+            pending = [:]
+            touched = [:]
+            diskUsage = 0
+            memoryUsage = 0
+            clearAll = true
+            clearSince = nil
+        }
+
+        /// Removes the entries stored after `date`.
+        mutating func removeStored(since date: Double) {
+            for (key, slot) in slots where slot.storedAt > date { drop(key) }
+            for (key, change) in pending {
+                if case .store(let entry) = change.write, entry.storedAt > date { pending[key] = nil }
+            }
+            clearSince = min(clearSince ?? date, date)
+        }
+
+        /// Sets the disk capacity and evicts beyond it.
+        mutating func setDiskCapacity(_ capacity: Int) {
+            diskCapacity = capacity
+            evict(toFit: capacity)
+        }
+
+        /// Sets the memory capacity and lets go of what no longer fits.
+        mutating func setMemoryCapacity(_ capacity: Int) {
+            memoryCapacity = capacity
+            trimMemory()
+        }
+
+        /// The keys the file holds, read from it: the slots become what it says (changes not yet written
+        /// stay on top of it), and what memory kept of keys changed by someone else is let go.
+        mutating func load(_ rows: [(key: String, slot: Slot)]) {
+            let waiting = pending
+            slots = [:]
+            kept = [:]
+            memoryUsage = 0
+            diskUsage = 0
+            for (key, slot) in rows where waiting[key] == nil && !clearAll && slot.storedAt <= clearSince ?? .infinity {
+                slots[key] = slot
+                diskUsage += slot.size
+            }
+            for (key, change) in waiting {
+                guard case .store(let entry) = change.write else { continue }
+                slots[key] = Slot(size: entry.size, accessedAt: entry.storedAt, storedAt: entry.storedAt)
+                diskUsage += entry.size
+                keep(entry, for: key)
+            }
+            isLoaded = true
+            evict(toFit: diskCapacity)
+        }
+
+        /// A key whose row was missing, damaged or too large when read: it is gone.
+        mutating func forget(_ key: String) {
+            guard pending[key] == nil else { return }
+            drop(key)
+        }
+
+        // MARK: - Writing
+
+        /// What the next write takes: the changes, the recency and the clearing to write now.
+        struct Batch {
+            let changes: [(key: String, write: PendingWrite, number: UInt64)]
+            let touched: [String: Double]
+            let clearAll: Bool
+            let clearSince: Double?
+        }
+
+        /// The changes to write, leaving them visible here until `written` says they are in the file.
+        mutating func takeBatch() -> Batch {
+            let batch = Batch(changes: pending.map { ($0.key, $0.value.write, $0.value.number) },
+                              touched: touched, clearAll: clearAll, clearSince: clearSince)
+            touched = [:]
+            clearAll = false
+            clearSince = nil
+            return batch
+        }
+
+        /// `batch` was written (`stored`), or failed for good: its changes are no longer pending (a key
+        /// changed again meanwhile stays). After a failure, the keys it would have stored are gone.
+        mutating func written(_ batch: Batch, stored: Bool) {
+            for change in batch.changes where pending[change.key]?.number == change.number {
+                pending[change.key] = nil
+                if !stored, case .store = change.write { drop(change.key) }
+            }
+        }
+
+        /// `batch` could not be written (another process held the file past the wait): its recency and
+        /// clearing are put back for the next write; its changes were never taken out.
+        mutating func notWritten(_ batch: Batch) {
+            touched.merge(batch.touched) { newer, _ in newer }
+            clearAll = clearAll || batch.clearAll
+            if let since = batch.clearSince { clearSince = min(clearSince ?? since, since) }
+        }
+
+        /// Whether anything waits to be written.
+        var hasChanges: Bool { !pending.isEmpty || !touched.isEmpty || clearAll || clearSince != nil }
+
+        // MARK: - Bookkeeping
+
+        private mutating func drop(_ key: String) {
+            if let slot = slots.removeValue(forKey: key) { diskUsage -= slot.size }
+            if let found = kept.removeValue(forKey: key) { memoryUsage -= found.entry.size }
+            touched[key] = nil
+        }
+
+        private mutating func keep(_ entry: Entry, for key: String) {
+            guard entry.size <= memoryCapacity else { return }
+            useCounter += 1
+            if let old = kept.updateValue(Kept(entry: entry, lastUse: useCounter), forKey: key) {
+                memoryUsage -= old.entry.size
+            }
+            memoryUsage += entry.size
+            trimMemory()
+        }
+
+        /// Lets go of the least recently used entries in memory beyond `memoryCapacity` (down to nine
+        /// tenths of it, so that a full memory does not sort on every store).
+        private mutating func trimMemory() {
+            guard memoryUsage > memoryCapacity else { return }
+            let target = memoryCapacity - memoryCapacity / 10
+            for (key, found) in kept.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
+                guard memoryUsage > target else { return }
+                kept[key] = nil
+                memoryUsage -= found.entry.size
+            }
+        }
+
+        /// Removes the least recently used entries when the entries take more than `capacity` bytes, down
+        /// to nine tenths of it (so that a full cache does not sort its keys on every store).
+        private mutating func evict(toFit capacity: Int) {
+            guard diskUsage > capacity else { return }
+            let target = capacity - capacity / 10
+            for (key, _) in slots.sorted(by: { $0.value.accessedAt < $1.value.accessedAt }) {
+                guard diskUsage > target else { return }
+                remove(key)
+            }
+        }
+    }
+}
+
+extension SQLiteURLCache.Entry {
+    /// An entry for `response` and `body` with `metadata`, stored under `key` now; its size counts
+    /// the URL, the header fields, the body, the key and the metadata's fields.
+    init(response: HTTPURLResponse, body: Data, metadata: CacheEntryMetadata, key: String, storedAt: Double) {
+        let fields = response.headerFields.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        let varying = metadata.varyingRequestHeaders.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        // The metadata's JSON adds its field names and dates to what it holds: about 128 bytes.
+        let size = (response.url?.absoluteString.utf8.count ?? 0) + fields + body.count + key.utf8.count
+            + metadata.requestURL.utf8.count + varying + (metadata.trust?.utf8.count ?? 0) + 128
+        self.init(response: response, body: body, metadata: .found(metadata), size: size, storedAt: storedAt)
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension SQLiteURLCache {
+    /// How often, at most, a lookup asks the file whether another process changed it (SQLite's
+    /// `data_version`), in seconds; then the keys are read again.
+    static let versionCheckInterval: UInt64 = 1_000_000_000
+
+    /// Reads the keys the file holds, at first use and again when another process changed the file
+    /// (checked at most once per `versionCheckInterval`). A file that cannot be read now leaves the keys
+    /// unread: the next call tries again.
+    func loadKeysIfNeeded() {
+        let now = monotonicNow()
+        let due = entries.withLock { entries -> Bool in
+            guard entries.isLoaded else { return true }
+            guard now &- entries.lastVersionCheck >= SQLiteURLCache.versionCheckInterval else { return false }
+            entries.lastVersionCheck = now
+            return true
+        }
+        guard due else { return }
+        let wasLoaded = entries.withLock { $0.isLoaded }
+        var refused = false
+        let rows = database.withLock { database -> [(key: String, slot: Entries.Slot)]? in
+            refused = database.isRefused
+            guard !refused, let version = database.use({ connection -> Int64? in
+                guard case .integer(let version) = try connection.run("PRAGMA data_version").first?.first else { return nil }
+                return version
+            }) ?? nil else { return nil }
+            // Only another connection's commit changes it: this cache's own writes leave it as it is.
+            guard !wasLoaded || database.dataVersion != version else { return nil }
+            let rows = database.use { connection in
+                try connection.run("SELECT key, size, accessed_at, stored_at FROM entries").compactMap(Self.slot(of:))
+            }
+            if rows != nil { database.dataVersion = version }
+            return rows
+        }
+        if refused { entries.withLock { $0.refuse() } }
+        guard let rows else { return }
+        entries.withLock { entries in
+            entries.load(rows)
+            entries.lastVersionCheck = now
+        }
+    }
+
+    /// A row of the keys' query as a slot; nil for a row of other types (it is then not found).
+    private static func slot(of row: [SQLiteValue]) -> (key: String, slot: Entries.Slot)? {
+        guard row.count == 4, case .text(let key) = row[0], case .integer(let size) = row[1],
+              case .real(let accessed) = row[2], case .real(let stored) = row[3] else { return nil }
+        return (key, Entries.Slot(size: Int(clamping: size), accessedAt: accessed, storedAt: stored))
+    }
+
+    /// The entry the file holds under `key`, decoded; nil when there is none, or its row is larger than
+    /// the disk capacity (found before its body is read), damaged, or does not match its checksum (such a
+    /// row is deleted in the same hold of the file's lock that found it).
+    func readFromFile(_ key: String) -> Entry? {
+        let capacity = entries.withLock { $0.diskCapacity }
+        return database.withLock { database -> Entry? in
+            let found = database.use { connection -> [SQLiteValue]? in
+                guard try Self.fits(key: key, capacity: capacity, in: connection) else { return nil }
+                return try connection.run("""
+                    SELECT response_url, status, header_fields, body, metadata, checksum, stored_at FROM entries WHERE key = ?
+                    """, [.text(key)]).first
+            } ?? nil
+            guard let found else { return nil }
+            database.rowsReadWhole += 1
+            guard case .real(let storedAt) = found.last, let row = try? StoredRow(Array(found.dropLast()), key: key),
+                  let entry = row.entry(key: key, storedAt: storedAt) else {
+                database.use { connection in try connection.run("DELETE FROM entries WHERE key = ?", [.text(key)]) }
+                return nil
+            }
+            return entry
+        }
+    }
+
+    /// Whether the row under `key` takes no more than `capacity` bytes, measured from the row's header
+    /// (none of its values is read); a larger one is deleted. True when there is no row.
+    private static func fits(key: String, capacity: Int, in connection: SQLiteConnection) throws -> Bool {
+        let columns = ["response_url", "header_fields", "body", "metadata"]
+        let rows = try connection.run("""
+            SELECT rowid, \(columns.map { "typeof(\($0))" }.joined(separator: ", ")) FROM entries WHERE key = ?
+            """, [.text(key)])
+        guard let row = rows.first, case .integer(let rowid) = row.first else { return true }
+        var size = key.utf8.count
+        for (column, type) in zip(columns, row.dropFirst()) where type == .text("text") || type == .text("blob") {
+            size += try connection.storedBytes(table: "entries", column: column, rowid: rowid)
+        }
+        guard size > capacity else { return true }
+        try connection.run("DELETE FROM entries WHERE rowid = ?", [.integer(rowid)])
+        return false
+    }
+
+    // MARK: - The end of the process
+
+    /// The caches alive in the process, written when it ends (`exit`, or `main` returning) so that a
+    /// store made just before is not lost.
+    private static let live = Protected<[ObjectIdentifier: LiveCache]>([:])
+
+    /// A cache known to `live`, without keeping it alive.
+    private struct LiveCache: Sendable {
+        weak var cache: SQLiteURLCache?
+    }
+
+    /// The handler that writes every live cache's changes at exit, installed once.
+    private static let exitHandler: Void = {
+        atexit {
+            let caches = SQLiteURLCache.live.withLock { $0.values.compactMap(\.cache) }
+            for cache in caches { cache.flush() }
+        }
+    }()
+
+    /// Registers `cache` to be written at exit.
+    static func writeAtExit(_ cache: SQLiteURLCache) {
+        _ = exitHandler
+        live.withLock { live in
+            live = live.filter { $0.value.cache != nil }
+            live[ObjectIdentifier(cache)] = LiveCache(cache: cache)
+        }
+    }
+}
