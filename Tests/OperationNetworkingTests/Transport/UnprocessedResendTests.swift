@@ -4,7 +4,7 @@ import OperationNetworkingTestServer
 import XCTest
 
 /// A request the server never processed (a stream it refused, or one above its GOAWAY's last stream)
-/// is sent again on a fresh connection until a server processes it: nothing of a burst is lost, and
+/// is sent again until a server processes it: nothing of a burst is lost, and
 /// nothing is processed twice.
 final class UnprocessedResendTests: LibraryTestCase {
     private var servers: [ExternalServer] = []

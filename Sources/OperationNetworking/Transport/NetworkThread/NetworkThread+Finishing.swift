@@ -25,27 +25,21 @@ extension NetworkThread {
                 guard let failure = sendNextHop(transfer, easy: easy) else { continue }
                 recycle(easy)
                 end(transfer, failure)
-            case .resendOnFreshConnection:
-                guard let failure = sendNextHop(transfer, easy: easy, onFreshConnection: true) else { continue }
-                recycle(easy)
-                end(transfer, failure)
             }
         }
     }
 
     /// Sends the transfer's next hop (a redirect or a challenge answer), or its current one again, on
     /// the same easy handle: `nil` when it is back on curl, else how the transfer ends. The reset also
-    /// starts libcurl's own count of resends over (`curl_easy_reset` is the only thing that does).
-    private func sendNextHop(_ transfer: Transfer, easy: CurlEasyHandle, onFreshConnection: Bool = false) -> TransferOutcome? {
+    /// starts libcurl's own count of resends over (`curl_easy_reset` is the only thing that does). A
+    /// resend picks its connection as a first send does (curl never reuses one that died or that a
+    /// GOAWAY ended), so a burst of resends shares connections instead of opening one each.
+    private func sendNextHop(_ transfer: Transfer, easy: CurlEasyHandle) -> TransferOutcome? {
         easy.reset()
         do {
             try transfer.configure(easy)
         } catch {
             return .failed(error)
-        }
-        if onFreshConnection {
-            _ = ccurl_easy_setopt_long(easy.raw, CURLOPT_FRESH_CONNECT, 1)
-            // Cleared by the reset when the handle is recycled, so its next transfer may reuse connections.
         }
         guard multi.add(easy.raw) else {
             return .failed(TransportError.make(.unknown, "libcurl refused the next hop.", url: transfer.currentRequest.url))

@@ -12,11 +12,9 @@ extension Transfer {
     enum HopEndAction {
         /// Recycle the handle and end the transfer with this outcome.
         case finish(TransferOutcome)
-        /// Send the next hop (a redirect to follow, a challenge to answer) on the same handle.
+        /// Send the next hop (a redirect to follow, a challenge to answer, or the current request
+        /// again when its server never processed it: `Transfer+Resend.swift`) on the same handle.
         case sendNextHop
-        /// Send the current hop again on the same handle, on a connection of its own: the server never
-        /// processed it (see `Transfer+Resend.swift`).
-        case resendOnFreshConnection
         /// Recycle the handle and send the request again after `delay` seconds (`RetryPolicy`); `error`
         /// is the transport failure, or `nil` for a retryable status.
         case retry(after: TimeInterval, error: Error?)
@@ -121,7 +119,7 @@ extension Transfer {
         // Cancelled while curl ran the hop (the pre-request callback may have stopped it): a cancel.
         if isCancelRequested { return .finish(.cancelled) }
         if let error = current.abortError { return retryOrFinish(.failed(error)) }
-        if code != CURLE_OK, resendsUnprocessed(code: code, easy: easy) { return .resendOnFreshConnection }
+        if code != CURLE_OK, resendsUnprocessed(code: code, easy: easy) { return .sendNextHop }
         if code != CURLE_OK, let refusal = proxyRefusalEnded(code: code, easy: easy) { return refusal }
         guard code == CURLE_OK else { return retryOrFinish(.failed(failure(code, easy: easy))) }
         switch hop.kind {

@@ -32,7 +32,7 @@ extension Transfer {
     private static let idempotentMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]
 
     /// Whether the hop that failed with `code` (the connection or its HTTP/2 session failed) is sent
-    /// again at once, on a fresh connection, whatever the retry policy (up to `maxUnprocessedResends`
+    /// again at once, on a connection chosen as for a first send, whatever the retry policy (up to `maxUnprocessedResends`
     /// times a transfer): only when its server never processed it, or for an idempotent method may
     /// not have. Not one response byte arrived (no status line, not even a 1xx), its body can be sent
     /// again, and one of these holds:
@@ -46,11 +46,13 @@ extension Transfer {
     ///   to it is a server that broke the protocol on that connection after its GOAWAY, which libcurl
     ///   does not let a client tell apart);
     /// - the hop made no connection of its own: every try went out on a kept-alive connection that
-    ///   closed (or, HTTP/2, reset the stream) before answering — the stale keep-alive race of
-    ///   HTTP/1.x among others. That is no proof the request was not processed, so only an idempotent
-    ///   method (RFC 9110 §9.2.2) is sent again. (libcurl reports a stream its server reset, as the
-    ///   last one on a connection a GOAWAY ended, as a bare partial file whatever the reset's code:
-    ///   REFUSED_STREAM cannot be told from a reset after processing there.)
+    ///   closed before answering — the stale keep-alive race of HTTP/1.x among others. That is no
+    ///   proof the request was not processed, so only an idempotent method (RFC 9110 §9.2.2) is sent
+    ///   again. An HTTP/2 stream its server reset is not such a loss: the server had the request, and
+    ///   only REFUSED_STREAM (resent by libcurl itself, then the rule above) says it did not process
+    ///   it (RFC 9113 §8.7), so a reset with any other code (libcurl's stream error; or a bare partial
+    ///   file, how it reports a reset stream that was the last on a connection a GOAWAY ended,
+    ///   whatever the code) is sent again only if the retry policy says so.
     /// Counts the resend when it says yes.
     func resendsUnprocessed(code: CURLcode, easy: CurlEasyHandle) -> Bool {
         guard Transfer.connectionLossCodes.contains(code.rawValue),
@@ -61,7 +63,8 @@ extension Transfer {
         let mayBeHTTP2 = tlsOrigin.map { network?.origins.serial.contains($0) != true } ?? false
         let refused = mayBeHTTP2 && (message?.hasPrefix(Transfer.curlResendsRanOut) == true
                                      || code == CURLE_HTTP2 && message == nil)
-        let stale = easy.info(long: CURLINFO_NUM_CONNECTS) == 0
+        let streamReset = code == CURLE_HTTP2_STREAM || code == CURLE_PARTIAL_FILE
+        let stale = !streamReset && easy.info(long: CURLINFO_NUM_CONNECTS) == 0
             && Transfer.idempotentMethods.contains(currentRequest.uppercasedMethod)
         guard unsent || refused || stale else { return false }
         unprocessedResends += 1
