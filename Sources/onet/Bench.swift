@@ -49,6 +49,11 @@ struct Bench: ParsableCommand {
         valueName: "dir"))
     var cacheDirectory: String?
 
+    @Flag(name: .customLong("default-cache"), help: ArgumentHelp(
+        "Leave each operation's urlCache as the library's default (URLCache.shared, on disk under $XDG_CACHE_HOME), "
+            + "as a program that sets nothing runs (with --sink memory)."))
+    var defaultCache = false
+
     @Flag(name: .customLong("enqueue-all"),
           help: "Make every request at once through a manager onto its suspended queue, then run them; prints memory per queued operation.")
     var enqueueAll = false
@@ -77,9 +82,12 @@ struct Bench: ParsableCommand {
         guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1 (got \(concurrency))") }
         guard bodySize >= 0 else { throw ValidationError("--body-size must be 0 or more (got \(bodySize))") }
         guard FetchPlan.httpURL(url) != nil else { throw ValidationError("--url: not an http(s) URL: '\(url)'") }
-        if cacheDirectory != nil && (sink != .memory || enqueueAll) {
+        if (cacheDirectory != nil || defaultCache) && (sink != .memory || enqueueAll) {
             // The library neither stores nor serves a body that streams to the caller.
-            throw ValidationError("--cache-dir needs --sink memory, and applies to the timed run only.")
+            throw ValidationError("--cache-dir and --default-cache need --sink memory, and apply to the timed run only.")
+        }
+        if cacheDirectory != nil && defaultCache {
+            throw ValidationError("--cache-dir and --default-cache are two caches: give one.")
         }
     }
 
@@ -99,7 +107,7 @@ struct Bench: ParsableCommand {
         }
         let body = method == "POST" ? Data(repeating: 0x61, count: bodySize) : nil
         print("# client=onet requests=\(requests) concurrency=\(concurrency) method=\(method) body=\(bodySize) sink=\(sink.rawValue)"
-              + (cacheDirectory.map { " cache=\($0)" } ?? ""))
+              + (cacheDirectory.map { " cache=\($0)" } ?? "") + (defaultCache ? " cache=default" : ""))
         if enqueueAll {
             let (finished, errors, bytes, wall) = QueuedMemory.run(url: url, requests: requests, concurrency: concurrency)
             print(String(format: "RESULT requests=%d errors=%d wall_s=%.6f rps=%.2f mbps=%.3f bytes=%lld",
@@ -137,7 +145,7 @@ struct Bench: ParsableCommand {
             template.httpBody = body
             template.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
         }
-        let makeOperation: @Sendable (Feeder) -> HTTPRequestOperation? = { [url, sink, template, policy, cache] feeder in
+        let makeOperation: @Sendable (Feeder) -> HTTPRequestOperation? = { [url, sink, template, policy, cache, defaultCache] feeder in
             var request = template
             if let uploadURL {
                 guard let multipart = try? serializer.multipartFormRequest(method: "POST", urlString: url, parameters: nil, constructingBodyWith: {
@@ -147,8 +155,8 @@ struct Bench: ParsableCommand {
             }
             let operation = HTTPRequestOperation(request: request)
             // Every request goes to the server, as the harness's other clients' do (none has a cache),
-            // unless the run measures the cache (--cache-dir).
-            operation.urlCache = cache
+            // unless the run measures the cache (--cache-dir, or the library's default with --default-cache).
+            if !defaultCache { operation.urlCache = cache }
             operation.responseSerializer = responseSerializer
             if let policy { operation.securityPolicy = policy }
             let stream = sink == .stream ? streams.take() : nil
