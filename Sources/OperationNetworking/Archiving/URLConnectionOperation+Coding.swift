@@ -69,9 +69,11 @@ extension URLConnectionOperation {
         switch phase {
         case .paused(let bytes), .parked(let bytes?):
             (archived, kept) = (.paused, bytes)
-        case .ready, .parked(nil), .startedParked, .executing, .pausing:
+        case .ready, .parked(nil), .startedParked, .executing, .pausing, .cancelling:
+            // A cancel on its way has no outcome yet: archived as AFN archived a running operation.
             (archived, kept) = (.ready, nil)
-        case .cancelling, .completing, .finished:
+        case .completing, .finished:
+            // The outcome is stored (the handlers may still be running): archived finished, with it.
             (archived, kept) = (.finished, nil)
         }
         coder.encode(archived.rawValue, forKey: OperationCodingKeys.state)
@@ -128,7 +130,8 @@ extension URLConnectionOperation {
         return request
     }
 
-    /// Restores state, response, error, bytes and settings from an archive.
+    /// Restores state, response, error, bytes and settings from an archive, onto an operation nothing
+    /// was done to yet (otherwise nothing changes).
     func restoreArchive(from coder: NSCoder) {
         let owner = URLConnectionOperation.self
         coder.checkCodingVersion(of: owner)
@@ -176,15 +179,22 @@ extension URLConnectionOperation {
         let responseData = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.responseData)
         let policy = coder.decodeChecked(SecurityPolicy.self, forKey: OperationCodingKeys.securityPolicy)
         state.withLock { state in
+            // `restore(from:)` is open: on an operation that started (or was paused or cancelled) it
+            // changes nothing, rather than overwrite the outcome of a run or the phase under way.
+            guard state.lifecycle.acceptsArchivedState else { return }
+            if paused {
+                // A memory download keeps its bytes; a stream download continues the caller's file.
+                _ = state.lifecycle.restorePaused(KeptDownload(point: resume, bytes: partial))
+            } else if archivedState == .finished {
+                // Finished as it was archived (AFN's encoder wrote it so), its outcome restored below.
+                let cancelled = error.map { $0.domain == NSURLErrorDomain && $0.code == NSURLErrorCancelled } ?? false
+                _ = state.lifecycle.restoreFinished(cancelled: cancelled)
+            }
             state.head = head
             state.error = paused ? nil : error
             state.responseData = responseData
             if let useStorage { state.configuration.shouldUseCredentialStorage = useStorage }
             if let policy { state.configuration.securityPolicy = policy }
-            if paused {
-                // A memory download keeps its bytes; a stream download continues the caller's file.
-                state.lifecycle.restorePaused(KeptDownload(point: resume, bytes: partial))
-            }
         }
     }
 

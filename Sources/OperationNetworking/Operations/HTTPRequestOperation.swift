@@ -126,12 +126,19 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         coder.encode(responseSerializer, forKey: OperationCodingKeys.responseSerializer)
     }
 
-    /// Restores everything `URLConnectionOperation` does, plus the response serializer.
+    /// Restores everything `URLConnectionOperation` does, plus the response serializer, with which a
+    /// finished operation's response is serialized again; like it, changes nothing on an operation
+    /// that started, paused or was cancelled.
     open override func restore(from coder: NSCoder) {
+        let fresh = state.withLock { $0.lifecycle.acceptsArchivedState }
         super.restore(from: coder)
+        guard fresh else { return }
         if let serializer = coder.decodeChecked(HTTPResponseSerializer.self, forKey: OperationCodingKeys.responseSerializer) {
             responseSerializer = serializer
         }
+        // A finished operation had its response serialized before it was archived: a validation or
+        // serialization failure is its `error` again, as it was (only the transport error is archived).
+        if isFinished { _ = responseObject }
     }
 
     /// A copy also carries a copy of the response serializer.

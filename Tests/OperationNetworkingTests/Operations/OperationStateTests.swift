@@ -4,7 +4,9 @@ import XCTest
 
 /// `OperationState` alone, no network: one row per (phase, event) pair, the new phase, the action and
 /// whether the operation counts as cancelled. Pairs marked `invalid` are library bugs that stop the
-/// process (`preconditionFailure`); they are listed so the table is complete, and never run.
+/// process (`preconditionFailure`); they are listed so the table is complete, and never run. An archive's
+/// state reaches the machine from a caller (`restore(from:)` is open): refused, never invalid, once
+/// anything happened to the operation.
 final class OperationStateTests: LibraryTestCase {
     /// How each phase of the table is reached from a new state.
     private static let setups: [String: [Event]] = [
@@ -26,63 +28,64 @@ final class OperationStateTests: LibraryTestCase {
     ]
 
     private enum Event: String, CaseIterable {
-        case start, cancel, pause, resume, transferPaused, transferEnded, restorePaused, handlersRan
+        case start, cancel, pause, resume, transferPaused, transferEnded, restorePaused, restoreFinished, handlersRan
     }
 
     /// `phase action [cancelled]`, or `invalid`.
     private static let table: [String: [Event: String]] = [
         "ready": [.start: "executing start(fresh)", .cancel: "ready none cancelled", .pause: "parked readiness",
                   .resume: "ready none", .transferPaused: "invalid", .transferEnded: "invalid",
-                  .restorePaused: "parked+kept -", .handlersRan: "invalid"],
+                  .restorePaused: "parked+kept -", .restoreFinished: "finished -",
+                  .handlersRan: "invalid"],
         "ready·cancelled": [.start: "completing completeCancelled cancelled", .cancel: "ready none cancelled",
                             .pause: "ready none cancelled", .resume: "ready none cancelled", .transferPaused: "invalid",
-                            .transferEnded: "invalid", .restorePaused: "invalid", .handlersRan: "invalid"],
+                            .transferEnded: "invalid", .restorePaused: "ready refused cancelled", .restoreFinished: "ready refused cancelled", .handlersRan: "invalid"],
         "parked": [.start: "parked·started none", .cancel: "ready readiness cancelled", .pause: "parked none",
                    .resume: "ready readiness", .transferPaused: "invalid", .transferEnded: "invalid",
-                   .restorePaused: "invalid", .handlersRan: "invalid"],
+                   .restorePaused: "parked refused", .restoreFinished: "parked refused", .handlersRan: "invalid"],
         // The queue read the readiness before the pause landed (or the caller started it): the start is
         // remembered, and resume() or cancel() carries the operation on (a queue never starts it again).
         "parked·started": [.start: "parked·started none", .cancel: "completing completeCancelled cancelled",
                            .pause: "parked·started none", .resume: "executing start(fresh)", .transferPaused: "invalid",
-                           .transferEnded: "invalid", .restorePaused: "invalid", .handlersRan: "invalid"],
+                           .transferEnded: "invalid", .restorePaused: "parked·started refused", .restoreFinished: "parked·started refused", .handlersRan: "invalid"],
         "parked+kept": [.start: "executing start(kept)", .cancel: "ready readiness cancelled", .pause: "parked+kept none",
                         .resume: "executing start(kept)", .transferPaused: "invalid", .transferEnded: "invalid",
-                        .restorePaused: "invalid", .handlersRan: "invalid"],
+                        .restorePaused: "parked+kept refused", .restoreFinished: "parked+kept refused", .handlersRan: "invalid"],
         "executing": [.start: "executing none", .cancel: "cancelling cancelTransfer cancelled", .pause: "pausing pauseTransfer",
                       .resume: "executing none", .transferPaused: "invalid", .transferEnded: "completing deliver",
-                      .restorePaused: "invalid", .handlersRan: "invalid"],
+                      .restorePaused: "executing refused", .restoreFinished: "executing refused", .handlersRan: "invalid"],
         "cancelling": [.start: "cancelling none cancelled", .cancel: "cancelling none cancelled",
                        .pause: "cancelling none cancelled", .resume: "cancelling none cancelled", .transferPaused: "invalid",
-                       .transferEnded: "completing deliverCancelled cancelled", .restorePaused: "invalid",
+                       .transferEnded: "completing deliverCancelled cancelled", .restorePaused: "cancelling refused cancelled", .restoreFinished: "cancelling refused cancelled",
                        .handlersRan: "invalid"],
         "pausing": [.start: "pausing none", .cancel: "pausing→cancel none cancelled", .pause: "pausing none",
                     .resume: "pausing→resume none", .transferPaused: "paused none",
-                    .transferEnded: "completing deliver", .restorePaused: "invalid", .handlersRan: "invalid"],
+                    .transferEnded: "completing deliver", .restorePaused: "pausing refused", .restoreFinished: "pausing refused", .handlersRan: "invalid"],
         "pausing→resume": [.start: "pausing→resume none", .cancel: "pausing→cancel none cancelled", .pause: "pausing none",
                            .resume: "pausing→resume none", .transferPaused: "executing start(kept)",
-                           .transferEnded: "completing deliver", .restorePaused: "invalid", .handlersRan: "invalid"],
+                           .transferEnded: "completing deliver", .restorePaused: "pausing→resume refused", .restoreFinished: "pausing→resume refused", .handlersRan: "invalid"],
         "pausing→cancel": [.start: "pausing→cancel none cancelled", .cancel: "pausing→cancel none cancelled",
                            .pause: "pausing→cancel none cancelled", .resume: "pausing→cancel none cancelled",
                            .transferPaused: "completing completeCancelled cancelled",
-                           .transferEnded: "completing deliverCancelled cancelled", .restorePaused: "invalid",
+                           .transferEnded: "completing deliverCancelled cancelled", .restorePaused: "pausing→cancel refused cancelled", .restoreFinished: "pausing→cancel refused cancelled",
                            .handlersRan: "invalid"],
         "paused": [.start: "paused none", .cancel: "completing completeCancelled cancelled", .pause: "paused none",
                    .resume: "executing start(kept)", .transferPaused: "invalid", .transferEnded: "invalid",
-                   .restorePaused: "invalid", .handlersRan: "invalid"],
+                   .restorePaused: "paused refused", .restoreFinished: "paused refused", .handlersRan: "invalid"],
         "completing": [.start: "completing none", .cancel: "completing none", .pause: "completing none",
                        .resume: "completing none", .transferPaused: "invalid", .transferEnded: "invalid",
-                       .restorePaused: "invalid", .handlersRan: "finished finish"],
+                       .restorePaused: "completing refused", .restoreFinished: "completing refused", .handlersRan: "finished finish"],
         "finished": [.start: "finished none", .cancel: "finished none", .pause: "finished none", .resume: "finished none",
-                     .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "invalid",
+                     .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "finished refused", .restoreFinished: "finished refused",
                      .handlersRan: "finished none"],
         // Cancellation is part of the phase: it outlives the transfer's end and the finish.
         "completing·cancelled": [.start: "completing none cancelled", .cancel: "completing none cancelled",
                                  .pause: "completing none cancelled", .resume: "completing none cancelled",
-                                 .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "invalid",
+                                 .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "completing refused cancelled", .restoreFinished: "completing refused cancelled",
                                  .handlersRan: "finished finish cancelled"],
         "finished·cancelled": [.start: "finished none cancelled", .cancel: "finished none cancelled",
                                .pause: "finished none cancelled", .resume: "finished none cancelled",
-                               .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "invalid",
+                               .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "finished refused cancelled", .restoreFinished: "finished refused cancelled",
                                .handlersRan: "finished none cancelled"],
     ]
 
@@ -98,9 +101,8 @@ final class OperationStateTests: LibraryTestCase {
         case .resume: return label(state.resume())
         case .transferPaused: return label(state.transferPaused(OperationStateTests.kept))
         case .transferEnded: return label(state.transferEnded())
-        case .restorePaused:
-            state.restorePaused(OperationStateTests.kept)
-            return "-"
+        case .restorePaused: return state.restorePaused(OperationStateTests.kept) ? "-" : "refused"
+        case .restoreFinished: return state.restoreFinished(cancelled: false) ? "-" : "refused"
         case .handlersRan: return label(state.handlersRan())
         }
     }
@@ -162,7 +164,7 @@ final class OperationStateTests: LibraryTestCase {
                 checked += 1
             }
         }
-        XCTAssertEqual(checked, 73, "valid pairs checked")
+        XCTAssertEqual(checked, 102, "valid pairs checked")
     }
 
     /// The flags the operation's properties read, per phase.
