@@ -27,6 +27,7 @@ struct OperationConfiguration {
         var downloadProgressBlock: URLConnectionOperation.DownloadProgressBlock? = nil
         var redirectBlock: URLConnectionOperation.RedirectResponseBlock? = nil
         var challengeBlock: URLConnectionOperation.AuthenticationChallengeBlock? = nil
+        var needNewBodyStreamBlock: URLConnectionOperation.NeedNewBodyStreamBlock? = nil
         var cacheBlock: URLConnectionOperation.CacheResponseBlock? = nil
         var urlCache: CacheSetting = CacheSetting.shared
     }
@@ -59,6 +60,7 @@ struct OperationConfiguration {
         settings.downloadProgressBlock = nil
         settings.redirectBlock = nil
         settings.challengeBlock = nil
+        settings.needNewBodyStreamBlock = nil
         settings.cacheBlock = nil
     }
 }

@@ -21,6 +21,12 @@ extension URLConnectionOperation: TransferDelegate {
         return chosen
     }
 
+    func transfer(_ transfer: Transfer, needsNewBodyStreamFor request: URLRequest) -> InputStream? {
+        // Read under the lock, called without it, as the redirect block is.
+        let block = state.withLock { $0.configuration.needNewBodyStreamBlock }
+        return block?(self, request)
+    }
+
     func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
         let resolution = resolve(challenge)
         // Answered, the next request carries credentials: the cache stores its response only as RFC 9111 §3.5 says.
@@ -152,4 +158,25 @@ private final class ChallengeSender: NSObject, URLAuthenticationChallengeSender,
     func cancel(_ challenge: URLAuthenticationChallenge) {}
     func performDefaultHandling(for challenge: URLAuthenticationChallenge) {}
     func rejectProtectionSpaceAndContinue(with challenge: URLAuthenticationChallenge) {}
+}
+
+// MARK: - A new body stream (NSURLConnection's connection:needNewBodyStream:)
+
+extension URLConnectionOperation {
+    /// Asked for a new stream of the request body when a redirect that keeps it (`307`, `308`, or a
+    /// `301`/`302` of another method than POST) or an answered `401`/`407` challenge must send it
+    /// again and the body is a stream of yours, already read. Gets the operation and the request about
+    /// to be sent; returns an unopened stream of the same bytes, or `nil`.
+    public typealias NeedNewBodyStreamBlock = @Sendable (URLConnectionOperation, URLRequest) -> InputStream?
+
+    /// Sets the block asked for a new request body stream (NSURLConnection's
+    /// `connection:needNewBodyStream:`; AFN answered it by copying its multipart stream). Runs on the
+    /// network thread, like the redirect block, after the redirect or challenge block decided: keep it
+    /// short. A body the library can make again (data, or multipart from data and files) is sent again
+    /// without it. Default `nil`: a stream that cannot be made again fails the operation with
+    /// `URLError(.requestBodyStreamExhausted)`, as does a block that returns `nil`.
+    @preconcurrency
+    public func setNeedNewBodyStreamBlock(_ block: NeedNewBodyStreamBlock?) {
+        self[setting: \.needNewBodyStreamBlock] = block
+    }
 }

@@ -55,7 +55,8 @@ extension Transfer {
 
     /// Whether the response head just completed is a challenge the library may answer.
     func isAnswerableChallenge(_ head: ResponseHead) -> Bool {
-        guard head.statusCode == 401 || head.statusCode == 407, hop.upload?.isReplayable ?? true else { return false }
+        // A body stream does not stop it: the body is made again, or asked for, once answered (`withFreshBody`).
+        guard head.statusCode == 401 || head.statusCode == 407 else { return false }
         return !head.values(for: head.statusCode == 401 ? "WWW-Authenticate" : "Proxy-Authenticate").isEmpty
     }
 

@@ -30,6 +30,8 @@ extension Transfer {
             ? .deliver : (delegate?.transfer(self, didReceiveChallenge: info) ?? .deliver)
         switch resolution {
         case .answer(let user, let password):
+            guard let sent = withFreshBody(current.request) else { return .finish(.failed(bodyStreamExhausted(head.statusCode))) }
+            current.request = sent
             let credential = TransferCredential(user: user, password: password, schemes: info.schemes)
             if info.isProxy { current.proxyCredential = credential } else { current.serverCredential = credential }
             current.challengeRounds += 1

@@ -32,18 +32,15 @@ extension Transfer {
             return .fail(TransportError.make(.unsupportedURL, "Redirect to an unsupported URL: \(location)",
                                              url: currentURL))
         }
-        guard let proposed = Transfer.redirectedRequest(from: currentRequest, to: target,
-                                                       status: head.statusCode,
-                                                       bodyIsReplayable: hop.upload?.isReplayable ?? true) else {
-            return .fail(TransportError.make(.requestBodyStreamExhausted,
-                                             "A \(head.statusCode) redirect needs the request body again, "
-                                             + "but it was a stream.", url: currentURL))
+        // The body is looked after once the block decided (`withFreshBody`): it may drop it or set its own.
+        guard var chosen = Transfer.redirectedRequest(from: currentRequest, to: target, status: head.statusCode,
+                                                     bodyIsReplayable: true) else { return .deliver }
+        if let delegate, let response = head.makeResponse() {
+            guard let decided = delegate.transfer(self, willRedirectTo: chosen, response: response) else { return .deliver }
+            chosen = decided
         }
-        guard let delegate, let response = head.makeResponse() else { return .follow(proposed) }
-        guard let chosen = delegate.transfer(self, willRedirectTo: proposed, response: response) else {
-            return .deliver
-        }
-        return .follow(chosen)
+        guard let sent = withFreshBody(chosen) else { return .fail(bodyStreamExhausted(head.statusCode)) }
+        return .follow(sent)
     }
 
     /// The request for the next hop: method and body by status code, credentials kept to their origin

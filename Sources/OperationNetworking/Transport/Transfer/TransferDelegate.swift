@@ -12,6 +12,10 @@ protocol TransferDelegate: AnyObject, Sendable {
     func transfer(_ transfer: Transfer, didReceive head: ResponseHead)
     /// A 401/407 arrived that the library may answer; decide how (called once per round).
     func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution
+    /// A redirect that keeps the body, or an answered challenge, needs the request body again and the
+    /// transfer cannot make it itself (a caller's stream, already read): a new stream of the same
+    /// bytes, or `nil` to fail with `URLError(.requestBodyStreamExhausted)`.
+    func transfer(_ transfer: Transfer, needsNewBodyStreamFor request: URLRequest) -> InputStream?
     /// Body bytes arrived (after any restart of a resumed download).
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64)
     /// Request body bytes were handed to curl.
@@ -21,4 +25,9 @@ protocol TransferDelegate: AnyObject, Sendable {
     /// The transfer ended; called exactly once, on `CallbackQueues.delivery`, with `batch`
     /// gathering the completion-queue work of the same network-thread turn.
     func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch)
+}
+
+extension TransferDelegate {
+    /// No new body stream: the transfer fails when it needs one.
+    func transfer(_ transfer: Transfer, needsNewBodyStreamFor request: URLRequest) -> InputStream? { nil }
 }

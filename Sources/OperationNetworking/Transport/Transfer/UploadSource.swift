@@ -118,6 +118,9 @@ final class UploadSource {
                 userInfo: [NSLocalizedDescriptionKey: "The request body stream \(detail)."])
     }
 
+    /// Whether not one byte was taken from the body yet (a stream still unopened by this source).
+    var isUnread: Bool { offset == 0 && !opened }
+
     /// Starts over from the first byte; false when the body cannot be replayed.
     func rewind() -> Bool {
         guard isReplayable else { return offset == 0 && !opened }
