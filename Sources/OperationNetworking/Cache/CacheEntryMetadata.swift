@@ -78,6 +78,12 @@ struct CacheEntryMetadata: Codable, Equatable {
     /// components cannot be read is kept as written when it shows no user information, and otherwise
     /// as the empty key, under which `CacheStorage` neither looks up nor stores anything.
     static func key(for url: URL) -> String {
+        // Most URLs are written so already: kept as they are, without taking them apart and putting them
+        // together again (URLComponents costs more than the rest of a lookup).
+        if url.user == nil, url.password == nil, url.fragment == nil, let scheme = url.scheme, let host = url.host,
+           isKeyForm(scheme), isKeyForm(host) {
+            return url.absoluteString
+        }
         let asWritten = url.user == nil && url.password == nil ? url.absoluteString : ""
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return asWritten }
         components.percentEncodedUser = nil
@@ -86,5 +92,10 @@ struct CacheEntryMetadata: Codable, Equatable {
         components.scheme = components.scheme?.lowercased()
         components.percentEncodedHost = components.percentEncodedHost?.lowercased()
         return components.string ?? asWritten
+    }
+
+    /// Whether a scheme or host is already as a key writes it: no uppercase letter, no percent escape.
+    private static func isKeyForm(_ text: String) -> Bool {
+        !text.utf8.contains { (0x41...0x5A).contains($0) || $0 == 0x25 }
     }
 }

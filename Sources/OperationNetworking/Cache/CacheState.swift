@@ -64,6 +64,8 @@ struct CacheState {
     /// A response the transfer received whole.
     struct Received {
         let response: HTTPURLResponse
+        /// Its header fields by lowercased name, read once.
+        let fields: [String: String]
         /// The body, or `nil` when it may not be stored (streamed to an output stream).
         let body: Data?
         /// The last hop's request (after redirects), whose fields a `Vary` names.
@@ -72,6 +74,17 @@ struct CacheState {
         let fitsCache: Bool
         let requestTime: Date
         let responseTime: Date
+
+        init(response: HTTPURLResponse, body: Data?, finalRequest: CacheRequest?, fitsCache: Bool, requestTime: Date,
+             responseTime: Date) {
+            self.response = response
+            fields = response.lowercasedHeaderFields
+            self.body = body
+            self.finalRequest = finalRequest
+            self.fitsCache = fitsCache
+            self.requestTime = requestTime
+            self.responseTime = responseTime
+        }
     }
 
     /// What the owner does with the transfer's end.
@@ -181,7 +194,7 @@ struct CacheState {
             if onlyIfCached { phase = .refused; return .fail }
             return load(request, replacing: nil)
         }
-        let responseControl = CacheControl(entry.stored.response.headerValue("Cache-Control"))
+        let responseControl = CacheControl(entry.stored.fields["cache-control"])
         let validateFirst = request.control.has("no-cache") || responseControl.has("no-cache")
             || SecondaryKey.isAuthenticated(entry.stored)
         if !validateFirst,
@@ -251,7 +264,7 @@ extension CacheState {
             guard let invalidating, let received else { return Plan() }
             return Plan(remove: Validation.invalidatedURLs(request: invalidating, status: received.response.statusCode,
                                                            finalURL: received.response.url,
-                                                           headers: received.response.headerFields))
+                                                           headers: received.fields))
         case .revalidating(let request, let entry):
             guard let received else { return end(.miss) }
             guard received.response.statusCode == 304 else { return replace(entry, request: request, with: received) }
@@ -287,7 +300,7 @@ extension CacheState {
     /// response is delivered and stored; otherwise the cache cannot use it (§4.3.4), the `304` is
     /// delivered as received and the stored response dropped.
     private mutating func validated(_ entry: Entry, by received: Received) -> Plan {
-        guard Validation.notModified(received.response.headerFields, isAbout: entry.stored),
+        guard Validation.notModified(received.fields, isAbout: entry.stored),
               let freshened = Validation.freshened(entry.stored, by: received.response,
                                                    requestTime: received.requestTime,
                                                    responseTime: received.responseTime) else {
@@ -310,13 +323,12 @@ extension CacheState {
         let keys = [redirects == 0 ? request.url : finalURL]
         let superseded = entry.map { [$0.key] } ?? []
         let authenticated = answeredChallenge || (received.finalRequest ?? request).hasAuthorization
-        let headers = Storability.storedFields(of: response)
         guard let body = received.body, received.fitsCache,
-              Storability.mayStore(request: request, status: response.statusCode, headers: headers,
+              Storability.mayStore(request: request, status: response.statusCode, headers: received.fields,
                                    authenticated: authenticated),
-              let varying = SecondaryKey.record(vary: headers.headerValue("Vary"),
+              let varying = SecondaryKey.record(vary: received.fields["vary"],
                                                 request: received.finalRequest ?? request, authenticated: authenticated),
-              let cleaned = Storability.response(response, with: headers) else {
+              let cleaned = Storability.response(response, with: Storability.storedFields(of: response)) else {
             return end(.miss, removing: superseded)
         }
         phase = .storing(.stored)

@@ -6,7 +6,10 @@ import FoundationNetworking
 /// A response as the cache keeps it, with what RFC 9111 needs to judge it later.
 struct StoredResponse: Sendable {
     /// The stored response: its final URL, status and header fields.
-    var response: HTTPURLResponse
+    private(set) var response: HTTPURLResponse
+    /// Its header fields by lowercased name, read from `response` once: every rule of the cache reads
+    /// them (`fields["cache-control"]`), and Foundation's `allHeaderFields` converts on every read.
+    private(set) var fields: [String: String]
     /// The stored body.
     var body: Data
     /// The request header fields the response's `Vary` names, as they were sent (names lowercased), for
@@ -18,7 +21,25 @@ struct StoredResponse: Sendable {
     var responseTime: Date
     /// The trust identity of the connection that fetched it (`CacheTrust`); `nil` for a URL that is not
     /// `https`, or an entry stored without metadata.
-    var trust: String? = nil
+    var trust: String?
+
+    /// A stored response; `fields` are `response`'s by lowercased name, read from it when not given.
+    init(response: HTTPURLResponse, body: Data, varyingRequestHeaders: [String: String], requestTime: Date,
+         responseTime: Date, trust: String? = nil, fields: [String: String]? = nil) {
+        self.response = response
+        self.fields = fields ?? response.lowercasedHeaderFields
+        self.body = body
+        self.varyingRequestHeaders = varyingRequestHeaders
+        self.requestTime = requestTime
+        self.responseTime = responseTime
+        self.trust = trust
+    }
+
+    /// Replaces the response, and its fields with it.
+    mutating func replaceResponse(_ response: HTTPURLResponse) {
+        self.response = response
+        fields = response.lowercasedHeaderFields
+    }
 }
 
 /// The entries of one `URLCache`, each with the metadata RFC 9111 needs kept in its `userInfo`.
@@ -65,7 +86,7 @@ final class CacheStorage: Sendable {
         guard !key.isEmpty else { return nil }
         if let entryStore {
             guard let entry = entryStore.entry(forKey: key) else { return nil }
-            return stored(entry.response, entry.body, entry.metadata, key: key, request: request)
+            return stored(entry.response, entry.body, entry.metadata, key: key, request: request, fields: entry.fields)
         }
         guard let cached = urlCache.cachedResponse(for: request) else { return nil }
         guard let response = cached.response as? HTTPURLResponse else {
@@ -86,7 +107,7 @@ final class CacheStorage: Sendable {
 
     /// The stored response of an entry found under `key`, by what its metadata says.
     private func stored(_ response: HTTPURLResponse, _ body: Data, _ reading: SQLiteURLCache.Entry.MetadataReading,
-                        key: String, request: URLRequest) -> StoredResponse? {
+                        key: String, request: URLRequest, fields: [String: String]? = nil) -> StoredResponse? {
         let metadata: CacheEntryMetadata
         switch reading {
         case .found(let found):
@@ -104,7 +125,7 @@ final class CacheStorage: Sendable {
         guard metadata.requestURL == key else { return nil }
         return StoredResponse(response: response, body: body, varyingRequestHeaders: metadata.varyingRequestHeaders,
                               requestTime: metadata.requestTime, responseTime: metadata.responseTime,
-                              trust: metadata.trust)
+                              trust: metadata.trust, fields: fields)
     }
 
     private func remove(key: String, request: URLRequest) {
@@ -131,7 +152,8 @@ final class CacheStorage: Sendable {
                                           trust: stored.trust)
         if let entryStore {
             // Replaced in memory at once and in the file later, in one statement: a reader never misses it.
-            entryStore.store(SQLiteURLCache.Entry(response: response, body: stored.body, metadata: metadata, key: key,
+            entryStore.store(SQLiteURLCache.Entry(response: response, fields: stored.fields, body: stored.body,
+                                                  metadata: metadata, key: key,
                                                   storedAt: Date().timeIntervalSinceReferenceDate), forKey: key)
             return
         }

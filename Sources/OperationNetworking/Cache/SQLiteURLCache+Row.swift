@@ -128,7 +128,7 @@ extension SQLiteURLCache {
             guard let url = URL(string: responseURL),
                   let response = HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1",
                                                  headerFields: headerFields) else { return nil }
-            return Entry(response: response, body: body, metadata: Self.reading(metadata),
+            return Entry(response: response, fields: response.lowercasedHeaderFields, body: body, metadata: Self.reading(metadata),
                          size: size + key.utf8.count, storedAt: storedAt)
         }
 
@@ -151,7 +151,8 @@ extension SQLiteURLCache.Entry {
         guard let row = try? SQLiteURLCache.StoredRow(cached), let response = cached.response as? HTTPURLResponse else {
             return nil
         }
-        self.init(response: response, body: cached.data, metadata: SQLiteURLCache.StoredRow.reading(row.metadata),
+        self.init(response: response, fields: response.lowercasedHeaderFields, body: cached.data,
+                  metadata: SQLiteURLCache.StoredRow.reading(row.metadata),
                   size: row.size + key.utf8.count, storedAt: storedAt)
     }
 

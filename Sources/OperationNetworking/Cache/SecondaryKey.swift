@@ -43,7 +43,7 @@ enum SecondaryKey {
     /// Whether `stored` may answer `request` as far as `Vary` goes (§4.1): every named field absent
     /// from both, or present in both with values equal once normalised.
     static func matches(_ stored: StoredResponse, _ request: CacheRequest) -> Bool {
-        guard let names = varyingNames(stored.response.headerValue("Vary")) else { return false }
+        guard let names = varyingNames(stored.fields["vary"]) else { return false }
         for name in names where !secretFields.contains(name) {
             let before = stored.varyingRequestHeaders[name].map { normalised(name, $0) }
             let now = request.headers[name].map { normalised(name, $0) }

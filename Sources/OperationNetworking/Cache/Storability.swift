@@ -34,7 +34,7 @@ enum Storability {
     static func mayStore(request: CacheRequest, status: Int, headers: [String: String], authenticated: Bool) -> Bool {
         guard request.usesCache, !request.control.has("no-store"), (200...599).contains(status), status != 206,
               status != 304, !redirectStatuses.contains(status) else { return false }
-        let control = CacheControl(headers.headerValue("Cache-Control"))
+        let control = CacheControl(headers.headerValue("cache-control"))
         if control.has("must-understand") {
             guard understoodStatuses.contains(status) else { return false }
         } else if control.has("no-store") {
@@ -44,7 +44,7 @@ enum Storability {
             guard control.has("public") || control.has("must-revalidate") || control.has("s-maxage") else { return false }
         }
         return control.has("max-age") || control.has("public") || control.has("private")
-            || headers.headerValue("Expires") != nil || Freshness.heuristicallyCacheableStatuses.contains(status)
+            || headers.headerValue("expires") != nil || Freshness.heuristicallyCacheableStatuses.contains(status)
     }
 
     /// The header fields of `response` a cache keeps: without hop-by-hop fields and those `Connection`

@@ -12,7 +12,7 @@ enum Validation {
 
     /// Whether `stored` carries a validator (`ETag` or `Last-Modified`) to revalidate it with.
     static func hasValidator(_ stored: StoredResponse) -> Bool {
-        stored.response.headerValue("ETag") != nil || stored.response.headerValue("Last-Modified") != nil
+        stored.fields["etag"] != nil || stored.fields["last-modified"] != nil
     }
 
     /// The fields that make a request conditional on `stored` (§4.3.1): `If-None-Match` with its entity
@@ -20,8 +20,8 @@ enum Validation {
     /// entity tags ignores the date, RFC 9110 §13.1.3). Names as sent on the wire.
     static func conditionalFields(for stored: StoredResponse) -> [String: String] {
         var fields: [String: String] = [:]
-        if let tag = stored.response.headerValue("ETag") { fields["If-None-Match"] = tag }
-        if let modified = stored.response.headerValue("Last-Modified") { fields["If-Modified-Since"] = modified }
+        if let tag = stored.fields["etag"] { fields["If-None-Match"] = tag }
+        if let modified = stored.fields["last-modified"] { fields["If-Modified-Since"] = modified }
         return fields
     }
 
@@ -29,13 +29,13 @@ enum Validation {
     /// stored one, or its weak one matches weakly, or, without an entity tag, its `Last-Modified` is
     /// the stored one; a `304` without validators is about the one response the request asked about.
     static func notModified(_ headers: [String: String], isAbout stored: StoredResponse) -> Bool {
-        if let tag = headers.headerValue("ETag") {
-            guard let storedTag = stored.response.headerValue("ETag") else { return false }
+        if let tag = headers.headerValue("etag") {
+            guard let storedTag = stored.fields["etag"] else { return false }
             let strong = !tag.hasPrefix("W/") && !storedTag.hasPrefix("W/")
             return strong ? tag == storedTag : opaqueTag(tag) == opaqueTag(storedTag)
         }
-        if let modified = headers.headerValue("Last-Modified") {
-            return stored.response.headerValue("Last-Modified") == modified
+        if let modified = headers.headerValue("last-modified") {
+            return stored.fields["last-modified"] == modified
         }
         return true
     }
@@ -58,7 +58,7 @@ enum Validation {
         }
         guard let merged = Storability.response(stored.response, with: fields) else { return nil }
         var freshened = stored
-        freshened.response = merged
+        freshened.replaceResponse(merged)
         freshened.requestTime = requestTime
         freshened.responseTime = responseTime
         return freshened
@@ -73,7 +73,7 @@ enum Validation {
         var urls = [request.url]
         if let finalURL, finalURL != request.url { urls.append(finalURL) }
         let base = finalURL ?? request.url
-        for name in ["Location", "Content-Location"] {
+        for name in ["location", "content-location"] {
             guard let value = headers.headerValue(name), let target = URL(string: value, relativeTo: base)?.absoluteURL,
                   Transfer.sameOrigin(target, base), !urls.contains(target) else { continue }
             urls.append(target)

@@ -229,7 +229,7 @@ extension URLConnectionOperation {
         guard let decided = block(self, proposed), decided.storagePolicy != .notAllowed,
               let response = decided.response as? HTTPURLResponse else { return nil }
         var approved = stored
-        approved.response = response
+        approved.replaceResponse(response)
         approved.body = decided.data
         return approved
     }
