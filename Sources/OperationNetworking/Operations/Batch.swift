@@ -30,7 +30,7 @@ extension URLConnectionOperation {
         let total = operations.count
         let counter = BatchCounter()
         let batchOperation = BlockOperation {
-            queue.async { completion?(operations) }
+            CallbackQueues.async(on: queue) { completion?(operations) }
         }
         for operation in operations {
             operation.addFinishHook { progress?(counter.next(), total) }

@@ -30,7 +30,7 @@ final class CompletionBatch {
     func send() {
         for run in runs {
             let work = run.work
-            run.queue.async(group: run.group) { for item in work { item() } }
+            CallbackQueues.async(on: run.queue, group: run.group) { for item in work { item() } }
         }
         runs.removeAll()
     }

@@ -57,9 +57,13 @@ extension URLConnectionOperation {
             return state.transfer.map { .pauseTransfer($0) }
         case .completeCancelled:
             state.recordCancel()
+            state.transfer = nil
             return .end(queue: queue, group: group)
         case .deliver(let cancelled):
             if let ending { state.record(cancelled ? .cancelled : ending.outcome, of: ending.transfer) }
+            // The outcome is stored: the transfer (its decoder's buffers, trust store, network thread)
+            // goes now, not with the operation, which apps keep long after it finished.
+            state.transfer = nil
             return .end(queue: queue, group: group)
         case .readinessChanged:
             return .readinessChanged
@@ -89,7 +93,7 @@ extension URLConnectionOperation {
             // Before the transfer leaves: the start is queued ahead of anything the transfer causes,
             // on the queues that later carry the finish.
             observers?.transferDidStart(self)
-            CallbackQueues.callback.async { [self] in
+            CallbackWork.shared.async(group: nil) { [self] in
                 NotificationCenter.default.post(name: .operationDidStart, object: self)
             }
             NetworkThread.shared.submit(.add(transfer))
@@ -110,7 +114,8 @@ extension URLConnectionOperation {
             didChangeValue(forKey: "isFinished")
             observers?.operationDidFinish()   // resumes `value()` waiters
             post(.operationDidFinish)
-            if let completion { queue.async(group: group, execute: completion) }
+            CallbackWork.shared.changed()   // a handler waiting for this operation on the callback queue
+            if let completion { CallbackQueues.async(on: queue, group: group, completion) }
         }
     }
 
@@ -151,18 +156,20 @@ extension URLConnectionOperation {
     /// completion-queue work; without one it is dispatched at once.
     final func transferDidEnd(on queue: DispatchQueue, group: DispatchGroup, batch: CompletionBatch?) {
         let handlers: @Sendable () -> Void = { [self] in
+            // A wait for this operation from its own handlers could never end (see `waitUntilFinished()`).
+            state.withLock { $0.handlersRunning = true }
             runHandlers()
             finishOperation()
         }
         guard let elsewhere = preparationQueue(onDeliveryQueue: batch != nil) else {
             prepareHandlers()
-            if let batch { batch.add(on: queue, group: group, handlers) } else { queue.async(group: group, execute: handlers) }
+            if let batch { batch.add(on: queue, group: group, handlers) } else { CallbackQueues.async(on: queue, group: group, handlers) }
             return
         }
         group.enter()
         elsewhere.async { [self] in
             prepareHandlers()
-            queue.async(group: group, execute: handlers)
+            CallbackQueues.async(on: queue, group: group, handlers)
             group.leave()
         }
     }

@@ -24,7 +24,7 @@ extension URLConnectionOperation {
             NotificationCenter.default.post(name: name, object: self)
             return
         }
-        CallbackQueues.callback.async { [self] in
+        CallbackWork.shared.async(group: nil) { [self] in
             NotificationCenter.default.post(name: name, object: self)
         }
     }

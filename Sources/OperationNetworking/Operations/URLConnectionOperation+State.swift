@@ -41,6 +41,8 @@ extension URLConnectionOperation {
         var startedAt: UInt64?
         /// Event monitors and `value()` waiters, made on first use (see `URLConnectionOperation.observers`).
         var observers: OperationObservers?
+        /// Whether the handlers of the run's end began (a wait from inside them could never end).
+        var handlersRunning = false
         /// Run once, on the completion queue, just before the operation turns finished (batches use it).
         var finishHooks: [@Sendable () -> Void] = []
         /// The inherited `completionBlock`, kept here so that Foundation never runs it on a global queue.
@@ -63,9 +65,9 @@ extension URLConnectionOperation {
         mutating func record(_ outcome: TransferOutcome, of transfer: Transfer) {
             switch outcome {
             case .completed:
-                if outputStream == nil { responseData = transfer.body }
+                if outputStream == nil { responseData = State.keptBody(of: transfer) }
             case .completedWithError(let failure):
-                if outputStream == nil { responseData = transfer.body }
+                if outputStream == nil { responseData = State.keptBody(of: transfer) }
                 error = failure
             case .answeredFromCache(let cached, let data):
                 head = nil
@@ -78,6 +80,17 @@ extension URLConnectionOperation {
             case .paused:
                 return   // not an end: the transfer's owner takes it as `transferPaused`
             }
+        }
+
+        /// The body as the operation keeps it. One that grew without a length to reserve (decoded as it
+        /// inflated, or with no `Content-Length`) may sit in a buffer far larger than its bytes, and an
+        /// operation is kept long after it finished: a small one (up to `inlinePreparationLimit`, a copy
+        /// as quick as the rest of the end) is kept at its size.
+        static func keptBody(of transfer: Transfer) -> Data {
+            let body = transfer.body
+            guard body.count <= URLConnectionOperation.inlinePreparationLimit, let head = transfer.head,
+                  head.contentEncoding != nil || head.declaredContentLength == nil else { return body }
+            return body.withUnsafeBytes { Data($0) }
         }
 
         /// The reporter for the next progress event: made when a block is set and none exists yet, so a

@@ -25,8 +25,9 @@ extension Notification.Name {
 ///   `Protected` value (`state`); KVO-style notifications, user blocks and network-thread commands are
 ///   issued after its lock is released. Progress blocks run on `completionQueue` (or the library's
 ///   callback queue), coalesced; the redirect block runs on the network thread.
-/// - Warning: waiting for an operation (`waitUntilFinished()`) from inside its own completion queue
-///   would deadlock; on the library's callback queue the call returns without waiting.
+/// - Warning: waiting for an operation (`waitUntilFinished()`) from inside a completion queue of your
+///   own that the operation also uses deadlocks; on the library's callback queue the wait works (the
+///   callbacks queued there run inside it).
 open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchecked Sendable {
     /// A redirect decision: return the request to follow (possibly changed) or `nil` to stop.
     public typealias RedirectResponseBlock = @Sendable (URLConnectionOperation, URLRequest, URLResponse?) -> URLRequest?
@@ -293,12 +294,21 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         perform(state.withLock { advance(&$0, security: security, cache: cache) { $0.resume() } })
     }
 
-    /// Waits as `Operation` does — except on the library's callback queue while this operation uses it
-    /// (`completionQueue == nil`): its handlers need that queue, so the wait could never end, and the
-    /// call returns at once without waiting (check `isFinished` afterwards). Nothing is printed.
+    /// Waits until the operation finished, as `Operation` does — from a handler on the library's
+    /// callback queue too (AFN's synchronous wrappers, `addOperations(_:waitUntilFinished: true)`):
+    /// the library's callbacks queued there meanwhile, this operation's handlers among them, run inside
+    /// the wait, one at a time as ever. Inside this operation's own handlers, where it cannot finish
+    /// before they return, it returns at once: its outcome (`response`, `error`, `responseObject`) is
+    /// already final. On a completion queue of your own, waiting for an operation that uses the same
+    /// serial queue deadlocks, as with `Operation`.
     open override func waitUntilFinished() {
-        if CallbackQueues.isOnCallbackQueue && completionQueue == nil && !isFinished { return }
-        super.waitUntilFinished()
+        guard CallbackQueues.isOnCallbackQueue else { return super.waitUntilFinished() }
+        let ownHandlers = state.withLock {
+            $0.handlersRunning && !$0.lifecycle.isFinished
+                && $0.configuration.effectiveCompletionQueue === CallbackQueues.callback
+        }
+        if ownHandlers { return }
+        CallbackWork.shared.run { isFinished }
     }
 
     // MARK: - NSSecureCoding
@@ -317,8 +327,9 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     }
 
     /// Restores an archived operation. A paused one continues with `resume()` (or when a queue starts
-    /// it) with a Range request; a finished one comes back ready to run again (AFN). `nil` when the
-    /// archive has no usable URL.
+    /// it) with a Range request; a finished one comes back finished, with its response, body, error and
+    /// (for `HTTPRequestOperation`) `responseObject`, and never runs again (`copy()` makes one that
+    /// does). `nil` when the archive has no usable URL.
     public required convenience init?(coder: NSCoder) {
         guard let request = URLConnectionOperation.decodeRequest(from: coder) else {
             // Under SafeArchive the failure is recorded and thrown; a nil here would only make
@@ -335,6 +346,8 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// request — the decoding half of `encode(with:)`. A subclass that archives keys of its own
     /// overrides both: `encode(with:)` writes them after `super`, `restore(from:)` calls `super` first,
     /// then reads them (`init?(coder:)` is a required convenience initializer and stays the library's).
+    /// On an operation that was started, paused or cancelled it changes nothing: an archive's state
+    /// is only ever the first thing an operation gets.
     open func restore(from coder: NSCoder) {
         restoreArchive(from: coder)
     }

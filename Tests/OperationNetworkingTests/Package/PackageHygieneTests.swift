@@ -100,12 +100,15 @@ final class PackageHygieneTests: LibraryTestCase {
         return try String(contentsOf: file, encoding: .utf8)
     }
 
-    func testRefusedWaitAndMalformedXMLPrintNothing() throws {
+    func testWaitOnCallbackQueueAndMalformedXMLPrintNothing() throws {
         let written = try capturingStderr {
-            let operation = HTTPRequestOperation(request: URLRequest(url: URL(fileURLWithPath: "/never-started")))
+            let operation = HTTPRequestOperation(request: URLRequest(url: URL(fileURLWithPath: "/never-sent")))
+            operation.cancel()
             let returned = expectation(description: "wait returned")
             CallbackQueues.callback.async {
-                operation.waitUntilFinished()   // would deadlock: refused, silently
+                operation.start()
+                operation.waitUntilFinished()   // runs the operation's handlers inside the wait, silently
+                XCTAssertTrue(operation.isFinished)
                 returned.fulfill()
             }
             wait(for: [returned], timeout: 5)
