@@ -63,11 +63,11 @@ struct CacheEntryMetadata: Codable, Equatable {
         [Self.userInfoKey: try JSONEncoder().encode(self)]
     }
 
-    /// The metadata of an entry stored without any, for `response`: stored for the response's own URL,
+    /// The metadata of an entry stored without any, for a response of `url`: stored for that URL,
     /// no secondary key, and request and response times in the distant past, so that RFC 9111 finds it
     /// stale (revalidated or fetched again), while a policy that takes any stored response still can.
-    static func foreign(_ response: HTTPURLResponse) -> CacheEntryMetadata {
-        CacheEntryMetadata(requestURL: response.url.map(key(for:)) ?? "", varyingRequestHeaders: [:],
+    static func foreign(_ url: URL) -> CacheEntryMetadata {
+        CacheEntryMetadata(requestURL: key(for: url), varyingRequestHeaders: [:],
                            requestTime: .distantPast, responseTime: .distantPast)
     }
 

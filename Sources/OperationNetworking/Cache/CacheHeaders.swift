@@ -20,19 +20,14 @@ extension HTTPURLResponse {
         headerFields.headerValue(name)
     }
 
-    /// The response's header fields by lowercased name (two spellings of one name: the first found).
-    var lowercasedHeaderFields: [String: String] {
-        var fields: [String: String] = [:]
-        for (name, value) in allHeaderFields {
-            guard let name = name as? String else { continue }
-            let lowered = asciiLowercased(name)
-            if fields[lowered] == nil { fields[lowered] = value as? String ?? "\(value)" }
-        }
-        return fields
-    }
 }
 
 extension Dictionary where Key == String, Value == String {
+    /// The same fields by lowercased name (two spellings of one name: either value).
+    var lowercasedNames: [String: String] {
+        Dictionary(map { (asciiLowercased($0.key), $0.value) }, uniquingKeysWith: { first, _ in first })
+    }
+
     /// The value of the field `name`, compared without case (the first spelling found). Found at once
     /// when `name` is lowercase and so are the keys (the cache's own dictionaries of fields).
     func headerValue(_ name: String) -> String? {

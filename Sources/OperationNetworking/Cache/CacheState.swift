@@ -61,10 +61,15 @@ struct CacheState {
         case fail
     }
 
-    /// A response the transfer received whole.
+    /// A response the transfer received whole: its parts, as the head gave them (no Foundation
+    /// `HTTPURLResponse` is built for the cache).
     struct Received {
-        let response: HTTPURLResponse
-        /// Its header fields by lowercased name, read once.
+        /// The URL of the hop that answered.
+        let url: URL
+        let statusCode: Int
+        /// Its header fields, names as the server spelled them (repeated fields joined).
+        let headers: [String: String]
+        /// The same fields by lowercased name.
         let fields: [String: String]
         /// The body, or `nil` when it may not be stored (streamed to an output stream).
         let body: Data?
@@ -75,10 +80,12 @@ struct CacheState {
         let requestTime: Date
         let responseTime: Date
 
-        init(response: HTTPURLResponse, body: Data?, finalRequest: CacheRequest?, fitsCache: Bool, requestTime: Date,
-             responseTime: Date) {
-            self.response = response
-            fields = response.lowercasedHeaderFields
+        init(url: URL, statusCode: Int, headers: [String: String], body: Data?, finalRequest: CacheRequest?,
+             fitsCache: Bool, requestTime: Date, responseTime: Date) {
+            self.url = url
+            self.statusCode = statusCode
+            self.headers = headers
+            fields = headers.lowercasedNames
             self.body = body
             self.finalRequest = finalRequest
             self.fitsCache = fitsCache
@@ -208,8 +215,8 @@ struct CacheState {
 
     private mutating func answer(_ request: CacheRequest, with entry: Entry, now: Date) -> Decision {
         let age = Freshness(of: entry.stored, now: now).currentAge
-        let fields = entry.stored.response.headerFields.settingHeader("Age", to: String(Int(min(age, 2_147_483_648))))
-        guard let response = Storability.response(entry.stored.response, with: fields) else {
+        let fields = entry.stored.headers.settingHeader("Age", to: String(Int(min(age, 2_147_483_648))))
+        guard let response = entry.stored.response(with: fields) else {
             // Foundation would not rebuild it: as if nothing were stored.
             guard request.policy != .returnCacheDataDontLoad else { phase = .refused; return .fail }
             return load(request, replacing: entry)
@@ -234,7 +241,7 @@ struct CacheState {
     /// next request: only where it goes to the URL the stored response came from, whose validators they are.
     mutating func redirected(to target: URL) -> [String: String] {
         redirects += 1
-        guard case .revalidating(_, let entry) = phase, entry.stored.response.url == target else { return [:] }
+        guard case .revalidating(_, let entry) = phase, entry.stored.url == target else { return [:] }
         return Validation.conditionalFields(for: entry.stored)
     }
 
@@ -262,15 +269,14 @@ extension CacheState {
         case .bypassed(let invalidating):
             phase = .finished(.notConsulted)
             guard let invalidating, let received else { return Plan() }
-            return Plan(remove: Validation.invalidatedURLs(request: invalidating, status: received.response.statusCode,
-                                                           finalURL: received.response.url,
-                                                           headers: received.fields))
+            return Plan(remove: Validation.invalidatedURLs(request: invalidating, status: received.statusCode,
+                                                           finalURL: received.url, headers: received.fields))
         case .revalidating(let request, let entry):
             guard let received else { return end(.miss) }
-            guard received.response.statusCode == 304 else { return replace(entry, request: request, with: received) }
+            guard received.statusCode == 304 else { return replace(entry, request: request, with: received) }
             return validated(entry, by: received)
         case .loading(let request, let entry):
-            guard let received, received.response.statusCode != 304 else { return end(.miss) }
+            guard let received, received.statusCode != 304 else { return end(.miss) }
             return replace(entry, request: request, with: received)
         }
     }
@@ -301,13 +307,14 @@ extension CacheState {
     /// delivered as received and the stored response dropped.
     private mutating func validated(_ entry: Entry, by received: Received) -> Plan {
         guard Validation.notModified(received.fields, isAbout: entry.stored),
-              let freshened = Validation.freshened(entry.stored, by: received.response,
-                                                   requestTime: received.requestTime,
-                                                   responseTime: received.responseTime) else {
+              case let freshened = Validation.freshened(entry.stored, by: received.headers,
+                                                        requestTime: received.requestTime,
+                                                        responseTime: received.responseTime),
+              let response = freshened.response else {
             return end(.miss, removing: [entry.key])
         }
         phase = .storing(.revalidated)
-        return Plan(deliver: (freshened.response, freshened.body), store: (freshened, [entry.key]))
+        return Plan(deliver: (response, freshened.body), store: (freshened, [entry.key]))
     }
 
     /// A full response (§4.3.3, or to an unconditional request): stored when §3 allows it, under the URL
@@ -318,22 +325,23 @@ extension CacheState {
     /// block decides about it as it would without a cache (an app's guard against other hosts is a
     /// redirect block). Redirects themselves are never stored (`Storability.redirectStatuses`).
     private mutating func replace(_ entry: Entry?, request: CacheRequest, with received: Received) -> Plan {
-        let response = received.response
-        let finalURL = response.url ?? request.url
+        let finalURL = received.url
         let keys = [redirects == 0 ? request.url : finalURL]
         let superseded = entry.map { [$0.key] } ?? []
         let authenticated = answeredChallenge || (received.finalRequest ?? request).hasAuthorization
         guard let body = received.body, received.fitsCache,
-              Storability.mayStore(request: request, status: response.statusCode, headers: received.fields,
+              Storability.mayStore(request: request, status: received.statusCode, headers: received.fields,
                                    authenticated: authenticated),
               let varying = SecondaryKey.record(vary: received.fields["vary"],
-                                                request: received.finalRequest ?? request, authenticated: authenticated),
-              let cleaned = Storability.response(response, with: Storability.storedFields(of: response)) else {
+                                                request: received.finalRequest ?? request, authenticated: authenticated)
+        else {
             return end(.miss, removing: superseded)
         }
         phase = .storing(.stored)
-        let stored = StoredResponse(response: cleaned, body: body, varyingRequestHeaders: varying,
-                                    requestTime: received.requestTime, responseTime: received.responseTime,
+        let stored = StoredResponse(url: finalURL, statusCode: received.statusCode,
+                                    headers: Storability.storedFields(of: received.headers), body: body,
+                                    varyingRequestHeaders: varying, requestTime: received.requestTime,
+                                    responseTime: received.responseTime,
                                     trust: CacheTrust.recorded(request.trust, for: keys[0]))
         return Plan(store: (stored, keys), remove: superseded.filter { !keys.contains($0) })
     }

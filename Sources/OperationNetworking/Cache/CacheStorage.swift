@@ -3,12 +3,16 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// A response as the cache keeps it, with what RFC 9111 needs to judge it later.
+/// A response as the cache keeps it, with what RFC 9111 needs to judge it later: its parts, not
+/// Foundation's `HTTPURLResponse`, whose initializer rewrites every field name and costs more than the
+/// rest of a store; one is built only to deliver a stored response (`response`).
 struct StoredResponse: Sendable {
-    /// The stored response: its final URL, status and header fields.
-    private(set) var response: HTTPURLResponse
-    /// Its header fields by lowercased name, read from `response` once: every rule of the cache reads
-    /// them (`fields["cache-control"]`), and Foundation's `allHeaderFields` converts on every read.
+    /// The URL it came from (its final URL).
+    let url: URL
+    let statusCode: Int
+    /// Its header fields as stored, names as the server spelled them.
+    private(set) var headers: [String: String]
+    /// The same fields by lowercased name: every rule of the cache reads them (`fields["cache-control"]`).
     private(set) var fields: [String: String]
     /// The stored body.
     var body: Data
@@ -23,11 +27,14 @@ struct StoredResponse: Sendable {
     /// `https`, or an entry stored without metadata.
     var trust: String?
 
-    /// A stored response; `fields` are `response`'s by lowercased name, read from it when not given.
-    init(response: HTTPURLResponse, body: Data, varyingRequestHeaders: [String: String], requestTime: Date,
-         responseTime: Date, trust: String? = nil, fields: [String: String]? = nil) {
-        self.response = response
-        self.fields = fields ?? response.lowercasedHeaderFields
+    /// A stored response of `url`, `statusCode` and `headers`; `fields` are `headers` by lowercased
+    /// name, made from them when not given.
+    init(url: URL, statusCode: Int, headers: [String: String], body: Data, varyingRequestHeaders: [String: String],
+         requestTime: Date, responseTime: Date, trust: String? = nil, fields: [String: String]? = nil) {
+        self.url = url
+        self.statusCode = statusCode
+        self.headers = headers
+        self.fields = fields ?? headers.lowercasedNames
         self.body = body
         self.varyingRequestHeaders = varyingRequestHeaders
         self.requestTime = requestTime
@@ -35,10 +42,29 @@ struct StoredResponse: Sendable {
         self.trust = trust
     }
 
-    /// Replaces the response, and its fields with it.
-    mutating func replaceResponse(_ response: HTTPURLResponse) {
-        self.response = response
-        fields = response.lowercasedHeaderFields
+    /// A stored response of Foundation's `response` (nil when it has no URL).
+    init?(response: HTTPURLResponse, body: Data, varyingRequestHeaders: [String: String], requestTime: Date,
+          responseTime: Date, trust: String? = nil) {
+        guard let url = response.url else { return nil }
+        self.init(url: url, statusCode: response.statusCode, headers: response.headerFields, body: body,
+                  varyingRequestHeaders: varyingRequestHeaders, requestTime: requestTime, responseTime: responseTime,
+                  trust: trust)
+    }
+
+    /// Replaces the header fields.
+    mutating func replaceHeaders(_ headers: [String: String]) {
+        self.headers = headers
+        fields = headers.lowercasedNames
+    }
+
+    /// Foundation's response for it, to deliver or to hand an app (nil when Foundation will not build it).
+    var response: HTTPURLResponse? {
+        response(with: headers)
+    }
+
+    /// Foundation's response for it with `headers` in place of its own.
+    func response(with headers: [String: String]) -> HTTPURLResponse? {
+        HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: headers)
     }
 }
 
@@ -86,10 +112,11 @@ final class CacheStorage: Sendable {
         guard !key.isEmpty else { return nil }
         if let entryStore {
             guard let entry = entryStore.entry(forKey: key) else { return nil }
-            return stored(entry.response, entry.body, entry.metadata, key: key, request: request, fields: entry.fields)
+            return stored(entry.url, entry.statusCode, entry.headers, entry.body, entry.metadata, key: key,
+                          request: request, fields: entry.fields)
         }
         guard let cached = urlCache.cachedResponse(for: request) else { return nil }
-        guard let response = cached.response as? HTTPURLResponse else {
+        guard let response = cached.response as? HTTPURLResponse, let responseURL = response.url else {
             urlCache.removeCachedResponse(for: request)
             return nil
         }
@@ -102,20 +129,21 @@ final class CacheStorage: Sendable {
         case .absent: metadata = .absent
         case .damaged: metadata = .damaged(Data())
         }
-        return stored(response, body, metadata, key: key, request: request)
+        return stored(responseURL, response.statusCode, response.headerFields, body, metadata, key: key, request: request)
     }
 
     /// The stored response of an entry found under `key`, by what its metadata says.
-    private func stored(_ response: HTTPURLResponse, _ body: Data, _ reading: SQLiteURLCache.Entry.MetadataReading,
-                        key: String, request: URLRequest, fields: [String: String]? = nil) -> StoredResponse? {
+    private func stored(_ url: URL, _ statusCode: Int, _ headers: [String: String], _ body: Data,
+                        _ reading: SQLiteURLCache.Entry.MetadataReading, key: String, request: URLRequest,
+                        fields: [String: String]? = nil) -> StoredResponse? {
         let metadata: CacheEntryMetadata
         switch reading {
         case .found(let found):
             metadata = found
         case .absent:
             // Not stored through this type: usable only when it is plainly the response to this URL.
-            guard let responseURL = response.url, CacheEntryMetadata.key(for: responseURL) == key else { return nil }
-            metadata = .foreign(response)
+            guard CacheEntryMetadata.key(for: url) == key else { return nil }
+            metadata = .foreign(url)
         case .damaged:
             remove(key: key, request: request)
             return nil
@@ -123,9 +151,9 @@ final class CacheStorage: Sendable {
         // Another URL's entry in the same slot (see the type's comment) is a miss, and stays: it is
         // still right for its own URL.
         guard metadata.requestURL == key else { return nil }
-        return StoredResponse(response: response, body: body, varyingRequestHeaders: metadata.varyingRequestHeaders,
-                              requestTime: metadata.requestTime, responseTime: metadata.responseTime,
-                              trust: metadata.trust, fields: fields)
+        return StoredResponse(url: url, statusCode: statusCode, headers: headers, body: body,
+                              varyingRequestHeaders: metadata.varyingRequestHeaders, requestTime: metadata.requestTime,
+                              responseTime: metadata.responseTime, trust: metadata.trust, fields: fields)
     }
 
     private func remove(key: String, request: URLRequest) {
@@ -136,7 +164,7 @@ final class CacheStorage: Sendable {
     /// for the cache (about 5 % of its capacity) is not stored, and the entry it replaces is removed.
     /// Neither the key nor the stored response's URL keeps a user name or password.
     func store(_ stored: StoredResponse, for request: URLRequest) {
-        guard let url = request.url, let response = Self.withoutUserInfo(stored.response) else { return }
+        guard let url = request.url, let responseURL = URLRedaction.removingUserInfo(from: stored.url) else { return }
         let key = CacheEntryMetadata.key(for: url)
         guard !key.isEmpty else { return }
         var request = request
@@ -152,12 +180,14 @@ final class CacheStorage: Sendable {
                                           trust: stored.trust)
         if let entryStore {
             // Replaced in memory at once and in the file later, in one statement: a reader never misses it.
-            entryStore.store(SQLiteURLCache.Entry(response: response, fields: stored.fields, body: stored.body,
-                                                  metadata: metadata, key: key,
+            entryStore.store(SQLiteURLCache.Entry(url: responseURL, statusCode: stored.statusCode, headers: stored.headers,
+                                                  fields: stored.fields, body: stored.body, metadata: metadata, key: key,
                                                   storedAt: Date().timeIntervalSinceReferenceDate), forKey: key)
             return
         }
-        guard let userInfo = try? metadata.userInfo() else { return }
+        guard let userInfo = try? metadata.userInfo(),
+              let response = HTTPURLResponse(url: responseURL, statusCode: stored.statusCode, httpVersion: "HTTP/1.1",
+                                             headerFields: stored.headers) else { return }
         let cached = CachedURLResponse(response: response, data: stored.body, userInfo: userInfo,
                                        storagePolicy: .allowed)
         // corelibs' disk store (and a subclass may inherit it) names the new file by the current second,
@@ -171,15 +201,6 @@ final class CacheStorage: Sendable {
     func removeStoredResponse(for url: URL) {
         let bare = URLRedaction.removingUserInfo(from: url) ?? url
         remove(key: CacheEntryMetadata.key(for: bare), request: URLRequest(url: bare))
-    }
-
-    /// `response` with no user name or password in its URL (`nil` when they cannot be taken out), so
-    /// that no store, the app's own included, is handed a credential to write down.
-    private static func withoutUserInfo(_ response: HTTPURLResponse) -> HTTPURLResponse? {
-        guard let url = response.url, url.user != nil || url.password != nil else { return response }
-        guard let bare = URLRedaction.removingUserInfo(from: url) else { return nil }
-        return HTTPURLResponse(url: bare, statusCode: response.statusCode, httpVersion: "HTTP/1.1",
-                               headerFields: response.headerFields)
     }
 }
 

@@ -29,7 +29,7 @@ struct Freshness: Equatable, Sendable {
 
     /// The freshness of `stored` at `now`.
     init(of stored: StoredResponse, now: Date) {
-        self.init(status: stored.response.statusCode, headers: stored.fields,
+        self.init(status: stored.statusCode, headers: stored.fields,
                   requestTime: stored.requestTime, responseTime: stored.responseTime, now: now)
     }
 

@@ -6,9 +6,13 @@ import FoundationNetworking
 extension SQLiteURLCache {
     /// One stored response as the cache keeps it in memory: decoded once, when it was stored or first
     /// read, and handed out as it is (a hit builds nothing).
-    struct Entry: @unchecked Sendable {   // immutable; `HTTPURLResponse` is not `Sendable` in corelibs
-        let response: HTTPURLResponse
-        /// The response's header fields by lowercased name, read once (`StoredResponse.fields`).
+    struct Entry: Sendable {
+        /// The response's URL, status and header fields (Foundation's `HTTPURLResponse` is built only
+        /// for `cachedResponse`).
+        let url: URL
+        let statusCode: Int
+        let headers: [String: String]
+        /// The same fields by lowercased name (`StoredResponse.fields`).
         let fields: [String: String]
         let body: Data
         /// The library's metadata, as stored beside the response.
@@ -312,14 +316,14 @@ extension SQLiteURLCache {
 extension SQLiteURLCache.Entry {
     /// An entry for `response` and `body` with `metadata`, stored under `key` now; its size counts
     /// the URL, the header fields, the body, the key and the metadata's fields.
-    init(response: HTTPURLResponse, fields: [String: String], body: Data, metadata: CacheEntryMetadata, key: String,
-         storedAt: Double) {
+    init(url: URL, statusCode: Int, headers: [String: String], fields: [String: String], body: Data,
+         metadata: CacheEntryMetadata, key: String, storedAt: Double) {
         let fieldBytes = fields.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         let varying = metadata.varyingRequestHeaders.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         // The metadata's JSON adds its field names and dates to what it holds: about 128 bytes.
-        let size = (response.url?.absoluteString.utf8.count ?? 0) + fieldBytes + body.count + key.utf8.count
+        let size = url.absoluteString.utf8.count + fieldBytes + body.count + key.utf8.count
             + metadata.requestURL.utf8.count + varying + (metadata.trust?.utf8.count ?? 0) + 128
-        self.init(response: response, fields: fields, body: body, metadata: .found(metadata),
+        self.init(url: url, statusCode: statusCode, headers: headers, fields: fields, body: body, metadata: .found(metadata),
                   size: size, storedAt: storedAt)
     }
 }

@@ -110,10 +110,9 @@ extension SQLiteURLCache {
 
         /// The row for `entry`: its metadata encoded as JSON again, as `userInfo` carries it.
         init(_ entry: Entry) throws {
-            guard let url = entry.response.url else { throw Failure.notAnHTTPResponse }
-            responseURL = url.absoluteString
-            statusCode = entry.response.statusCode
-            headerFields = entry.response.headerFields
+            responseURL = entry.url.absoluteString
+            statusCode = entry.statusCode
+            headerFields = entry.headers
             body = entry.body
             switch entry.metadata {
             case .found(let found): metadata = try JSONEncoder().encode(found)
@@ -122,13 +121,11 @@ extension SQLiteURLCache {
             }
         }
 
-        /// The entry the row holds, stored under `key` at `storedAt`; nil when Foundation will not build
-        /// its response.
+        /// The entry the row holds, stored under `key` at `storedAt`; nil when its URL does not parse.
         func entry(key: String, storedAt: Double) -> Entry? {
-            guard let url = URL(string: responseURL),
-                  let response = HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1",
-                                                 headerFields: headerFields) else { return nil }
-            return Entry(response: response, fields: response.lowercasedHeaderFields, body: body, metadata: Self.reading(metadata),
+            guard let url = URL(string: responseURL) else { return nil }
+            return Entry(url: url, statusCode: statusCode, headers: headerFields, fields: headerFields.lowercasedNames,
+                         body: body, metadata: Self.reading(metadata),
                          size: size + key.utf8.count, storedAt: storedAt)
         }
 
@@ -148,16 +145,18 @@ extension SQLiteURLCache.Entry {
     /// The entry for `cached` as an app hands it to `storeCachedResponse(_:for:)`: HTTP responses only,
     /// and of `userInfo` only the library's metadata.
     init?(_ cached: CachedURLResponse, key: String, storedAt: Double) {
-        guard let row = try? SQLiteURLCache.StoredRow(cached), let response = cached.response as? HTTPURLResponse else {
-            return nil
-        }
-        self.init(response: response, fields: response.lowercasedHeaderFields, body: cached.data,
+        guard let row = try? SQLiteURLCache.StoredRow(cached), let url = URL(string: row.responseURL) else { return nil }
+        self.init(url: url, statusCode: row.statusCode, headers: row.headerFields, fields: row.headerFields.lowercasedNames,
+                  body: cached.data,
                   metadata: SQLiteURLCache.StoredRow.reading(row.metadata),
                   size: row.size + key.utf8.count, storedAt: storedAt)
     }
 
-    /// The entry as `URLCache` hands it out, its metadata in `userInfo` as JSON.
-    var cachedResponse: CachedURLResponse {
+    /// The entry as `URLCache` hands it out, its metadata in `userInfo` as JSON; nil when Foundation
+    /// will not build its response.
+    var cachedResponse: CachedURLResponse? {
+        guard let response = HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1",
+                                             headerFields: headers) else { return nil }
         var userInfo: [AnyHashable: Any]?
         switch metadata {
         case .found(let found): userInfo = (try? found.userInfo()) ?? nil

@@ -47,22 +47,14 @@ enum Storability {
             || headers.headerValue("expires") != nil || Freshness.heuristicallyCacheableStatuses.contains(status)
     }
 
-    /// The header fields of `response` a cache keeps: without hop-by-hop fields and those `Connection`
+    /// The header fields a cache keeps of `fields`: without hop-by-hop fields and those `Connection`
     /// names (§3.1), and without `neverStoredFields`.
-    static func storedFields(of response: HTTPURLResponse) -> [String: String] {
-        let fields = response.headerFields
-        let named = Set(CacheControl.listMembers(fields.headerValue("Connection") ?? "").map(asciiLowercased))
+    static func storedFields(of fields: [String: String]) -> [String: String] {
+        let named = Set(CacheControl.listMembers(fields.headerValue("connection") ?? "").map(asciiLowercased))
         return fields.filter { name, _ in
             let lowered = asciiLowercased(name)
             return !hopByHopFields.contains(lowered) && !named.contains(lowered) && !neverStoredFields.contains(lowered)
         }
-    }
-
-    /// `response` with `fields` in place of its own (its URL, status and version kept); `nil` when
-    /// Foundation refuses to build it.
-    static func response(_ response: HTTPURLResponse, with fields: [String: String]) -> HTTPURLResponse? {
-        guard let url = response.url else { return nil }
-        return HTTPURLResponse(url: url, statusCode: response.statusCode, httpVersion: "HTTP/1.1", headerFields: fields)
     }
 
     /// Whether a body of `size` bytes fits the cache: as Apple's URL loading does, a response larger

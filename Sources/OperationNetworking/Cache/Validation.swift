@@ -47,18 +47,17 @@ enum Validation {
 
     /// `stored` freshened by a `304` (§4.3.4): every field of the `304` replaces the stored one except
     /// those `fieldsKeptOn304` and hop-by-hop ones (§3.2), an `Age` of the stored response no longer
-    /// counts, and the request and response times become the validation's; `nil` when Foundation
-    /// refuses the merged response.
-    static func freshened(_ stored: StoredResponse, by notModified: HTTPURLResponse,
-                          requestTime: Date, responseTime: Date) -> StoredResponse? {
-        var fields = stored.response.headerFields.removingHeader("Age")
+    /// counts, and the request and response times become the validation's. `notModified`: the `304`'s
+    /// header fields.
+    static func freshened(_ stored: StoredResponse, by notModified: [String: String],
+                          requestTime: Date, responseTime: Date) -> StoredResponse {
+        var fields = stored.headers.removingHeader("Age")
         for (name, value) in Storability.storedFields(of: notModified)
         where !fieldsKeptOn304.contains(asciiLowercased(name)) {
             fields = fields.settingHeader(name, to: value)
         }
-        guard let merged = Storability.response(stored.response, with: fields) else { return nil }
         var freshened = stored
-        freshened.replaceResponse(merged)
+        freshened.replaceHeaders(fields)
         freshened.requestTime = requestTime
         freshened.responseTime = responseTime
         return freshened

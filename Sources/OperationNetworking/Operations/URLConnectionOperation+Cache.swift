@@ -208,15 +208,16 @@ extension URLConnectionOperation {
         }
         guard let (run, head, body, request, finalRequest, block) = taken else { return nil }
         var received: CacheState.Received?
-        // Only a run that may store or invalidate reads the response: the others must not build
-        // Foundation's HTTPURLResponse, which the serializers' raw-head validation spares a response
-        // nobody reads.
-        if run.machine.mayWriteStorage, let head, let response = head.makeResponse() {
+        // Only a run that may store or invalidate reads the response, from the head's fields: Foundation's
+        // HTTPURLResponse, which the serializers' raw-head validation spares a response nobody reads, is
+        // not built for the cache either.
+        if run.machine.mayWriteStorage, let head {
             let fits = run.urlCache.map {
                 Storability.fits(size: body?.count ?? 0, memoryCapacity: $0.memoryCapacity, diskCapacity: $0.diskCapacity)
             } ?? false
-            received = CacheState.Received(response: response, body: body, finalRequest: CacheRequest(finalRequest),
-                                           fitsCache: fits, requestTime: run.requestTime, responseTime: Date())
+            received = CacheState.Received(url: head.url, statusCode: head.statusCode, headers: head.headerDictionary,
+                                           body: body, finalRequest: CacheRequest(finalRequest), fitsCache: fits,
+                                           requestTime: run.requestTime, responseTime: Date())
         }
         return CacheEnding(run: run, received: received, request: request, block: block)
     }
@@ -225,12 +226,11 @@ extension URLConnectionOperation {
     /// `nil`, a response that is not HTTP, or a `.notAllowed` storage policy). Without a block, `stored`.
     private func approved(_ stored: StoredResponse, by block: CacheResponseBlock?) -> StoredResponse? {
         guard let block else { return stored }
-        let proposed = CachedURLResponse(response: stored.response, data: stored.body, userInfo: nil, storagePolicy: .allowed)
+        guard let response = stored.response else { return nil }
+        let proposed = CachedURLResponse(response: response, data: stored.body, userInfo: nil, storagePolicy: .allowed)
         guard let decided = block(self, proposed), decided.storagePolicy != .notAllowed,
-              let response = decided.response as? HTTPURLResponse else { return nil }
-        var approved = stored
-        approved.replaceResponse(response)
-        approved.body = decided.data
-        return approved
+              let chosen = decided.response as? HTTPURLResponse else { return nil }
+        return StoredResponse(response: chosen, body: decided.data, varyingRequestHeaders: stored.varyingRequestHeaders,
+                              requestTime: stored.requestTime, responseTime: stored.responseTime, trust: stored.trust)
     }
 }

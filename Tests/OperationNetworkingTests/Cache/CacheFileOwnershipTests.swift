@@ -164,6 +164,7 @@ final class CacheFileOwnershipTests: CacheDirectoryTestCase {
 
     private func cachedArticle() -> CachedURLResponse? {
         let article = StoredResponses.article()
-        return CachedURLResponse(response: article.response, data: article.body, userInfo: nil, storagePolicy: .allowed)
+        guard let response = article.response else { return nil }
+        return CachedURLResponse(response: response, data: article.body, userInfo: nil, storagePolicy: .allowed)
     }
 }

@@ -45,7 +45,7 @@ enum CacheFixture {
                        varying: [String: String] = [:], url: String = urlString) throws -> StoredResponse {
         var fields = headers
         if fields.headerValue("Date") == nil { fields["Date"] = httpDate(received) }
-        return StoredResponse(response: try response(status, fields, url: url), body: Data(body.utf8),
+        return StoredResponse(url: try XCTUnwrap(URL(string: url)), statusCode: status, headers: fields, body: Data(body.utf8),
                               varyingRequestHeaders: varying, requestTime: received, responseTime: received)
     }
 
@@ -55,7 +55,8 @@ enum CacheFixture {
                          fits: Bool = true) throws -> CacheState.Received {
         var fields = headers
         if fields.headerValue("Date") == nil { fields["Date"] = httpDate(moment) }
-        return CacheState.Received(response: try response(status, fields, url: url), body: body.map { Data($0.utf8) },
-                                   finalRequest: finalRequest, fitsCache: fits, requestTime: moment, responseTime: moment)
+        return CacheState.Received(url: try XCTUnwrap(URL(string: url)), statusCode: status, headers: fields,
+                                   body: body.map { Data($0.utf8) }, finalRequest: finalRequest, fitsCache: fits,
+                                   requestTime: moment, responseTime: moment)
     }
 }

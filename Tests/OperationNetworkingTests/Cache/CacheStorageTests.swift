@@ -74,7 +74,7 @@ final class CacheStorageTests: CacheDirectoryTestCase {
         openCache().storeCachedResponse(CachedURLResponse(response: response, data: Data("feed".utf8)), for: URLRequest(url: url))
         let stored = try XCTUnwrap(openStorage().storedResponse(for: URLRequest(url: url)))
         XCTAssertEqual(stored.body, Data("feed".utf8))
-        XCTAssertEqual(stored.response.value(forHTTPHeaderField: "ETag"), "\"feed\"")
+        XCTAssertEqual(stored.response?.value(forHTTPHeaderField: "ETag"), "\"feed\"")
         XCTAssertEqual(stored.varyingRequestHeaders, [:])
         XCTAssertEqual(stored.requestTime, .distantPast)
         XCTAssertEqual(stored.responseTime, .distantPast)
