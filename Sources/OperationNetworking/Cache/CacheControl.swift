@@ -95,6 +95,7 @@ struct CacheControl: Equatable, Sendable {
 
     /// The members of a comma-separated list, commas inside quoted strings kept, each trimmed.
     static func listMembers(_ value: String) -> [String] {
+        guard !value.isEmpty else { return [] }
         var members: [String] = []
         var current = ""
         var quoted = false
@@ -107,14 +108,29 @@ struct CacheControl: Equatable, Sendable {
             } else if character == "\"" {
                 quoted.toggle()
             } else if character == "," && !quoted {
-                members.append(current.trimmingCharacters(in: .whitespaces))
+                members.append(trimmingOWS(current))
                 current = ""
                 continue
             }
             current.append(character)
         }
-        members.append(current.trimmingCharacters(in: .whitespaces))
+        members.append(trimmingOWS(current))
         return members.filter { !$0.isEmpty }
+    }
+
+    /// `text` without the optional white space (spaces and tabs, RFC 9110 §5.6.3) around it.
+    static func trimmingOWS<Text: StringProtocol>(_ whole: Text) -> String {
+        let text = Substring(whole)
+        let bytes = text.utf8
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start = bytes.index(after: start) }
+        while start < end {
+            let last = bytes.index(before: end)
+            guard bytes[last] == 0x20 || bytes[last] == 0x09 else { break }
+            end = last
+        }
+        return String(text[start..<end])
     }
 
     /// One `name[=argument]` member: the lowercased name and the argument.
@@ -122,8 +138,8 @@ struct CacheControl: Equatable, Sendable {
         guard let equals = member.firstIndex(of: "=") else {
             return (asciiLowercased(member), .bare)
         }
-        let name = asciiLowercased(member[..<equals].trimmingCharacters(in: .whitespaces))
-        let raw = member[member.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+        let name = asciiLowercased(trimmingOWS(member[..<equals]))
+        let raw = trimmingOWS(member[member.index(after: equals)...])
         let text = unquoted(raw)
         if let seconds = deltaSeconds(text) { return (name, .seconds(seconds)) }
         return (name, .text(text))

@@ -70,7 +70,7 @@ struct CacheRequest: Sendable {
     /// Whether the request's own `Host` field names something other than its URL's authority.
     private var namesAnotherHost: Bool {
         guard let field = headers["host"] else { return false }
-        let named = asciiLowercased(field.trimmingCharacters(in: .whitespaces))
+        let named = asciiLowercased(CacheControl.trimmingOWS(field))
         guard let host = url.host.map(asciiLowercased) else { return true }
         let bracketed = host.contains(":") ? "[\(host)]" : host
         var authorities = [bracketed]

@@ -67,9 +67,7 @@ struct CacheState {
         /// The URL of the hop that answered.
         let url: URL
         let statusCode: Int
-        /// Its header fields, names as the server spelled them (repeated fields joined).
-        let headers: [String: String]
-        /// The same fields by lowercased name.
+        /// Its header fields by lowercased name (repeated fields joined).
         let fields: [String: String]
         /// The body, or `nil` when it may not be stored (streamed to an output stream).
         let body: Data?
@@ -80,11 +78,11 @@ struct CacheState {
         let requestTime: Date
         let responseTime: Date
 
+        /// A response of `url` and `statusCode` with `headers` (any spelling of the names).
         init(url: URL, statusCode: Int, headers: [String: String], body: Data?, finalRequest: CacheRequest?,
              fitsCache: Bool, requestTime: Date, responseTime: Date) {
             self.url = url
             self.statusCode = statusCode
-            self.headers = headers
             fields = headers.lowercasedNames
             self.body = body
             self.finalRequest = finalRequest
@@ -215,7 +213,8 @@ struct CacheState {
 
     private mutating func answer(_ request: CacheRequest, with entry: Entry, now: Date) -> Decision {
         let age = Freshness(of: entry.stored, now: now).currentAge
-        let fields = entry.stored.headers.settingHeader("Age", to: String(Int(min(age, 2_147_483_648))))
+        var fields = entry.stored.fields
+        fields["age"] = String(Int(min(age, 2_147_483_648)))
         guard let response = entry.stored.response(with: fields) else {
             // Foundation would not rebuild it: as if nothing were stored.
             guard request.policy != .returnCacheDataDontLoad else { phase = .refused; return .fail }
@@ -307,7 +306,7 @@ extension CacheState {
     /// delivered as received and the stored response dropped.
     private mutating func validated(_ entry: Entry, by received: Received) -> Plan {
         guard Validation.notModified(received.fields, isAbout: entry.stored),
-              case let freshened = Validation.freshened(entry.stored, by: received.headers,
+              case let freshened = Validation.freshened(entry.stored, by: received.fields,
                                                         requestTime: received.requestTime,
                                                         responseTime: received.responseTime),
               let response = freshened.response else {
@@ -339,7 +338,7 @@ extension CacheState {
         }
         phase = .storing(.stored)
         let stored = StoredResponse(url: finalURL, statusCode: received.statusCode,
-                                    headers: Storability.storedFields(of: received.headers), body: body,
+                                    headers: Storability.storedFields(of: received.fields), body: body,
                                     varyingRequestHeaders: varying, requestTime: received.requestTime,
                                     responseTime: received.responseTime,
                                     trust: CacheTrust.recorded(request.trust, for: keys[0]))

@@ -10,10 +10,12 @@ struct StoredResponse: Sendable {
     /// The URL it came from (its final URL).
     let url: URL
     let statusCode: Int
-    /// Its header fields as stored, names as the server spelled them.
-    private(set) var headers: [String: String]
-    /// The same fields by lowercased name: every rule of the cache reads them (`fields["cache-control"]`).
+    /// Its header fields as stored, by lowercased name: every rule of the cache reads them
+    /// (`fields["cache-control"]`). The spelling of a name is not kept: Foundation's `HTTPURLResponse`
+    /// rewrites every name it is given anyway.
     private(set) var fields: [String: String]
+    /// The same fields (the name `HTTPURLResponse(…headerFields:)` gives them).
+    var headers: [String: String] { fields }
     /// The stored body.
     var body: Data
     /// The request header fields the response's `Vary` names, as they were sent (names lowercased), for
@@ -27,13 +29,12 @@ struct StoredResponse: Sendable {
     /// `https`, or an entry stored without metadata.
     var trust: String?
 
-    /// A stored response of `url`, `statusCode` and `headers`; `fields` are `headers` by lowercased
-    /// name, made from them when not given.
+    /// A stored response of `url`, `statusCode` and `headers` (any spelling of the names); `fields`,
+    /// when given, are already `headers` by lowercased name.
     init(url: URL, statusCode: Int, headers: [String: String], body: Data, varyingRequestHeaders: [String: String],
          requestTime: Date, responseTime: Date, trust: String? = nil, fields: [String: String]? = nil) {
         self.url = url
         self.statusCode = statusCode
-        self.headers = headers
         self.fields = fields ?? headers.lowercasedNames
         self.body = body
         self.varyingRequestHeaders = varyingRequestHeaders
@@ -53,7 +54,6 @@ struct StoredResponse: Sendable {
 
     /// Replaces the header fields.
     mutating func replaceHeaders(_ headers: [String: String]) {
-        self.headers = headers
         fields = headers.lowercasedNames
     }
 

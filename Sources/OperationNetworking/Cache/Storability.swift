@@ -47,13 +47,12 @@ enum Storability {
             || headers.headerValue("expires") != nil || Freshness.heuristicallyCacheableStatuses.contains(status)
     }
 
-    /// The header fields a cache keeps of `fields`: without hop-by-hop fields and those `Connection`
-    /// names (§3.1), and without `neverStoredFields`.
+    /// The header fields a cache keeps of `fields` (by lowercased name, as the cache keeps them): without
+    /// hop-by-hop fields and those `Connection` names (§3.1), and without `neverStoredFields`.
     static func storedFields(of fields: [String: String]) -> [String: String] {
-        let named = Set(CacheControl.listMembers(fields.headerValue("connection") ?? "").map(asciiLowercased))
+        let named = Set(CacheControl.listMembers(fields["connection"] ?? "").map(asciiLowercased))
         return fields.filter { name, _ in
-            let lowered = asciiLowercased(name)
-            return !hopByHopFields.contains(lowered) && !named.contains(lowered) && !neverStoredFields.contains(lowered)
+            !hopByHopFields.contains(name) && !named.contains(name) && !neverStoredFields.contains(name)
         }
     }
 

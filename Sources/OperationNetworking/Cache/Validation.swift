@@ -51,10 +51,10 @@ enum Validation {
     /// header fields.
     static func freshened(_ stored: StoredResponse, by notModified: [String: String],
                           requestTime: Date, responseTime: Date) -> StoredResponse {
-        var fields = stored.headers.removingHeader("Age")
-        for (name, value) in Storability.storedFields(of: notModified)
-        where !fieldsKeptOn304.contains(asciiLowercased(name)) {
-            fields = fields.settingHeader(name, to: value)
+        var fields = stored.fields
+        fields["age"] = nil
+        for (name, value) in Storability.storedFields(of: notModified.lowercasedNames) where !fieldsKeptOn304.contains(name) {
+            fields[name] = value
         }
         var freshened = stored
         freshened.replaceHeaders(fields)
