@@ -42,6 +42,7 @@ final class OpenMethodsInEveryPhaseTests: ServerTestCase {
         paused.cancel()
         let finished = RestoreRelayOperation(request: request("/bytes/3000"))
         XCTAssertTrue(run(finished).isSuccess)
+        finished.waitUntilFinished()
         finishedArchive = try SafeArchive.archive(finished)
     }
 
@@ -61,6 +62,7 @@ final class OpenMethodsInEveryPhaseTests: ServerTestCase {
         case .finished:
             let operation = HTTPRequestOperation(request: request("/bytes/3000"))
             XCTAssertTrue(run(operation).isSuccess)
+            operation.waitUntilFinished()   // the handlers ran; the finish follows them
             return operation
         case .cancelled:
             let operation = HTTPRequestOperation(request: request("/bytes/3000"))
