@@ -112,6 +112,11 @@ final class CacheStorage: Sendable {
         guard !key.isEmpty else { return nil }
         if let entryStore {
             guard let entry = entryStore.entry(forKey: key) else { return nil }
+            if case .damaged = entry.metadata {
+                // Removed only if it is still the entry read: one stored meanwhile stays.
+                entryStore.removeEntry(forKey: key, ifStoredAt: entry.storedAt)
+                return nil
+            }
             return stored(entry.url, entry.statusCode, entry.headers, entry.body, entry.metadata, key: key,
                           request: request, fields: entry.fields)
         }
@@ -213,6 +218,9 @@ protocol EntryStore: AnyObject, Sendable {
     func store(_ entry: SQLiteURLCache.Entry, forKey key: String)
     /// Removes the entry under `key`.
     func removeEntry(forKey key: String)
+    /// Removes the entry under `key` if it is still the one stored at `storedAt` (a damaged one found
+    /// by a read), in one hold of the store's lock.
+    func removeEntry(forKey key: String, ifStoredAt storedAt: Double)
 }
 
 extension CacheStorage {

@@ -169,6 +169,13 @@ extension SQLiteURLCache {
             isLoaded = true
         }
 
+        /// Removes `key`'s entry if it is still the one stored at `storedAt`; whether it did.
+        mutating func remove(_ key: String, ifStoredAt storedAt: Double) -> Bool {
+            guard let slot = slots[key], slot.storedAt == storedAt else { return false }
+            remove(key)
+            return true
+        }
+
         /// Removes every entry.
         mutating func removeAll() {
             slots = [:]

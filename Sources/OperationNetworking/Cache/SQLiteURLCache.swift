@@ -219,6 +219,12 @@ extension SQLiteURLCache: EntryStore {
         entries.withLock { $0.remove(key) }
         scheduleWrite()
     }
+
+    /// Removes the entry under `key` if it is still the one stored at `storedAt`.
+    func removeEntry(forKey key: String, ifStoredAt storedAt: Double) {
+        let removed = entries.withLock { $0.remove(key, ifStoredAt: storedAt) }
+        if removed { scheduleWrite() }
+    }
 }
 /// The reason `SQLiteURLCache.checkFiles()` gives: the files are not used.
 struct CacheFilesNotUsed: Error, CustomStringConvertible {

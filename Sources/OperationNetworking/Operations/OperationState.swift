@@ -170,6 +170,15 @@ struct OperationState {
         }
     }
 
+    /// Whether `event` (one of the caller events below) would put a transfer on the network thread
+    /// from nothing, not continuing kept bytes: the HTTP cache is consulted for such a run only. Asks
+    /// the event itself, on a copy, so that no second copy of the rule exists.
+    func startsRunFromNothing(_ event: (inout OperationState) -> Action?) -> Bool {
+        var copy = self
+        if case .startTransfer(nil)? = event(&copy) { return true }
+        return false
+    }
+
     // MARK: - Caller events (defined in every phase)
 
     /// `start()`: run, continue a restored download, or end at once when cancelled.

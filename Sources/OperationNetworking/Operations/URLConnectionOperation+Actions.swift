@@ -32,7 +32,7 @@ extension URLConnectionOperation {
     /// returns what is left to do outside it (`nil`: nothing). Call inside `state.withLock`.
     /// - Parameters:
     ///   - security: the policy's snapshot (see `securitySnapshot()`), for an event that may start a transfer.
-    ///   - cache: the cache's decision (see `cacheLookup(security:)`), for an event that may start a run from nothing.
+    ///   - cache: the cache's decision (see `cacheLookup(security:for:)`), for an event that may start a run from nothing.
     ///   - ending: the transfer that ended and how, for `transferEnded`.
     func advance(_ state: inout State, security: SecurityPolicy.Snapshot? = nil, cache: CacheLookup? = nil,
                  ending: (outcome: TransferOutcome, transfer: Transfer)? = nil,

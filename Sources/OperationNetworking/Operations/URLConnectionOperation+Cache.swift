@@ -38,22 +38,19 @@ extension URLConnectionOperation {
         let maximumBodySize: Int64?
     }
 
-    /// The cache's decision for a `start()` or `resume()` that starts a run from nothing, made before
-    /// the operation's lock is taken (the storage may read files); `nil` when the call will not start
-    /// such a run (a continuation, a run under way, a cancelled operation) or the request has no URL.
-    /// `security` is the snapshot the run's transfer gets: a stored `https` response answers only the
-    /// trust it gives (`CacheTrust`).
-    func cacheLookup(security: SecurityPolicy.Snapshot?) -> CacheLookup? {
+    /// The cache's decision for `event` (`start()` or `resume()`) when it starts a run from nothing,
+    /// made before the operation's lock is taken for the event (the storage may read files); `nil` when
+    /// the event will not start such a run (as `OperationState` answers: a continuation, a run under
+    /// way, a cancelled or parked operation) or the request has no URL. `security` is the snapshot the
+    /// run's transfer gets: a stored `https` response answers only the trust it gives (`CacheTrust`).
+    func cacheLookup(security: SecurityPolicy.Snapshot?,
+                     for event: (inout OperationState) -> OperationState.Action?) -> CacheLookup? {
         let found = state.withLock { state -> LookupInput? in
-            switch state.lifecycle.phase {
-            case .ready(cancelled: false), .parked(nil), .startedParked:
-                return LookupInput(request: state.request, setting: state.configuration.urlCache,
-                                   streams: state.outputStream != nil,
-                                   clientCertificate: state.configuration.clientCertificate,
-                                   maximumBodySize: state.configuration.maximumResponseSize)
-            default:
-                return nil
-            }
+            guard state.lifecycle.startsRunFromNothing(event) else { return nil }
+            return LookupInput(request: state.request, setting: state.configuration.urlCache,
+                               streams: state.outputStream != nil,
+                               clientCertificate: state.configuration.clientCertificate,
+                               maximumBodySize: state.configuration.maximumResponseSize)
         }
         guard let input = found, input.request.url != nil else { return nil }
         let (request, setting, streams) = (input.request, input.setting, input.streams)

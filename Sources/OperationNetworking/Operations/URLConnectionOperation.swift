@@ -260,7 +260,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// finishes without network traffic.
     open override func start() {
         let security = securitySnapshot()
-        let cache = cacheLookup(security: security)
+        let cache = cacheLookup(security: security) { $0.start() }
         perform(state.withLock { advance(&$0, security: security, cache: cache) { $0.start() } })
     }
 
@@ -290,7 +290,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// A paused operation that had never started becomes ready again, for its queue to start.
     public func resume() {
         let security = securitySnapshot()
-        let cache = cacheLookup(security: security)
+        let cache = cacheLookup(security: security) { $0.resume() }
         perform(state.withLock { advance(&$0, security: security, cache: cache) { $0.resume() } })
     }
 
