@@ -15,11 +15,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/// A listening socket on `host` and a port the kernel chooses (in `*port`); -1 on failure.
+/// A listening socket on `host` and `*port`, or a port the kernel chooses when it is 0 (the port bound
+/// in `*port`); -1 on failure.
 static int listen_on(const char *host, int *port, char *error, size_t error_size) {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
     struct addrinfo *found = NULL;
-    int status = getaddrinfo(host, "0", &hints, &found);
+    char service[16];
+    snprintf(service, sizeof service, "%d", *port);
+    int status = getaddrinfo(host, service, &hints, &found);
     if (status != 0) {
         snprintf(error, error_size, "cannot resolve %s: %s", host, gai_strerror(status));
         return -1;
@@ -49,7 +52,7 @@ static int listen_on(const char *host, int *port, char *error, size_t error_size
         fd = -1;
     }
     if (fd < 0) {
-        snprintf(error, error_size, "cannot listen on %s: %s", host, strerror(reason));
+        snprintf(error, error_size, "cannot listen on %s port %d: %s", host, *port, strerror(reason));
         return -1;
     }
     *port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
@@ -172,10 +175,10 @@ static int start_accepting(struct ctt_front *front, char *error, size_t error_si
     return 1;
 }
 
-ctt_front *ctt_front_start(const char *host, int backend_port, const unsigned char *chain, size_t chain_length,
-                           const char *key_pem, const unsigned char *client_ca, size_t client_ca_length,
-                           const unsigned char *alpn, size_t alpn_length, ctt_handshake_observer observer,
-                           void *observer_context, char *error, size_t error_size) {
+ctt_front *ctt_front_start(const char *host, int port, int backend_port, const unsigned char *chain,
+                           size_t chain_length, const char *key_pem, const unsigned char *client_ca,
+                           size_t client_ca_length, const unsigned char *alpn, size_t alpn_length,
+                           ctt_handshake_observer observer, void *observer_context, char *error, size_t error_size) {
     struct ctt_front *front = calloc(1, sizeof *front);
     if (front == NULL) {
         snprintf(error, error_size, "out of memory");
@@ -183,6 +186,7 @@ ctt_front *ctt_front_start(const char *host, int backend_port, const unsigned ch
     }
     front->listener = front->stop_read = front->stop_write = -1;
     front->backend_port = backend_port;
+    front->port = port;
     front->observer = observer;
     front->observer_context = observer_context;
     pthread_mutex_init(&front->lock, NULL);

@@ -3,7 +3,7 @@ import Foundation
 import NIOConcurrencyHelpers
 
 /// The TLS side of an HTTPS ``TestServer``: `CTestTLS`'s front, over the system's OpenSSL. It accepts
-/// TLS 1.2 and 1.3 on its own ephemeral port and relays each connection's plaintext, both ways and
+/// TLS 1.2 and 1.3 on its own port (ephemeral unless given) and relays each connection's plaintext, both ways and
 /// closes included, over one connection of its own to the server's plain HTTP listener on 127.0.0.1
 /// (one to one, so the server's connection counts stay true). Each handshake is reported to `state`.
 ///
@@ -19,9 +19,9 @@ final class TLSFront: @unchecked Sendable {
     /// Set by the first `stop()`.
     private let isStopped = NIOLockedValueBox(false)
 
-    /// Starts accepting on `host`, presenting `identity`'s chain (see
-    /// ``TestServer/init(host:tls:clientCertificateAuthority:applicationProtocols:)``).
-    init(host: String, backendPort: Int, identity: TestIdentity, clientCertificateAuthority: Data?,
+    /// Starts accepting on `host` and `port` (0: the kernel's choice), presenting `identity`'s chain (see
+    /// ``TestServer/init(host:port:tls:clientCertificateAuthority:applicationProtocols:)``).
+    init(host: String, port: Int, backendPort: Int, identity: TestIdentity, clientCertificateAuthority: Data?,
          applicationProtocols: [String], state: ServerState) throws {
         let chain = identity.chain.reduce(into: [UInt8]()) { $0.append(contentsOf: $1) }
         let authority = clientCertificateAuthority.map { Array($0) } ?? []
@@ -29,7 +29,7 @@ final class TLSFront: @unchecked Sendable {
         let observed = Unmanaged.passRetained(state)
         var reason = [CChar](repeating: 0, count: 512)
         let started = ctt_front_start(
-            host, Int32(backendPort), chain, chain.count, identity.privateKeyPEM, authority, authority.count,
+            host, Int32(port), Int32(backendPort), chain, chain.count, identity.privateKeyPEM, authority, authority.count,
             alpn, alpn.count,
             { context, completed, name in
                 guard let context else { return }

@@ -17,7 +17,7 @@ import NIOPosix
 /// Its one mutable value, whether it was shut down, is owned by a lock; the request log and counters
 /// live in `ServerState`.
 public final class TestServer: Sendable {
-    /// The TCP port the server listens on, chosen by the kernel.
+    /// The TCP port the server listens on: the one given, or one the kernel chose.
     public let port: Int
 
     private let group: MultiThreadedEventLoopGroup
@@ -29,10 +29,12 @@ public final class TestServer: Sendable {
     /// Set by the first `shutdown()` so later calls (and deinit) do nothing.
     private let isShutDown = NIOLockedValueBox(false)
 
-    /// Starts a server bound to `host` on an ephemeral port and begins serving immediately.
+    /// Starts a server bound to `host` on `port` (an ephemeral one by default) and begins serving immediately.
     ///
     /// - Parameters:
     ///   - host: The address to bind; loopback by default.
+    ///   - port: The port clients connect to (the TLS front's with `tls`); 0, the default, lets the
+    ///     kernel choose one.
     ///   - tls: Serve HTTPS (TLS 1.2 and 1.3) with this identity (its chain is presented as given);
     ///     `nil` serves plain HTTP.
     ///   - clientCertificateAuthority: With `tls`, require a client certificate issued by this CA (DER);
@@ -40,7 +42,7 @@ public final class TestServer: Sendable {
     ///   - applicationProtocols: With `tls`, the ALPN protocols the server accepts, in preference order:
     ///     the first the client also offers is chosen; with none in common, none is.
     /// - Throws: If a socket cannot be bound, or the TLS identity or a protocol name is unusable.
-    public init(host: String = "127.0.0.1", tls: TestIdentity? = nil, clientCertificateAuthority: Data? = nil,
+    public init(host: String = "127.0.0.1", port: Int = 0, tls: TestIdentity? = nil, clientCertificateAuthority: Data? = nil,
                 applicationProtocols: [String] = ["http/1.1"]) throws {
         // One thread is plenty for tests and keeps every handler on a single, predictable loop.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -48,13 +50,13 @@ public final class TestServer: Sendable {
         do {
             // Behind a TLS front, the plain server is reached only by the front, over loopback.
             let plainHost = tls == nil ? host : "127.0.0.1"
-            let channel = try TestServer.bootstrap(group, state).bind(host: plainHost, port: 0).wait()
+            let channel = try TestServer.bootstrap(group, state).bind(host: plainHost, port: tls == nil ? port : 0).wait()
             guard let plainPort = channel.localAddress?.port else {
                 throw TestServerError.noLocalAddress
             }
             self.serverChannel = channel
             let front = try tls.map {
-                try TLSFront(host: host, backendPort: plainPort, identity: $0,
+                try TLSFront(host: host, port: port, backendPort: plainPort, identity: $0,
                              clientCertificateAuthority: clientCertificateAuthority,
                              applicationProtocols: applicationProtocols, state: state)
             }
@@ -62,7 +64,7 @@ public final class TestServer: Sendable {
             self.port = front?.port ?? plainPort
             // An IPv6 literal needs brackets inside a URL.
             let urlHost = host.contains(":") ? "[\(host)]" : host
-            guard let base = URL(string: "\(tls == nil ? "http" : "https")://\(urlHost):\(port)") else {
+            guard let base = URL(string: "\(tls == nil ? "http" : "https")://\(urlHost):\(self.port)") else {
                 throw TestServerError.invalidBaseURL(host)
             }
             self.base = base

@@ -1,5 +1,5 @@
-// A TLS front for the test server, over the system's OpenSSL (libssl): it accepts TLS connections on an
-// ephemeral port and relays each one's plaintext, both ways, over its own connection to a plain HTTP
+// A TLS front for the test server, over the system's OpenSSL (libssl): it accepts TLS connections on a port
+// (the kernel's choice unless given) and relays each one's plaintext, both ways, over its own connection to a plain HTTP
 // server on 127.0.0.1, recording every handshake. For tests and the demo only; the library never links it.
 #ifndef CTESTTLS_H
 #define CTESTTLS_H
@@ -14,8 +14,8 @@ typedef struct ctt_front ctt_front;
 /// chosen, NUL-terminated, or NULL for none. It must not call `ctt_front_stop`.
 typedef void (*ctt_handshake_observer)(void *context, int completed, const char *protocol);
 
-/// Starts a front on `host` (an IPv4 or IPv6 literal, or a name getaddrinfo resolves), on a port the
-/// kernel chooses, relaying each connection to `backend_port` on 127.0.0.1. It speaks TLS 1.2 and 1.3,
+/// Starts a front on `host` (an IPv4 or IPv6 literal, or a name getaddrinfo resolves), on `port`, or on a
+/// port the kernel chooses when it is 0, relaying each connection to `backend_port` on 127.0.0.1. It speaks TLS 1.2 and 1.3,
 /// presenting `chain` (DER certificates one after another, leaf first) with `key_pem`, the leaf's private
 /// key. With `client_ca_length` > 0, a client certificate issued by `client_ca` (DER) is required and
 /// verified (no host name check), and a handshake without one fails. `alpn` (`alpn_length` bytes, in
@@ -23,10 +23,10 @@ typedef void (*ctt_handshake_observer)(void *context, int completed, const char 
 /// preference order; the first of them the client offers is chosen, and with none in common the
 /// handshake goes on without ALPN. Nothing is kept of the arguments but `observer` and its `context`.
 /// Returns NULL on failure, with a reason in `error` (at most `error_size` bytes).
-ctt_front *ctt_front_start(const char *host, int backend_port, const unsigned char *chain, size_t chain_length,
-                           const char *key_pem, const unsigned char *client_ca, size_t client_ca_length,
-                           const unsigned char *alpn, size_t alpn_length, ctt_handshake_observer observer,
-                           void *observer_context, char *error, size_t error_size);
+ctt_front *ctt_front_start(const char *host, int port, int backend_port, const unsigned char *chain,
+                           size_t chain_length, const char *key_pem, const unsigned char *client_ca,
+                           size_t client_ca_length, const unsigned char *alpn, size_t alpn_length,
+                           ctt_handshake_observer observer, void *observer_context, char *error, size_t error_size);
 
 /// The port the front listens on.
 int ctt_front_port(const ctt_front *front);
