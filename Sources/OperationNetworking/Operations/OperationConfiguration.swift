@@ -28,6 +28,7 @@ struct OperationConfiguration {
         var redirectBlock: URLConnectionOperation.RedirectResponseBlock? = nil
         var challengeBlock: URLConnectionOperation.AuthenticationChallengeBlock? = nil
         var needNewBodyStreamBlock: URLConnectionOperation.NeedNewBodyStreamBlock? = nil
+        var didReceiveResponseBlock: URLConnectionOperation.DidReceiveResponseBlock? = nil
         var cacheBlock: URLConnectionOperation.CacheResponseBlock? = nil
         var urlCache: CacheSetting = CacheSetting.shared
     }
@@ -61,6 +62,7 @@ struct OperationConfiguration {
         settings.redirectBlock = nil
         settings.challengeBlock = nil
         settings.needNewBodyStreamBlock = nil
+        settings.didReceiveResponseBlock = nil
         settings.cacheBlock = nil
     }
 }

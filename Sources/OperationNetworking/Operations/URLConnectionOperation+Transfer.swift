@@ -108,6 +108,20 @@ extension URLConnectionOperation: TransferDelegate {
         }
     }
 
+    func transfer(_ transfer: Transfer, willDeliver head: ResponseHead) -> ResponseDisposition {
+        self.transfer(transfer, didReceive: head)
+        let (block, revalidated) = state.withLock { state in
+            (state.configuration.didReceiveResponseBlock,
+             head.statusCode == 304 && !(state.cache?.machine.addedFields.isEmpty ?? true))
+        }
+        // The library's own classes do not override the method: with no block, nobody would be asked,
+        // and no `HTTPURLResponse` need be built here, on the network thread every transfer shares.
+        let ownClass = type(of: self) == URLConnectionOperation.self || type(of: self) == HTTPRequestOperation.self
+        // A 304 to the cache's own revalidation is not what the caller gets: the stored response is.
+        guard block != nil || !ownClass, !revalidated, let response = response as? HTTPURLResponse else { return .allow }
+        return operationDidReceiveResponse(response)
+    }
+
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {
         let reporter = state.withLock { $0.progressReporter(download: true, of: self) }
         reporter?.record(bytes: count, total: totalBytes, expected: expectedBytes)
@@ -178,5 +192,49 @@ extension URLConnectionOperation {
     @preconcurrency
     public func setNeedNewBodyStreamBlock(_ block: NeedNewBodyStreamBlock?) {
         self[setting: \.needNewBodyStreamBlock] = block
+    }
+}
+
+// MARK: - Between the head and the body (NSURLConnection's connection:didReceiveResponse:)
+
+extension URLConnectionOperation {
+    /// What happens to a response whose head arrived, decided before any byte of its body is written
+    /// (see `operationDidReceiveResponse(_:)`).
+    public enum ResponseDisposition: Sendable {
+        /// Deliver the body as the library does by default. After your own `Range` that the server
+        /// answered with a whole `200`, that is the whole body from its first byte: in `responseData`,
+        /// or written to `outputStream` after whatever the stream already holds. After a paused
+        /// download's `Range` answered the same way, memory starts over, and an output stream is given
+        /// the bytes past those it holds when the resource kept its `ETag`/`Last-Modified` (the
+        /// operation fails with `URLError(.cannotWriteToFile)` when it changed).
+        case allow
+        /// The output starts over: the body is written whole from its first byte, the bytes a paused
+        /// download kept in memory are dropped, nothing is skipped or checked against them, and the
+        /// download progress counts from zero. The library cannot empty a stream: truncate the file
+        /// behind your `outputStream` (one opened with `append: true`, so writes go to its end)
+        /// before you return this.
+        case restartOutput
+        /// Fail the operation with this error, as it is: no byte of the body reaches `responseData` or
+        /// `outputStream`, the failure handler gets the error (`response` is the refused response),
+        /// and no `RetryPolicy` sends the request again.
+        case fail(any Error)
+    }
+
+    /// Decides about a response before its body (see `setDidReceiveResponseBlock(_:)`).
+    public typealias DidReceiveResponseBlock = @Sendable (URLConnectionOperation, HTTPURLResponse) -> ResponseDisposition
+
+    /// Sets the block `operationDidReceiveResponse(_:)` asks (NSURLConnection's
+    /// `connection:didReceiveResponse:`, which AFN's subclasses overrode): it gets the operation and the
+    /// response the caller gets, once its head arrived and before the first byte of its body is written
+    /// (so before the first download-progress call), and says whether and how the body is delivered.
+    /// Asked for each response a run delivers — a paused download's continuation is asked again —
+    /// never for a redirect that is followed, a `401`/`407` that is answered or a status the
+    /// `RetryPolicy` sends again, and not when the response comes from `urlCache` (a stored response
+    /// answering, or the `304` that revalidated it).
+    /// Runs on the network thread, synchronously, like the redirect block: keep it short, and never
+    /// wait for an operation in it. Default `nil`: every body is delivered (`.allow`).
+    @preconcurrency
+    public func setDidReceiveResponseBlock(_ block: DidReceiveResponseBlock?) {
+        self[setting: \.didReceiveResponseBlock] = block
     }
 }

@@ -229,6 +229,17 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         self[setting: \.redirectBlock] = block
     }
 
+    /// Called when the response's head arrived, before any byte of its body is written to
+    /// `responseData` or `outputStream` (AFN's `connection:didReceiveResponse:`, which
+    /// AFDownloadRequestOperation overrode to truncate its file); `response` is already this one.
+    /// The default returns what the `setDidReceiveResponseBlock(_:)` block answers, or `.allow`
+    /// without one: call `super` first. Return `.restartOutput` after truncating the file behind
+    /// `outputStream`, or `.fail(error)` to refuse the response. Runs on the network thread, with no
+    /// lock of the operation held; when it is asked is the block's documentation.
+    open func operationDidReceiveResponse(_ response: HTTPURLResponse) -> ResponseDisposition {
+        self[setting: \.didReceiveResponseBlock].map { $0(self, response) } ?? .allow
+    }
+
     // MARK: - Operation
 
     /// `true`: the work happens on the network thread.

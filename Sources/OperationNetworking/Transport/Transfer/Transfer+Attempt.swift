@@ -38,6 +38,9 @@ extension Transfer {
         var proxyCredential: TransferCredential?
         /// Set by a callback that aborted the transfer, so the outcome says why rather than curl's generic code.
         var abortError: Error?
+        /// Whether `abortError` is the operation's refusal of the response, which ends the transfer
+        /// as it is: no retry policy sends a request again because the caller said no.
+        var abortIsFinal = false
 
         init(number: Int, request: URLRequest, body: Data = Data(), bytesReceived: Int64 = 0) {
             self.number = number

@@ -178,13 +178,39 @@ extension Transfer {
             current.abortError = tooLarge(limit)   // known from the head: not one byte needs to arrive
             return false
         }
-        guard prepareSinkForResponse(status: status, head: head) else { return false }
+        // Asked here, in curl's header callback, because the body's first byte follows as soon as it returns.
+        switch delegate?.transfer(self, willDeliver: head) ?? .allow {
+        case .fail(let error):
+            refuseResponse(with: error)
+            return false
+        case .restartOutput:
+            restartOutput(for: head)
+        case .allow:
+            guard prepareSinkForResponse(status: status, head: head) else { return false }
+        }
         let length = head.expectedContentLength
         if outputStream == nil, length > 0, length < 64 << 20 {
             current.body.reserveCapacity(current.body.count + Int(length))
         }
-        delegate?.transfer(self, didReceive: head)
         return true
+    }
+
+    /// The operation refused the response: the transfer fails with its error, as it is (no retry).
+    func refuseResponse(with error: Error) {
+        current.abortError = error
+        current.abortIsFinal = true
+    }
+
+    /// The operation started its output over (a file it truncated, say): the body is written whole from
+    /// its first byte, whatever the sink held before, and counted from zero; nothing is skipped or
+    /// checked against a paused download's kept bytes.
+    private func restartOutput(for head: ResponseHead) {
+        current.body.removeAll(keepingCapacity: true)
+        current.bytesReceived = 0
+        current.bytesToSkip = 0
+        current.expectedBodyLength = head.expectedContentLength
+        // A pause continues from the resource's offset: a 206's first byte is where its body starts.
+        current.rangeBase = head.statusCode == 206 ? (ContentRange(head.value(for: "Content-Range"))?.first ?? 0) : 0
     }
 
     /// Keeps or discards what a paused download already had: a 206 continues it, a 200 restarts the body.

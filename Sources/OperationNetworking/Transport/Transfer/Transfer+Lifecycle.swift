@@ -118,7 +118,7 @@ extension Transfer {
         collectMetrics(from: easy)
         // Cancelled while curl ran the hop (the pre-request callback may have stopped it): a cancel.
         if isCancelRequested { return .finish(.cancelled) }
-        if let error = current.abortError { return retryOrFinish(.failed(error)) }
+        if let error = current.abortError { return current.abortIsFinal ? .finish(.failed(error)) : retryOrFinish(.failed(error)) }
         if code != CURLE_OK, resendsUnprocessed(code: code, easy: easy) { return .sendNextHop }
         if code != CURLE_OK, let refusal = proxyRefusalEnded(code: code, easy: easy) { return refusal }
         guard code == CURLE_OK else { return retryOrFinish(.failed(failure(code, easy: easy))) }

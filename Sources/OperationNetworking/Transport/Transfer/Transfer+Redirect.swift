@@ -85,6 +85,11 @@ extension Transfer {
     func deliverSetAsideResponse() -> Bool {
         guard let head else { return true }
         hop.classify(as: .delivering)
+        // The body is complete and held: restarting changes nothing, it replaces what memory held anyway.
+        if case .fail(let error) = delegate?.transfer(self, willDeliver: head) ?? .allow {
+            refuseResponse(with: error)
+            return false
+        }
         let setAside = hop.setAsideBody
         hop.setAsideBody = Data()
         if let outputStream {
@@ -94,7 +99,6 @@ extension Transfer {
         }
         current.bytesReceived = Int64(setAside.count)
         current.expectedBodyLength = head.expectedContentLength
-        delegate?.transfer(self, didReceive: head)
         return true
     }
 }

@@ -8,8 +8,13 @@ import FoundationNetworking
 protocol TransferDelegate: AnyObject, Sendable {
     /// A redirect response arrived; return the request to follow or `nil` to deliver the 3xx.
     func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest?
-    /// The final (non-1xx, non-followed) response head arrived.
+    /// A response head arrived that the retry policy may replace (monitors hear of it).
     func transfer(_ transfer: Transfer, didReceive head: ResponseHead)
+    /// The response head the caller gets arrived (a final head, or a set-aside redirect, challenge or
+    /// retryable response that became the response), before any byte of its body reached the sink:
+    /// record it as `didReceive` does and say whether and how its body is delivered. Synchronous, so
+    /// that no body byte flows before the answer.
+    func transfer(_ transfer: Transfer, willDeliver head: ResponseHead) -> URLConnectionOperation.ResponseDisposition
     /// A 401/407 arrived that the library may answer; decide how (called once per round).
     func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution
     /// A redirect that keeps the body, or an answered challenge, needs the request body again and the
@@ -28,6 +33,12 @@ protocol TransferDelegate: AnyObject, Sendable {
 }
 
 extension TransferDelegate {
+    /// Records the head and delivers its body as it comes.
+    func transfer(_ transfer: Transfer, willDeliver head: ResponseHead) -> URLConnectionOperation.ResponseDisposition {
+        self.transfer(transfer, didReceive: head)
+        return .allow
+    }
+
     /// No new body stream: the transfer fails when it needs one.
     func transfer(_ transfer: Transfer, needsNewBodyStreamFor request: URLRequest) -> InputStream? { nil }
 }
