@@ -196,7 +196,7 @@ struct CacheState {
     private mutating func protocolDecision(_ request: CacheRequest, _ entry: Entry?, now: Date) -> Decision {
         let onlyIfCached = request.control.has("only-if-cached")
         guard let entry else {
-            if onlyIfCached { phase = .refused; return .fail }
+            if onlyIfCached { return gatewayTimeout(request) }
             return load(request, replacing: nil)
         }
         let responseControl = CacheControl(entry.stored.fields["cache-control"])
@@ -206,7 +206,7 @@ struct CacheState {
            Freshness(of: entry.stored, now: now).satisfies(request.control, responseControl: responseControl) {
             return answer(request, with: entry, now: now)
         }
-        if onlyIfCached { phase = .refused; return .fail }
+        if onlyIfCached { return gatewayTimeout(request) }
         if Validation.hasValidator(entry.stored) { return revalidate(request, entry) }
         return load(request, replacing: entry)
     }
@@ -222,6 +222,15 @@ struct CacheState {
         }
         phase = .answered
         return .deliver(response, entry.stored.body)
+    }
+
+    /// A request with `only-if-cached` that nothing stored satisfies is answered `504 Gateway Timeout`,
+    /// as RFC 9111 §5.2.1.7 says, without the network (the serializer then fails it as any 504).
+    private mutating func gatewayTimeout(_ request: CacheRequest) -> Decision {
+        phase = .refused
+        guard let response = HTTPURLResponse(url: request.url, statusCode: 504, httpVersion: "HTTP/1.1",
+                                             headerFields: ["Content-Length": "0"]) else { return .fail }
+        return .deliver(response, Data())
     }
 
     private mutating func revalidate(_ request: CacheRequest, _ entry: Entry) -> Decision {

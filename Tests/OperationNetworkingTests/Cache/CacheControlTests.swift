@@ -85,6 +85,19 @@ final class CacheControlTests: LibraryTestCase {
             ("Sun, 06 Nov 1994 8:49:37 GMT", nil),
             ("Sun, 06 Foo 1994 08:49:37 GMT", nil),
             ("tomorrow", nil),
+            // Names in any case (every browser reads them so); GMT alone as the zone.
+            ("THU, 18 AUG 2050 02:01:18 gMT", Date(timeIntervalSince1970: 2_544_400_878)),
+            ("Thu, 18 Aug 2050 02:01:18 UTC", nil),
+            // Shapes of none of the three forms: no date (for Expires, a time in the past).
+            ("Thu, 18 Aug 50 02:01:18 GMT", nil),
+            ("Thu 18 Aug 2050 02:01:18 GMT", nil),
+            ("Thu, 18  Aug  2050 02:01:18 GMT", nil),
+            ("Thu, 18-Aug-2050 02:01:18 GMT", nil),
+            ("Thu, 18 Aug 2050 02.01.18 GMT", nil),
+            ("Thu, 18 Aug 2050 2:01:18 GMT", nil),
+            ("Sunday, 06 Nov 1994 08:49:37 GMT", nil),
+            ("Sun, 06-Nov-94 08:49:37 GMT", nil),
+            (" Sun, 06 Nov 1994 08:49:37 GMT", nil),
         ]
         for (text, expected) in rows {
             XCTAssertEqual(HTTPDate.parse(text), expected, text)

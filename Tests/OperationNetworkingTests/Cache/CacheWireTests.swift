@@ -126,8 +126,11 @@ final class CacheWireTests: CacheTestCase {
         XCTAssertEqual(requests(to: "/cache/directives").count, 5)
         XCTAssertTrue(requests(to: "/cache/directives").dropFirst().allSatisfy { $0.header("If-None-Match") == "\"directives-v1\"" })
 
+        // RFC 9111 §5.2.1.7: nothing stored satisfies it, so it is answered 504 (the serializer's error).
         let missing = fetch("/cache/absent?cc=max-age=600", headers: ["Cache-Control": "only-if-cached"])
-        XCTAssertEqual((missing.error as? URLError)?.code, .resourceUnavailable)
+        XCTAssertEqual(missing.response?.statusCode, 504)
+        XCTAssertEqual((missing.error as NSError?)?.domain, ResponseSerializationErrorDomain)
+        XCTAssertEqual(missing.metrics?.cacheStatus, .miss)
         XCTAssertEqual(requests(to: "/cache/absent").count, 0, "only-if-cached never loads")
         fetch("/cache/nostore?cc=max-age=600", headers: ["Cache-Control": "no-store"])
         fetch("/cache/nostore?cc=max-age=600")
