@@ -111,6 +111,18 @@ final class DidReceiveResponseTests: TemporaryDirectoryTestCase {
         XCTAssertNil(operation.responseData)
     }
 
+    /// A refusal is the caller's word, not a transport failure: no retry policy sends the request
+    /// again, even when the block's error has a code the policy retries.
+    func testARefusalIsNotRetried() {
+        let operation = HTTPRequestOperation(request: request("/bytes/1000"))
+        operation.retryPolicy = RetryPolicy(maxAttempts: 3, baseDelay: 0.01)
+        operation.setDidReceiveResponseBlock { _, _ in .fail(URLError(.networkConnectionLost)) }
+
+        XCTAssertEqual(run(operation).urlErrorCode, .networkConnectionLost)
+        XCTAssertEqual(server.requests.count, 1)
+        XCTAssertEqual(operation.attempts, 1)
+    }
+
     func testTheBlockRunsBeforeTheFirstBodyByteAndTheFirstProgressCall() throws {
         let path = directory.appendingPathComponent("ordered").path
         let operation = HTTPRequestOperation(request: request("/bytes/\(size)"))
