@@ -150,7 +150,7 @@ final class CacheStorage: Sendable {
             guard CacheEntryMetadata.key(for: url) == key else { return nil }
             metadata = .foreign(url)
         case .damaged:
-            remove(key: key, request: request)
+            urlCache.removeCachedResponse(for: request)
             return nil
         }
         // Another URL's entry in the same slot (see the type's comment) is a miss, and stays: it is
@@ -161,22 +161,27 @@ final class CacheStorage: Sendable {
                               responseTime: metadata.responseTime, trust: metadata.trust, fields: fields)
     }
 
-    private func remove(key: String, request: URLRequest) {
-        if let entryStore { entryStore.removeEntry(forKey: key) } else { urlCache.removeCachedResponse(for: request) }
+    private func remove(key: String, url: URL) {
+        if let entryStore { entryStore.removeEntry(forKey: key) } else { urlCache.removeCachedResponse(for: URLRequest(url: url)) }
     }
 
-    /// Stores `stored` as the entry for `request`'s URL, replacing the one there. A response too large
-    /// for the cache (about 5 % of its capacity) is not stored, and the entry it replaces is removed.
-    /// Neither the key nor the stored response's URL keeps a user name or password.
+    /// Stores `stored` as the entry for `request`'s URL, replacing the one there (see `store(_:forURL:)`).
     func store(_ stored: StoredResponse, for request: URLRequest) {
-        guard let url = request.url, let responseURL = URLRedaction.removingUserInfo(from: stored.url) else { return }
-        let key = CacheEntryMetadata.key(for: url)
+        guard let url = request.url else { return }
+        store(stored, forURL: url)
+    }
+
+    /// Stores `stored` as the entry for `url`, replacing the one there. A response too large for the
+    /// cache (about 5 % of its capacity) is not stored, and the entry it replaces is removed. Neither the
+    /// key nor the stored response's URL keeps a user name or password.
+    func store(_ stored: StoredResponse, forURL url: URL) {
+        guard let bare = URLRedaction.removingUserInfo(from: url),
+              let responseURL = URLRedaction.removingUserInfo(from: stored.url) else { return }
+        let key = CacheEntryMetadata.key(for: bare)
         guard !key.isEmpty else { return }
-        var request = request
-        request.url = URLRedaction.removingUserInfo(from: url)
         guard Storability.fits(size: stored.body.count, memoryCapacity: urlCache.memoryCapacity,
                                diskCapacity: urlCache.diskCapacity) else {
-            remove(key: key, request: request)
+            remove(key: key, url: bare)
             return
         }
         let metadata = CacheEntryMetadata(requestURL: key,
@@ -198,6 +203,7 @@ final class CacheStorage: Sendable {
         // corelibs' disk store (and a subclass may inherit it) names the new file by the current second,
         // and when a damaged entry (a directory, say) holds that very name, its atomic write fails: there
         // the old entry goes first.
+        let request = URLRequest(url: bare)
         urlCache.removeCachedResponse(for: request)
         urlCache.storeCachedResponse(cached, for: request)
     }
@@ -205,7 +211,7 @@ final class CacheStorage: Sendable {
     /// Removes the entry stored for `url` (RFC 9111 §4.4 invalidation).
     func removeStoredResponse(for url: URL) {
         let bare = URLRedaction.removingUserInfo(from: url) ?? url
-        remove(key: CacheEntryMetadata.key(for: bare), request: URLRequest(url: bare))
+        remove(key: CacheEntryMetadata.key(for: bare), url: bare)
     }
 }
 

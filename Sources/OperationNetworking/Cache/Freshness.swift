@@ -34,16 +34,15 @@ struct Freshness: Equatable, Sendable {
     }
 
     /// The freshness of a response with `status` and `headers` (by lowercased name, as the cache keeps
-    /// them; other spellings are found too, more slowly), requested at `requestTime`, received at
-    /// `responseTime`, seen at `now`.
+    /// them), requested at `requestTime`, received at `responseTime`, seen at `now`.
     init(status: Int, headers: [String: String], requestTime: Date, responseTime: Date, now: Date) {
-        let control = CacheControl(headers.headerValue("cache-control"))
-        let date = HTTPDate.parse(headers.headerValue("date"), now: now) ?? responseTime
+        let control = CacheControl(headers["cache-control"])
+        let date = HTTPDate.parse(headers["date"], now: now) ?? responseTime
         let (lifetime, explicit) = Freshness.lifetime(status: status, headers: headers, control: control,
                                                       date: date, now: now)
         self.lifetime = lifetime
         self.isExplicit = explicit
-        self.currentAge = Freshness.currentAge(ageField: headers.headerValue("age"), date: date,
+        self.currentAge = Freshness.currentAge(ageField: headers["age"], date: date,
                                                requestTime: requestTime, responseTime: responseTime, now: now)
     }
 
@@ -57,13 +56,13 @@ struct Freshness: Equatable, Sendable {
         case .invalid: return (0, true)   // invalid freshness information: stale (§4.2.1)
         case .absent: break
         }
-        if let expires = headers.headerValue("expires") {
+        if let expires = headers["expires"] {
             // An invalid date, "0" among them, is a time in the past (§5.3).
             guard let moment = HTTPDate.parse(expires, now: now) else { return (0, true) }
             return (max(0, moment.timeIntervalSince(date)), true)
         }
         guard heuristicallyCacheableStatuses.contains(status),
-              let modified = HTTPDate.parse(headers.headerValue("last-modified"), now: now) else { return (0, false) }
+              let modified = HTTPDate.parse(headers["last-modified"], now: now) else { return (0, false) }
         return (max(0, date.timeIntervalSince(modified)) * heuristicFraction, false)
     }
 

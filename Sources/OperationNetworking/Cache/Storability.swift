@@ -30,11 +30,11 @@ enum Storability {
     /// `must-understand` on a status understood, §5.2.2.3), not a partial, 304 or redirect; with
     /// credentials on the request only when the response says `public`, `must-revalidate` or
     /// `s-maxage` (§3.5); and with explicit freshness, `public`, `private` or a status cacheable by
-    /// default.
+    /// default. `headers`: the response's fields by lowercased name.
     static func mayStore(request: CacheRequest, status: Int, headers: [String: String], authenticated: Bool) -> Bool {
         guard request.usesCache, !request.control.has("no-store"), (200...599).contains(status), status != 206,
               status != 304, !redirectStatuses.contains(status) else { return false }
-        let control = CacheControl(headers.headerValue("cache-control"))
+        let control = CacheControl(headers["cache-control"])
         if control.has("must-understand") {
             guard understoodStatuses.contains(status) else { return false }
         } else if control.has("no-store") {
@@ -44,7 +44,7 @@ enum Storability {
             guard control.has("public") || control.has("must-revalidate") || control.has("s-maxage") else { return false }
         }
         return control.has("max-age") || control.has("public") || control.has("private")
-            || headers.headerValue("expires") != nil || Freshness.heuristicallyCacheableStatuses.contains(status)
+            || headers["expires"] != nil || Freshness.heuristicallyCacheableStatuses.contains(status)
     }
 
     /// The header fields a cache keeps of `fields` (by lowercased name, as the cache keeps them): without

@@ -28,13 +28,14 @@ enum Validation {
     /// Whether a `304` with `headers` is about `stored` (§4.3.4): its strong entity tag equals the
     /// stored one, or its weak one matches weakly, or, without an entity tag, its `Last-Modified` is
     /// the stored one; a `304` without validators is about the one response the request asked about.
+    /// `headers`: the `304`'s fields by lowercased name.
     static func notModified(_ headers: [String: String], isAbout stored: StoredResponse) -> Bool {
-        if let tag = headers.headerValue("etag") {
+        if let tag = headers["etag"] {
             guard let storedTag = stored.fields["etag"] else { return false }
             let strong = !tag.hasPrefix("W/") && !storedTag.hasPrefix("W/")
             return strong ? tag == storedTag : opaqueTag(tag) == opaqueTag(storedTag)
         }
-        if let modified = headers.headerValue("last-modified") {
+        if let modified = headers["last-modified"] {
             return stored.fields["last-modified"] == modified
         }
         return true
@@ -73,7 +74,7 @@ enum Validation {
         if let finalURL, finalURL != request.url { urls.append(finalURL) }
         let base = finalURL ?? request.url
         for name in ["location", "content-location"] {
-            guard let value = headers.headerValue(name), let target = URL(string: value, relativeTo: base)?.absoluteURL,
+            guard let value = headers[name], let target = URL(string: value, relativeTo: base)?.absoluteURL,
                   Transfer.sameOrigin(target, base), !urls.contains(target) else { continue }
             urls.append(target)
         }

@@ -124,7 +124,6 @@ extension URLConnectionOperation {
     private struct CacheEnding {
         let run: CacheRun
         let received: CacheState.Received?
-        let request: URLRequest
         let block: CacheResponseBlock?
     }
 
@@ -152,11 +151,7 @@ extension URLConnectionOperation {
         if let storage = ending.run.storage {
             for url in plan.remove { storage.removeStoredResponse(for: url) }
             if let (candidate, keys) = plan.store, let approved = approved(candidate, by: ending.block) {
-                for key in keys {
-                    var request = ending.request
-                    request.url = key
-                    storage.store(approved, for: request)
-                }
+                for key in keys { storage.store(approved, forURL: key) }
                 stored = true
             }
         }
@@ -197,13 +192,13 @@ extension URLConnectionOperation {
 
     /// The run's cache part and the response it received whole (none after a failure or a cancel).
     private func takeCacheEnding() -> CacheEnding? {
-        let taken = state.withLock { state -> (CacheRun, ResponseHead?, Data?, URLRequest, URLRequest, CacheResponseBlock?)? in
+        let taken = state.withLock { state -> (CacheRun, ResponseHead?, Data?, URLRequest, CacheResponseBlock?)? in
             guard let run = state.cache else { return nil }
             let succeeded = state.error == nil && !state.lifecycle.isCancelled
             return (run, succeeded ? state.head : nil, state.outputStream == nil ? state.responseData : nil,
-                    state.request, state.currentRequest, state.configuration.cacheBlock)
+                    state.currentRequest, state.configuration.cacheBlock)
         }
-        guard let (run, head, body, request, finalRequest, block) = taken else { return nil }
+        guard let (run, head, body, finalRequest, block) = taken else { return nil }
         var received: CacheState.Received?
         // Only a run that may store or invalidate reads the response, from the head's fields: Foundation's
         // HTTPURLResponse, which the serializers' raw-head validation spares a response nobody reads, is
@@ -216,7 +211,7 @@ extension URLConnectionOperation {
                                            body: body, finalRequest: CacheRequest(finalRequest), fitsCache: fits,
                                            requestTime: run.requestTime, responseTime: Date())
         }
-        return CacheEnding(run: run, received: received, request: request, block: block)
+        return CacheEnding(run: run, received: received, block: block)
     }
 
     /// `stored` as the cache response block changes it, or `nil` when the block refuses it (returns

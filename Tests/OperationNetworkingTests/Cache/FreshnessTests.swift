@@ -11,7 +11,7 @@ final class FreshnessTests: LibraryTestCase {
 
     private func freshness(_ headers: [String: String], status: Int = 200, requested: TimeInterval = 0,
                            received: TimeInterval = 0, now: TimeInterval) -> Freshness {
-        Freshness(status: status, headers: headers, requestTime: t0.addingTimeInterval(requested),
+        Freshness(status: status, headers: headers.lowercasedNames, requestTime: t0.addingTimeInterval(requested),
                   responseTime: t0.addingTimeInterval(received), now: t0.addingTimeInterval(now))
     }
 
