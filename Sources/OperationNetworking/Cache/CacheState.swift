@@ -51,8 +51,9 @@ struct CacheState {
 
     /// What the run does before its request goes out.
     enum Decision {
-        /// A stored response answers (its `Age` set, §4): deliver it without the network.
-        case deliver(HTTPURLResponse, Data)
+        /// A stored response answers (its `Age` set, §4): deliver it without the network, as a head (no
+        /// Foundation `HTTPURLResponse` is built unless someone reads `response`).
+        case deliver(ResponseHead, Data)
         /// Send the request with these fields added (a conditional request, §4.3.1).
         case revalidate([String: String])
         /// Send the request as it is.
@@ -215,22 +216,17 @@ struct CacheState {
         let age = Freshness(of: entry.stored, now: now).currentAge
         var fields = entry.stored.fields
         fields["age"] = String(Int(min(age, 2_147_483_648)))
-        guard let response = entry.stored.response(with: fields) else {
-            // Foundation would not rebuild it: as if nothing were stored.
-            guard request.policy != .returnCacheDataDontLoad else { phase = .refused; return .fail }
-            return load(request, replacing: entry)
-        }
         phase = .answered
-        return .deliver(response, entry.stored.body)
+        return .deliver(ResponseHead(url: entry.stored.url, statusCode: entry.stored.statusCode, httpVersion: "HTTP/1.1",
+                                     fields: fields.map { ($0.key, $0.value) }), entry.stored.body)
     }
 
     /// A request with `only-if-cached` that nothing stored satisfies is answered `504 Gateway Timeout`,
     /// as RFC 9111 §5.2.1.7 says, without the network (the serializer then fails it as any 504).
     private mutating func gatewayTimeout(_ request: CacheRequest) -> Decision {
         phase = .refused
-        guard let response = HTTPURLResponse(url: request.url, statusCode: 504, httpVersion: "HTTP/1.1",
-                                             headerFields: ["Content-Length": "0"]) else { return .fail }
-        return .deliver(response, Data())
+        return .deliver(ResponseHead(url: request.url, statusCode: 504, httpVersion: "HTTP/1.1",
+                                     fields: [("content-length", "0")]), Data())
     }
 
     private mutating func revalidate(_ request: CacheRequest, _ entry: Entry) -> Decision {

@@ -70,8 +70,9 @@ extension URLConnectionOperation {
                 if outputStream == nil { responseData = State.keptBody(of: transfer) }
                 error = failure
             case .answeredFromCache(let cached, let data):
-                head = nil
-                response = cached
+                // Foundation's response is built from the head only if someone reads it.
+                head = cached
+                response = nil
                 responseData = data
             case .failed(let failure):
                 error = failure

@@ -72,6 +72,9 @@ class CacheDirectoryTestCase: LibraryTestCase {
                                               file: StaticString = #filePath, line: UInt = #line) throws {
         let urls = try (0..<12).map { try XCTUnwrap(URL(string: "http://127.0.0.1:9/shared/\($0 % 4)?variant=\($0)")) }
         let reads = Protected((hits: 0, wrong: [URL]()))
+        // Every URL stored first: a thread never reads a URL it stored itself, so without these the
+        // reads could all miss when the threads happen to run one after another (nothing to check).
+        for url in urls { storage.store(StoredResponses.named(url, bodySize: 2_000), for: URLRequest(url: url)) }
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
             for step in 0..<steps {
                 let url = urls[(step * 5 + thread) % urls.count]

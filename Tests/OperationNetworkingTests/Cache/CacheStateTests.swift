@@ -102,7 +102,7 @@ final class CacheStateTests: LibraryTestCase {
                                                                     now: t0.addingTimeInterval(100)) else {
             return XCTFail("not delivered")
         }
-        XCTAssertEqual(response.headerValue("Age"), "100")
+        XCTAssertEqual(response.value(for: "Age"), "100")
         XCTAssertEqual(response.statusCode, 200)
         XCTAssertEqual(body, stored.body)
         XCTAssertTrue(state.transferEnded(with: nil).store == nil, "a hit stores nothing")

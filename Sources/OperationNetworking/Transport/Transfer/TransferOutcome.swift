@@ -15,6 +15,6 @@ enum TransferOutcome {
     case paused(ResumePoint)
     /// A response was received completely, but the transfer still failed (a cancelled challenge).
     case completedWithError(Error)
-    /// The operation answered it from its URL cache without the network (the stored response and body).
-    case answeredFromCache(URLResponse, Data)
+    /// The operation answered it from its URL cache without the network (the stored response's head and body).
+    case answeredFromCache(ResponseHead, Data)
 }
