@@ -200,7 +200,7 @@ struct CacheState {
             if onlyIfCached { return gatewayTimeout(request) }
             return load(request, replacing: nil)
         }
-        let responseControl = CacheControl(entry.stored.fields["cache-control"])
+        let responseControl = entry.stored.facts.control
         let validateFirst = request.control.has("no-cache") || responseControl.has("no-cache")
             || SecondaryKey.isAuthenticated(entry.stored)
         if !validateFirst,

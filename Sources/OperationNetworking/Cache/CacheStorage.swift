@@ -14,6 +14,8 @@ struct StoredResponse: Sendable {
     /// (`fields["cache-control"]`). The spelling of a name is not kept: Foundation's `HTTPURLResponse`
     /// rewrites every name it is given anyway.
     private(set) var fields: [String: String]
+    /// What `fields` say about freshness, parsed once.
+    private(set) var facts: FreshnessFacts
     /// The same fields (the name `HTTPURLResponse(…headerFields:)` gives them).
     var headers: [String: String] { fields }
     /// The stored body.
@@ -32,10 +34,13 @@ struct StoredResponse: Sendable {
     /// A stored response of `url`, `statusCode` and `headers` (any spelling of the names); `fields`,
     /// when given, are already `headers` by lowercased name.
     init(url: URL, statusCode: Int, headers: [String: String], body: Data, varyingRequestHeaders: [String: String],
-         requestTime: Date, responseTime: Date, trust: String? = nil, fields: [String: String]? = nil) {
+         requestTime: Date, responseTime: Date, trust: String? = nil, fields: [String: String]? = nil,
+         facts: FreshnessFacts? = nil) {
         self.url = url
         self.statusCode = statusCode
-        self.fields = fields ?? headers.lowercasedNames
+        let fields = fields ?? headers.lowercasedNames
+        self.fields = fields
+        self.facts = facts ?? FreshnessFacts(fields)
         self.body = body
         self.varyingRequestHeaders = varyingRequestHeaders
         self.requestTime = requestTime
@@ -55,6 +60,7 @@ struct StoredResponse: Sendable {
     /// Replaces the header fields.
     mutating func replaceHeaders(_ headers: [String: String]) {
         fields = headers.lowercasedNames
+        facts = FreshnessFacts(fields)
     }
 
     /// Foundation's response for it, to deliver or to hand an app (nil when Foundation will not build it).
@@ -118,7 +124,7 @@ final class CacheStorage: Sendable {
                 return nil
             }
             return stored(entry.url, entry.statusCode, entry.headers, entry.body, entry.metadata, key: key,
-                          request: request, fields: entry.fields)
+                          request: request, fields: entry.fields, facts: entry.facts)
         }
         guard let cached = urlCache.cachedResponse(for: request) else { return nil }
         guard let response = cached.response as? HTTPURLResponse, let responseURL = response.url else {
@@ -140,7 +146,7 @@ final class CacheStorage: Sendable {
     /// The stored response of an entry found under `key`, by what its metadata says.
     private func stored(_ url: URL, _ statusCode: Int, _ headers: [String: String], _ body: Data,
                         _ reading: SQLiteURLCache.Entry.MetadataReading, key: String, request: URLRequest,
-                        fields: [String: String]? = nil) -> StoredResponse? {
+                        fields: [String: String]? = nil, facts: FreshnessFacts? = nil) -> StoredResponse? {
         let metadata: CacheEntryMetadata
         switch reading {
         case .found(let found):
@@ -158,7 +164,7 @@ final class CacheStorage: Sendable {
         guard metadata.requestURL == key else { return nil }
         return StoredResponse(url: url, statusCode: statusCode, headers: headers, body: body,
                               varyingRequestHeaders: metadata.varyingRequestHeaders, requestTime: metadata.requestTime,
-                              responseTime: metadata.responseTime, trust: metadata.trust, fields: fields)
+                              responseTime: metadata.responseTime, trust: metadata.trust, fields: fields, facts: facts)
     }
 
     private func remove(key: String, url: URL) {
@@ -191,7 +197,8 @@ final class CacheStorage: Sendable {
         if let entryStore {
             // Replaced in memory at once and in the file later, in one statement: a reader never misses it.
             entryStore.store(SQLiteURLCache.Entry(url: responseURL, statusCode: stored.statusCode, headers: stored.headers,
-                                                  fields: stored.fields, body: stored.body, metadata: metadata, key: key,
+                                                  fields: stored.fields, facts: stored.facts, body: stored.body,
+                                                  metadata: metadata, key: key,
                                                   storedAt: Date().timeIntervalSinceReferenceDate), forKey: key)
             return
         }

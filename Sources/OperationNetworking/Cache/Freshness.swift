@@ -29,50 +29,50 @@ struct Freshness: Equatable, Sendable {
 
     /// The freshness of `stored` at `now`.
     init(of stored: StoredResponse, now: Date) {
-        self.init(status: stored.statusCode, headers: stored.fields,
-                  requestTime: stored.requestTime, responseTime: stored.responseTime, now: now)
+        self.init(status: stored.statusCode, facts: stored.facts, requestTime: stored.requestTime,
+                  responseTime: stored.responseTime, now: now)
     }
 
     /// The freshness of a response with `status` and `headers` (by lowercased name, as the cache keeps
     /// them), requested at `requestTime`, received at `responseTime`, seen at `now`.
     init(status: Int, headers: [String: String], requestTime: Date, responseTime: Date, now: Date) {
-        let control = CacheControl(headers["cache-control"])
-        let date = HTTPDate.parse(headers["date"], now: now) ?? responseTime
-        let (lifetime, explicit) = Freshness.lifetime(status: status, headers: headers, control: control,
-                                                      date: date, now: now)
+        self.init(status: status, facts: FreshnessFacts(headers, now: now), requestTime: requestTime,
+                  responseTime: responseTime, now: now)
+    }
+
+    /// The freshness of a response with `status` whose fields say `facts`.
+    init(status: Int, facts: FreshnessFacts, requestTime: Date, responseTime: Date, now: Date) {
+        let date = facts.date ?? responseTime
+        let (lifetime, explicit) = Freshness.lifetime(status: status, facts: facts, date: date)
         self.lifetime = lifetime
         self.isExplicit = explicit
-        self.currentAge = Freshness.currentAge(ageField: headers["age"], date: date,
-                                               requestTime: requestTime, responseTime: responseTime, now: now)
+        self.currentAge = Freshness.currentAge(ageValue: facts.ageValue, date: date, requestTime: requestTime,
+                                               responseTime: responseTime, now: now)
     }
 
     /// The freshness lifetime (§4.2.1): `max-age` (`s-maxage` is a shared cache's), else `Expires`
     /// minus `Date`, else the heuristic for a heuristically cacheable status with `Last-Modified`;
     /// and whether it was explicit.
-    static func lifetime(status: Int, headers: [String: String], control: CacheControl, date: Date,
-                         now: Date) -> (TimeInterval, Bool) {
-        switch control.seconds("max-age") {
+    static func lifetime(status: Int, facts: FreshnessFacts, date: Date) -> (TimeInterval, Bool) {
+        switch facts.control.seconds("max-age") {
         case .valid(let seconds): return (TimeInterval(seconds), true)
         case .invalid: return (0, true)   // invalid freshness information: stale (§4.2.1)
         case .absent: break
         }
-        if let expires = headers["expires"] {
-            // An invalid date, "0" among them, is a time in the past (§5.3).
-            guard let moment = HTTPDate.parse(expires, now: now) else { return (0, true) }
-            return (max(0, moment.timeIntervalSince(date)), true)
+        switch facts.expires {
+        // An invalid date, "0" among them, is a time in the past (§5.3).
+        case .invalid: return (0, true)
+        case .at(let moment): return (max(0, moment.timeIntervalSince(date)), true)
+        case .absent: break
         }
-        guard heuristicallyCacheableStatuses.contains(status),
-              let modified = HTTPDate.parse(headers["last-modified"], now: now) else { return (0, false) }
+        guard heuristicallyCacheableStatuses.contains(status), let modified = facts.lastModified else { return (0, false) }
         return (max(0, date.timeIntervalSince(modified)) * heuristicFraction, false)
     }
 
-    /// The current age (§4.2.3), from the `Age` field (ignored when invalid, §5.1), the `Date`, the
-    /// request and response times and now.
-    static func currentAge(ageField: String?, date: Date, requestTime: Date, responseTime: Date,
+    /// The current age (§4.2.3), from the `Age` field's value, the `Date`, the request and response
+    /// times and now.
+    static func currentAge(ageValue: TimeInterval, date: Date, requestTime: Date, responseTime: Date,
                            now: Date) -> TimeInterval {
-        // A list-valued Age counts by its first member (§5.1).
-        let first = ageField.flatMap { CacheControl.listMembers($0).first }
-        let ageValue = TimeInterval(first.flatMap(CacheControl.deltaSeconds) ?? 0)
         let apparentAge = max(0, responseTime.timeIntervalSince(date))
         let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
         let correctedInitialAge = max(apparentAge, ageValue + responseDelay)
@@ -97,5 +97,37 @@ struct Freshness: Equatable, Sendable {
         case .any: return true
         case .limit(let seconds): return -remaining <= TimeInterval(seconds)
         }
+    }
+}
+
+/// What a response's fields say about its freshness, parsed once (when it is stored or read from the
+/// file), not on every lookup: its `Cache-Control`, and its `Date`, `Expires`, `Last-Modified` and
+/// `Age`.
+/// - Threading: an immutable value.
+struct FreshnessFacts: Sendable, Equatable {
+    /// What `Expires` says.
+    enum Expires: Sendable, Equatable {
+        case absent
+        /// Not an HTTP date: a time in the past (§5.3).
+        case invalid
+        case at(Date)
+    }
+
+    let control: CacheControl
+    let date: Date?
+    let expires: Expires
+    let lastModified: Date?
+    /// The `Age` field's first member in seconds (0 without a valid one, §5.1).
+    let ageValue: TimeInterval
+
+    /// The facts of `fields` (by lowercased name); `now` places a two-digit year.
+    init(_ fields: [String: String], now: Date = Date()) {
+        control = CacheControl(fields["cache-control"])
+        date = HTTPDate.parse(fields["date"], now: now)
+        expires = fields["expires"].map { HTTPDate.parse($0, now: now).map(Expires.at) ?? .invalid } ?? .absent
+        lastModified = HTTPDate.parse(fields["last-modified"], now: now)
+        // A list-valued Age counts by its first member (§5.1).
+        let first = fields["age"].flatMap { CacheControl.listMembers($0).first }
+        ageValue = TimeInterval(first.flatMap(CacheControl.deltaSeconds) ?? 0)
     }
 }

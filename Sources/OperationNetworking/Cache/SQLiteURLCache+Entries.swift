@@ -14,6 +14,8 @@ extension SQLiteURLCache {
         let headers: [String: String]
         /// The same fields by lowercased name (`StoredResponse.fields`).
         let fields: [String: String]
+        /// What the fields say about freshness, parsed once.
+        let facts: FreshnessFacts
         let body: Data
         /// The library's metadata, as stored beside the response.
         let metadata: MetadataReading
@@ -323,14 +325,15 @@ extension SQLiteURLCache {
 extension SQLiteURLCache.Entry {
     /// An entry for `response` and `body` with `metadata`, stored under `key` now; its size counts
     /// the URL, the header fields, the body, the key and the metadata's fields.
-    init(url: URL, statusCode: Int, headers: [String: String], fields: [String: String], body: Data,
-         metadata: CacheEntryMetadata, key: String, storedAt: Double) {
+    init(url: URL, statusCode: Int, headers: [String: String], fields: [String: String], facts: FreshnessFacts,
+         body: Data, metadata: CacheEntryMetadata, key: String, storedAt: Double) {
         let fieldBytes = fields.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         let varying = metadata.varyingRequestHeaders.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         // The metadata's JSON adds its field names and dates to what it holds: about 128 bytes.
         let size = url.absoluteString.utf8.count + fieldBytes + body.count + key.utf8.count
             + metadata.requestURL.utf8.count + varying + (metadata.trust?.utf8.count ?? 0) + 128
-        self.init(url: url, statusCode: statusCode, headers: headers, fields: fields, body: body, metadata: .found(metadata),
+        self.init(url: url, statusCode: statusCode, headers: headers, fields: fields, facts: facts, body: body,
+                  metadata: .found(metadata),
                   size: size, storedAt: storedAt)
     }
 }

@@ -124,8 +124,9 @@ extension SQLiteURLCache {
         /// The entry the row holds, stored under `key` at `storedAt`; nil when its URL does not parse.
         func entry(key: String, storedAt: Double) -> Entry? {
             guard let url = URL(string: responseURL) else { return nil }
-            return Entry(url: url, statusCode: statusCode, headers: headerFields, fields: headerFields.lowercasedNames,
-                         body: body, metadata: Self.reading(metadata),
+            let fields = headerFields.lowercasedNames
+            return Entry(url: url, statusCode: statusCode, headers: headerFields, fields: fields,
+                         facts: FreshnessFacts(fields), body: body, metadata: Self.reading(metadata),
                          size: size + key.utf8.count, storedAt: storedAt)
         }
 
@@ -146,8 +147,9 @@ extension SQLiteURLCache.Entry {
     /// and of `userInfo` only the library's metadata.
     init?(_ cached: CachedURLResponse, key: String, storedAt: Double) {
         guard let row = try? SQLiteURLCache.StoredRow(cached), let url = URL(string: row.responseURL) else { return nil }
-        self.init(url: url, statusCode: row.statusCode, headers: row.headerFields, fields: row.headerFields.lowercasedNames,
-                  body: cached.data,
+        let fields = row.headerFields.lowercasedNames
+        self.init(url: url, statusCode: row.statusCode, headers: row.headerFields, fields: fields,
+                  facts: FreshnessFacts(fields), body: cached.data,
                   metadata: SQLiteURLCache.StoredRow.reading(row.metadata),
                   size: row.size + key.utf8.count, storedAt: storedAt)
     }
