@@ -79,12 +79,13 @@ struct CacheState {
         let requestTime: Date
         let responseTime: Date
 
-        /// A response of `url` and `statusCode` with `headers` (any spelling of the names).
+        /// A response of `url` and `statusCode` with `headers` (any spelling of the names; `fields` when
+        /// they are already by lowercased name).
         init(url: URL, statusCode: Int, headers: [String: String], body: Data?, finalRequest: CacheRequest?,
-             fitsCache: Bool, requestTime: Date, responseTime: Date) {
+             fitsCache: Bool, requestTime: Date, responseTime: Date, lowercased: Bool = false) {
             self.url = url
             self.statusCode = statusCode
-            fields = headers.lowercasedNames
+            fields = lowercased ? headers : headers.lowercasedNames
             self.body = body
             self.finalRequest = finalRequest
             self.fitsCache = fitsCache
@@ -107,6 +108,9 @@ struct CacheState {
     /// Whether the transfer answered an authentication challenge: its request then carried credentials.
     private var answeredChallenge = false
     private var redirects = 0
+
+    /// Whether the transfer followed a redirect: its last request is then not the one the run began with.
+    var wasRedirected: Bool { redirects > 0 }
 
     /// What the run's metrics report.
     var status: CacheStatus {

@@ -207,9 +207,12 @@ extension URLConnectionOperation {
             let fits = run.urlCache.map {
                 Storability.fits(size: body?.count ?? 0, memoryCapacity: $0.memoryCapacity, diskCapacity: $0.diskCapacity)
             } ?? false
-            received = CacheState.Received(url: head.url, statusCode: head.statusCode, headers: head.headerDictionary,
-                                           body: body, finalRequest: CacheRequest(finalRequest), fitsCache: fits,
-                                           requestTime: run.requestTime, responseTime: Date())
+            // The last hop's request is read only after a redirect: otherwise it is the run's own.
+            received = CacheState.Received(url: head.url, statusCode: head.statusCode,
+                                           headers: head.lowercasedFieldDictionary, body: body,
+                                           finalRequest: run.machine.wasRedirected ? CacheRequest(finalRequest) : nil,
+                                           fitsCache: fits, requestTime: run.requestTime, responseTime: Date(),
+                                           lowercased: true)
         }
         return CacheEnding(run: run, received: received, block: block)
     }

@@ -151,6 +151,21 @@ final class ResponseHead: Sendable {
         return result
     }
 
+    /// Fields by lowercased name, repeated names joined with `", "` (the HTTP cache's form), made in one
+    /// pass over the bytes.
+    var lowercasedFieldDictionary: [String: String] {
+        var result: [String: String] = [:]
+        result.reserveCapacity(spans.count)
+        for span in spans {
+            let name = String(decoding: bytes[Int(span.nameStart)..<Int(span.nameEnd)].lazy.map {
+                (0x41...0x5A).contains($0) ? $0 + 0x20 : $0
+            }, as: UTF8.self)
+            let value = HeaderBytes.text(bytes, span.valueStart, span.valueEnd)
+            if let existing = result[name] { result[name] = existing + ", " + value } else { result[name] = value }
+        }
+        return result
+    }
+
     /// Foundation's response for this head.
     func makeResponse() -> HTTPURLResponse? {
         HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: headerDictionary)
