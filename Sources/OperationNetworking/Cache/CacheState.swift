@@ -97,7 +97,7 @@ struct CacheState {
     /// What the owner does with the transfer's end.
     struct Plan {
         /// Deliver this response and body in place of the `304` received.
-        var deliver: (response: HTTPURLResponse, body: Data)?
+        var deliver: (response: ResponseHead, body: Data)?
         /// Store this, under each URL (after the cache response block had its say).
         var store: (stored: StoredResponse, keys: [URL])?
         /// Drop what is stored under these URLs.
@@ -317,12 +317,13 @@ extension CacheState {
         guard Validation.notModified(received.fields, isAbout: entry.stored),
               case let freshened = Validation.freshened(entry.stored, by: received.fields,
                                                         requestTime: received.requestTime,
-                                                        responseTime: received.responseTime),
-              let response = freshened.response else {
+                                                        responseTime: received.responseTime) else {
             return end(.miss, removing: [entry.key])
         }
         phase = .storing(.revalidated)
-        return Plan(deliver: (response, freshened.body), store: (freshened, [entry.key]))
+        let head = ResponseHead(url: freshened.url, statusCode: freshened.statusCode, httpVersion: "HTTP/1.1",
+                                fields: freshened.fields.map { ($0.key, $0.value) })
+        return Plan(deliver: (head, freshened.body), store: (freshened, [entry.key]))
     }
 
     /// A full response (§4.3.3, or to an unconditional request): stored when §3 allows it, under the URL

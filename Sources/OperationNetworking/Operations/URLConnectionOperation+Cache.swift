@@ -162,8 +162,9 @@ extension URLConnectionOperation {
             // A run that never reached the network has no transfer metrics (those left are an earlier run's).
             state.metrics = withoutNetwork ? .withoutNetwork(cacheStatus: status) : state.metrics?.with(cacheStatus: status)
             if let delivered = plan.deliver {
-                state.head = nil
-                state.response = delivered.response
+                // Foundation's response is built from the head only if someone reads it.
+                state.head = delivered.response
+                state.response = nil
                 state.responseData = delivered.body
                 return delivered.body.count
             }

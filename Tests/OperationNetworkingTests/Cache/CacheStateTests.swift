@@ -127,7 +127,7 @@ final class CacheStateTests: LibraryTestCase {
         let delivered = try XCTUnwrap(plan.deliver)
         XCTAssertEqual(delivered.response.statusCode, 200)
         XCTAssertEqual(delivered.body, stored.body)
-        XCTAssertEqual(delivered.response.headerValue("Cache-Control"), "max-age=300")
+        XCTAssertEqual(delivered.response.value(for: "Cache-Control"), "max-age=300")
         XCTAssertEqual(plan.store?.keys.map(\.absoluteString), [CacheFixture.urlString])
         XCTAssertEqual(plan.store?.stored.responseTime, later)
         XCTAssertEqual(state.status, .revalidated)
