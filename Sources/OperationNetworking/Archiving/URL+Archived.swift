@@ -28,17 +28,6 @@ extension URL {
     /// library message may name a URL (the proxy's, for one) as it was written, password and all.
     static func removingUserInfo(inText text: String) -> String {
         guard text.contains("@") else { return text }
-        var result = ""
-        var word = ""
-        for character in text {
-            if character.isWhitespace {
-                result += removingUserInfo(fromText: word)
-                result.append(character)
-                word = ""
-            } else {
-                word.append(character)
-            }
-        }
-        return result + removingUserInfo(fromText: word)
+        return URLRedaction.mappingWords(of: text, removingUserInfo(fromText:))
     }
 }

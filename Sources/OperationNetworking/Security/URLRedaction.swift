@@ -39,18 +39,23 @@ import Foundation
     /// hiding (`https://host:8080/@name` is shown as `https://host:***@name`).
     public static func redactingPasswords(in text: String) -> String {
         guard text.contains("@") else { return text }
+        return mappingWords(of: text, redactingPassword(inWord:))
+    }
+
+    /// `text` with each word (a run of characters other than white space) replaced by `transform` of it.
+    static func mappingWords(of text: String, _ transform: (String) -> String) -> String {
         var result = ""
         var word = ""
         for character in text {
             if character.isWhitespace {
-                result += redactingPassword(inWord: word)
+                result += transform(word)
                 result.append(character)
                 word = ""
             } else {
                 word.append(character)
             }
         }
-        return result + redactingPassword(inWord: word)
+        return result + transform(word)
     }
 
     /// One word with the password of its user information hidden, if it has one.

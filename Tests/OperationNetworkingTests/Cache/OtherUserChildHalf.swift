@@ -22,25 +22,8 @@ extension XCTestCase {
             XCTFail("util-linux setpriv is not installed (scripts/setup installs it)")
             return ""
         }
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: setpriv)
-        child.arguments = ["--reuid=\(otherUserID)", "--regid=\(otherUserID)", "--clear-groups",
-                           try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
-                           "OperationNetworkingTests.\(test)"]
-        child.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = output
-        let exited = expectation(description: "\(test) exited")
-        child.terminationHandler = { _ in exited.fulfill() }
-        let printed = PipeReader(output.fileHandleForReading)
-        try child.run()
-        wait(for: [exited], timeout: 120)
-        let text = printed.wait()
-        XCTAssertEqual(child.terminationStatus, 0, text)
-        let method = test.split(separator: "/").last.map(String.init) ?? test
-        XCTAssertTrue(text.contains("\(method)' passed"), "the child half did not pass: \(text)")
-        return text
+        return try runChildHalf(test, environment: environment,
+                                launcher: [setpriv, "--reuid=\(otherUserID)", "--regid=\(otherUserID)", "--clear-groups"])
     }
 }
 
