@@ -101,18 +101,21 @@ final class LifecycleWireTests: ServerTestCase {
         XCTAssertEqual(restored.responseData, deterministicBytes(size))
     }
 
-    /// A cancelled operation archived and restored comes back ready; run again, it reports the new
-    /// run's outcome, not the archived error.
-    func testARestoredCancelledOperationRunsAgainWithoutItsOldError() throws {
+    /// A cancelled operation archived and restored comes back finished and cancelled, with its error
+    /// (as AFN archived a finished operation); its `copy()` runs again and reports the new run's
+    /// outcome, not the archived error.
+    func testARestoredCancelledOperationComesBackCancelledAndItsCopyRunsAgain() throws {
         let operation = HTTPRequestOperation(request: request("/echo"))
         operation.cancel()
         run(operation)
         XCTAssertEqual((operation.error as? URLError)?.code, .cancelled)
         let restored = try SafeArchive.unarchive(HTTPRequestOperation.self, from: try SafeArchive.archive(operation))
-        XCTAssertNotNil(restored.error, "the archived error comes back with it")
-        let outcome = run(restored)
+        XCTAssertEqual((restored.error as NSError?)?.code, NSURLErrorCancelled, "the archived error comes back with it")
+        XCTAssertTrue(restored.isCancelled)
+        let again = try XCTUnwrap(restored.copy() as? HTTPRequestOperation)
+        let outcome = run(again)
         XCTAssertTrue(outcome.isSuccess, "\(String(describing: outcome.error))")
-        XCTAssertNil(restored.error)
+        XCTAssertNil(again.error)
         XCTAssertEqual(server.requests(path: "/echo").count, 1)
     }
 

@@ -61,6 +61,7 @@ final class TransferLifetimeTests: LibraryTestCase {
         transfer.current.serverCredential = TransferCredential(user: "u", password: "p", schemes: 1)
         transfer.current.proxyCredential = TransferCredential(user: "pu", password: "pp", schemes: 2)
         transfer.current.abortError = URLError(.networkConnectionLost)
+        transfer.current.abortIsFinal = true
         assertEveryFieldUsed(transfer.current, fresh: Transfer.Attempt(number: 1, request: original), except: ["number", "easy"])
 
         _ = transfer.state.takeIn()
