@@ -14,12 +14,6 @@ extension HTTPURLResponse {
         }
         return fields
     }
-
-    /// The value of the field `name`, compared without case.
-    func headerValue(_ name: String) -> String? {
-        headerFields.headerValue(name)
-    }
-
 }
 
 extension Dictionary where Key == String, Value == String {
@@ -34,18 +28,5 @@ extension Dictionary where Key == String, Value == String {
         if let exact = self[name] { return exact }
         let wanted = asciiLowercased(name)
         return first { asciiLowercased($0.key) == wanted }?.value
-    }
-
-    /// The same fields without the one named `name` (any spelling).
-    func removingHeader(_ name: String) -> [String: String] {
-        let unwanted = asciiLowercased(name)
-        return filter { asciiLowercased($0.key) != unwanted }
-    }
-
-    /// The same fields with `name` set to `value`, replacing any spelling of it.
-    func settingHeader(_ name: String, to value: String) -> [String: String] {
-        var fields = removingHeader(name)
-        fields[name] = value
-        return fields
     }
 }

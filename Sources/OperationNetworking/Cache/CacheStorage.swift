@@ -65,11 +65,6 @@ struct StoredResponse: Sendable {
 
     /// Foundation's response for it, to deliver or to hand an app (nil when Foundation will not build it).
     var response: HTTPURLResponse? {
-        response(with: headers)
-    }
-
-    /// Foundation's response for it with `headers` in place of its own.
-    func response(with headers: [String: String]) -> HTTPURLResponse? {
         HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: headers)
     }
 }

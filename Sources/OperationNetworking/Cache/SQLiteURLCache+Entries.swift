@@ -85,6 +85,9 @@ extension SQLiteURLCache {
         private var changeCounter: UInt64 = 0
         /// Whether a write of the pending changes is scheduled on the cache's writer queue.
         var writeScheduled = false
+        /// Whether the files are refused, once that is decided and told (`takeFileState`): a later
+        /// fallback to memory (a damaged file that cannot be made again) is then not told again.
+        var settledFileState: Bool?
         /// When the file's version was last compared (`monotonicNow()`).
         var lastVersionCheck: UInt64 = 0
 

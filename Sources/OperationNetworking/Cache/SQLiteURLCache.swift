@@ -94,13 +94,20 @@ import FoundationNetworking
     }
 
     private func takeFileState(marking: Bool) -> (isRefused: Bool, warning: String?) {
-        database.withLock { database in
+        // Once the files were looked at and there is nothing (more) to tell, every lookup asks memory
+        // only: the file's lock, which a batch being written holds, stays off the request's path.
+        if marking, let settled = entries.withLock({ $0.settledFileState }) { return (settled, nil) }
+        let state = database.withLock { database -> (Bool, String?, settled: Bool) in
             // Looks at the files first when no call has yet, so the first caller learns of a refusal.
             let refused = database.isRefused
-            guard marking, !database.warningTaken, let reason = database.reason else { return (refused, nil) }
+            guard marking, !database.warningTaken, let reason = database.reason else {
+                return (refused, nil, database.reason == nil || database.warningTaken)
+            }
             database.warningTaken = true
-            return (refused, reason)
+            return (refused, reason, true)
         }
+        if marking && state.settled { entries.withLock { $0.settledFileState = state.0 } }
+        return (state.0, state.1)
     }
 
     /// Looks at the folder and the file now, and throws the reason they are not used (refused, or
