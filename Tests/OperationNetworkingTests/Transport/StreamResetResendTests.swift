@@ -81,6 +81,42 @@ final class StreamResetResendTests: LibraryTestCase {
         XCTAssertEqual(arrivals.map(\.outcome), ["reset", "answered"], "the policy's second attempt")
     }
 
+    /// Resends share connections as first sends do (the issue saw each of 39 resends after an HTTP/2
+    /// reset open a connection of its own, `CURLOPT_FRESH_CONNECT` on every resend). Each stream of a
+    /// burst is refused six times: libcurl sends it again five times itself (closing the connection
+    /// each time), then gives up, and the library's resend sends it once more. Those resends share
+    /// connections: half as many connections as resends at most (a burst of first sends opens up to
+    /// the per-host cap; the rounds of libcurl's own resends spread them over a few more), never one each.
+    func testResendsOfABurstOfRefusedStreamsShareConnections() throws {
+        XCTAssertNil(try get("/warm"), "the origin is known to speak HTTP/2: the burst multiplexes")
+        let server = try XCTUnwrap(server)
+        let count = 24
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = count
+        let done = expectation(description: "the burst")
+        done.expectedFulfillmentCount = count
+        let failures = Recorder<String>()
+        for index in 0..<count {
+            let url = try XCTUnwrap(URL(string: "https://127.0.0.1:\(server.port)/reset/refused/6/burst\(index)"))
+            let operation = HTTPRequestOperation(request: URLRequest(url: url))
+            operation.securityPolicy = policy
+            operation.setCompletionBlockWithSuccess({ _, _ in done.fulfill() }, failure: { _, error in
+                failures.append("burst\(index): \(error)")
+                done.fulfill()
+            })
+            queue.addOperation(operation)
+        }
+        wait(for: [done], timeout: 30)
+        XCTAssertEqual(failures.all, [], "every refused stream is sent again and answered")
+        let burst = received().filter { $0.path.hasPrefix("/reset/refused/6/burst") }
+        XCTAssertEqual(burst.filter { $0.outcome == "reset" }.count, 6 * count, "libcurl's own sends, refused")
+        let resends = burst.filter { $0.outcome == "answered" }
+        XCTAssertEqual(resends.count, count, "the library's resend of each, answered")
+        let connections = Set(resends.map(\.connection))
+        XCTAssertLessThanOrEqual(connections.count, count / 2,
+                                 "\(count) resends over \(connections.count) connections: \(resends.map(\.connection))")
+    }
+
     func testARefusedStreamIsSentAgainAndAnsweredOnce() throws {
         XCTAssertNil(try get("/warm"))
         XCTAssertNil(try get("/reset/refused/1/c"), "a refused stream was never processed: sent again")
