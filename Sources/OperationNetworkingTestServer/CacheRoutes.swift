@@ -10,7 +10,21 @@ extension TestServerHandler {
     /// request's value of each field `?vary=` names; or `304 Not Modified` when its `If-None-Match`
     /// matches the entity tag (weakly), or, without one, its `If-Modified-Since` is the `Last-Modified`
     /// (unless `?notModified=0`). `?cookie=` adds that `Set-Cookie` field to a GET's answer.
+    /// `?ageFirst=` is the `Age` of the first GET's answer only; `?mismatch304=1` answers every
+    /// conditional GET `304` with another entity tag (a `304` about another response);
+    /// `?revalidationDelayMs=` holds back the answer to a conditional GET that long.
     func serveCacheResource(_ context: ChannelHandlerContext, _ request: IncomingRequest, _ name: String) {
+        let record = request.record
+        let conditional = record.header("If-None-Match") != nil || record.header("If-Modified-Since") != nil
+        if conditional, let delay = request.uri.int("revalidationDelayMs"), delay > 0 {
+            return schedule(context, after: min(delay, 60_000)) {
+                self.answerCacheResource(context, request, name)
+            }
+        }
+        answerCacheResource(context, request, name)
+    }
+
+    private func answerCacheResource(_ context: ChannelHandlerContext, _ request: IncomingRequest, _ name: String) {
         let query = request.uri.query
         let record = request.record
         let history = state.requests.filter { $0.path == record.path }
@@ -24,16 +38,21 @@ extension TestServerHandler {
             let status = failed ?? query["status"].flatMap { integer($0, in: 200...599) } ?? 204
             return respond(context, request, HTTPResponseStatus(statusCode: status), headers: headers)
         }
+        let gets = history.filter { $0.method.uppercased() == "GET" }.count
         let tag = entityTag(query["etag"], name: name, version: version)
         let modified = query["lastModified"] == "1" ? lastModifiedDate(version: version) : nil
-        addCachingFields(to: &headers, query: query, tag: tag, modified: modified)
+        addCachingFields(to: &headers, query: query, tag: tag, modified: modified, firstGet: gets == 1)
         if let cookie = query["cookie"] { headers.add(name: "Set-Cookie", value: headerSafe(cookie)) }
+        let conditional = record.header("If-None-Match") != nil || record.header("If-Modified-Since") != nil
+        if query["mismatch304"] == "1", conditional {
+            headers.replaceOrAdd(name: "ETag", value: "\"\(headerSafe(name))-other\"")
+            return respond(context, request, .notModified, headers: headers)
+        }
         if query["notModified"] != "0", isNotModified(record, tag: tag, modified: modified) {
             return respond(context, request, .notModified, headers: headers)
         }
         let varying = (query["vary"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         let values = varying.filter { !$0.isEmpty }.map { " \($0)=\(record.header($0) ?? "-")" }.joined()
-        let gets = history.filter { $0.method.uppercased() == "GET" }.count
         let status = query["status"].flatMap { integer($0, in: 200...599) } ?? 200
         respondText(context, request, HTTPResponseStatus(statusCode: status), "\(name) v\(version) #\(gets)\(values)",
                     headers: headers)
@@ -54,11 +73,13 @@ extension TestServerHandler {
         CacheRouteDates.format(Date(timeIntervalSince1970: 1_600_000_000 + Double(version - 1) * 3_600))
     }
 
-    /// `Cache-Control`, `Expires`, `Age`, `Vary`, `Date` (now unless `?date=`, none for `?date=none`),
-    /// `ETag` and `Last-Modified`.
-    private func addCachingFields(to headers: inout HTTPHeaders, query: [String: String], tag: String?, modified: String?) {
+    /// `Cache-Control`, `Expires`, `Age` (`ageFirst` on the first GET's answer), `Vary`, `Date` (now
+    /// unless `?date=`, none for `?date=none`), `ETag` and `Last-Modified`.
+    private func addCachingFields(to headers: inout HTTPHeaders, query: [String: String], tag: String?, modified: String?,
+                                  firstGet: Bool) {
+        let age = query["age"] ?? (firstGet ? query["ageFirst"] : nil)
         let fields: [(String, String?)] = [("Cache-Control", query["cc"]), ("Expires", query["expires"]),
-                                           ("Age", query["age"]), ("Vary", query["vary"]), ("ETag", tag),
+                                           ("Age", age), ("Vary", query["vary"]), ("ETag", tag),
                                            ("Last-Modified", modified)]
         for case let (name, value?) in fields { headers.add(name: name, value: headerSafe(value)) }
         switch query["date"] {

@@ -24,6 +24,10 @@ struct CacheRequest: Sendable {
     /// The operation's `maximumResponseSize`: a stored body larger than it answers nothing (the network
     /// would have refused it).
     var maximumBodySize: Int64? = nil
+    /// Whether a stale response within its `stale-while-revalidate` window may answer while a run of the
+    /// library's own revalidates it: only for an operation whose revalidation runs no code of the app's
+    /// (set by the operation's lookup; see `BackgroundRevalidation`).
+    var mayRevalidateInBackground = false
 
     /// The request's fields that make it a partial or conditional request of the caller's own: the
     /// cache stays out of those (their answers, 206 and 304, are the caller's to handle).

@@ -12,7 +12,7 @@ import FoundationNetworking
 ///         consult                          transfer's end                  store done
 ///  idle ──────────┬──▶ loading ──────┬──────────────────▶ storing ───────────────────▶ finished(stored…)
 ///                 ├──▶ revalidating ─┴──────────────────────────────────────────────▶ finished(miss)
-///                 ├──▶ answered   a stored response answers; nothing more happens
+///                 ├──▶ answered   a stored response answers (a stale one may start a background revalidation)
 ///                 └──▶ refused    may not load; nothing more happens
 ///  bypass, continueDownload ──▶ bypassed ── transfer's end ──▶ finished(notConsulted)
 /// ```
@@ -54,44 +54,15 @@ struct CacheState {
         /// A stored response answers (its `Age` set, §4): deliver it without the network, as a head (no
         /// Foundation `HTTPURLResponse` is built unless someone reads `response`).
         case deliver(ResponseHead, Data)
+        /// A stale response within its `stale-while-revalidate` window answers at once, as `deliver` does,
+        /// and `revalidation` refreshes it in the background (RFC 5861 §3).
+        case deliverStale(ResponseHead, Data, revalidation: BackgroundRevalidation)
         /// Send the request with these fields added (a conditional request, §4.3.1).
         case revalidate([String: String])
         /// Send the request as it is.
         case load
         /// Fail with `URLError(.resourceUnavailable)`: the request may not load.
         case fail
-    }
-
-    /// A response the transfer received whole: its parts, as the head gave them (no Foundation
-    /// `HTTPURLResponse` is built for the cache).
-    struct Received {
-        /// The URL of the hop that answered.
-        let url: URL
-        let statusCode: Int
-        /// Its header fields by lowercased name (repeated fields joined).
-        let fields: [String: String]
-        /// The body, or `nil` when it may not be stored (streamed to an output stream).
-        let body: Data?
-        /// The last hop's request (after redirects), whose fields a `Vary` names.
-        let finalRequest: CacheRequest?
-        /// Whether the body fits the cache (see `Storability.fits`).
-        let fitsCache: Bool
-        let requestTime: Date
-        let responseTime: Date
-
-        /// A response of `url` and `statusCode` with `headers` (any spelling of the names; `fields` when
-        /// they are already by lowercased name).
-        init(url: URL, statusCode: Int, headers: [String: String], body: Data?, finalRequest: CacheRequest?,
-             fitsCache: Bool, requestTime: Date, responseTime: Date, lowercased: Bool = false) {
-            self.url = url
-            self.statusCode = statusCode
-            fields = lowercased ? headers : headers.lowercasedNames
-            self.body = body
-            self.finalRequest = finalRequest
-            self.fitsCache = fitsCache
-            self.requestTime = requestTime
-            self.responseTime = responseTime
-        }
     }
 
     /// What the owner does with the transfer's end.
@@ -105,6 +76,8 @@ struct CacheState {
     }
 
     private(set) var phase: Phase = .idle
+    /// Whether the stored response that answered was stale (within its `stale-while-revalidate` window).
+    private(set) var answeredStale = false
     /// Whether the transfer answered an authentication challenge: its request then carried credentials.
     private var answeredChallenge = false
     private var redirects = 0
@@ -212,17 +185,43 @@ struct CacheState {
             return answer(request, with: entry, now: now)
         }
         if onlyIfCached { return gatewayTimeout(request) }
+        // RFC 5861 §3, for a request that asks nothing of the age (`max-age`, `min-fresh`): served stale
+        // at once, while a run of its own revalidates it as this one would have.
+        if !validateFirst, request.mayRevalidateInBackground,
+           !request.control.has("max-age"), !request.control.has("min-fresh"),
+           Freshness(of: entry.stored, now: now).withinStaleWhileRevalidate(responseControl) {
+            let (head, body) = answered(request, with: entry, now: now)
+            answeredStale = true
+            return .deliverStale(head, body, revalidation: CacheState.revalidation(of: entry, for: request))
+        }
         if Validation.hasValidator(entry.stored) { return revalidate(request, entry) }
         return load(request, replacing: entry)
     }
 
     private mutating func answer(_ request: CacheRequest, with entry: Entry, now: Date) -> Decision {
+        let (head, body) = answered(request, with: entry, now: now)
+        return .deliver(head, body)
+    }
+
+    /// The stored response that answers, its `Age` set (§4).
+    private mutating func answered(_ request: CacheRequest, with entry: Entry, now: Date) -> (ResponseHead, Data) {
         let age = Freshness(of: entry.stored, now: now).currentAge
         var fields = entry.stored.fields
         fields["age"] = String(Int(min(age, 2_147_483_648)))
         phase = .answered
-        return .deliver(ResponseHead(url: entry.stored.url, statusCode: entry.stored.statusCode, httpVersion: "HTTP/1.1",
-                                     fields: fields.map { ($0.key, $0.value) }), entry.stored.body)
+        return (ResponseHead(url: entry.stored.url, statusCode: entry.stored.statusCode, httpVersion: "HTTP/1.1",
+                             fields: fields.map { ($0.key, $0.value) }), entry.stored.body)
+    }
+
+    /// A run of its own that revalidates `entry` for `request` (conditional when it has a validator,
+    /// else a plain load), in the phase a run of this one would have entered.
+    private static func revalidation(of entry: Entry, for request: CacheRequest) -> BackgroundRevalidation {
+        var machine = CacheState()
+        guard Validation.hasValidator(entry.stored), case .revalidate(let fields) = machine.revalidate(request, entry) else {
+            _ = machine.load(request, replacing: entry)
+            return BackgroundRevalidation(machine: machine, fields: [:], key: entry.key)
+        }
+        return BackgroundRevalidation(machine: machine, fields: fields, key: entry.key)
     }
 
     /// A request with `only-if-cached` that nothing stored satisfies is answered `504 Gateway Timeout`,
@@ -262,6 +261,18 @@ struct CacheState {
     /// The transfer answered an authentication challenge (its request then carried credentials, §3.5).
     mutating func challengeAnswered() {
         answeredChallenge = true
+    }
+
+    /// A `304` with `fields` (by lowercased name) arrived for the request. One about another response
+    /// than the stored one (a different strong validator, §4.3.4) can neither update nor select it, and
+    /// the request was made conditional by the cache, not the caller: returns the fields the cache
+    /// added, for the request to go again without them, once (the run now loads, its response replacing
+    /// the entry). `nil`: the `304` goes on as received (it validates the entry, or the run already loads).
+    mutating func notModifiedArrived(_ fields: [String: String]) -> [String]? {
+        guard case .revalidating(let request, let entry) = phase,
+              !Validation.notModified(fields, isAbout: entry.stored) else { return nil }
+        phase = .loading(request, replacing: entry)
+        return Array(Validation.conditionalFields(for: entry.stored).keys)
     }
 }
 
@@ -312,7 +323,8 @@ extension CacheState {
 
     /// A `304` to the conditional request (§4.3.3): when it is about the stored response, the freshened
     /// response is delivered and stored; otherwise the cache cannot use it (§4.3.4), the `304` is
-    /// delivered as received and the stored response dropped.
+    /// delivered as received and the stored response dropped (a transfer whose owner heard of it in
+    /// time, `notModifiedArrived`, sent the request again instead).
     private mutating func validated(_ entry: Entry, by received: Received) -> Plan {
         guard Validation.notModified(received.fields, isAbout: entry.stored),
               case let freshened = Validation.freshened(entry.stored, by: received.fields,

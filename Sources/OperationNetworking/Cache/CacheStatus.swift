@@ -10,7 +10,8 @@ public enum CacheStatus: String, Sendable, Equatable, CustomStringConvertible {
     /// Nothing usable was stored (or it could not be validated) and the response was not stored
     /// either; with `.returnCacheDataDontLoad` the operation failed with `URLError(.resourceUnavailable)`.
     case miss
-    /// A stored response answered without the network.
+    /// A stored response answered without the network (a stale one too, while the cache revalidates it
+    /// in the background: `stale-while-revalidate`).
     case hit
     /// A stored response was validated by the origin (`304 Not Modified`), updated and delivered.
     case revalidated

@@ -98,6 +98,15 @@ struct Freshness: Equatable, Sendable {
         case .limit(let seconds): return -remaining <= TimeInterval(seconds)
         }
     }
+
+    /// Whether a stale response may be served while it is revalidated in the background (RFC 5861 §3):
+    /// it is stale by no more than its `stale-while-revalidate` seconds, and nothing forbids serving it
+    /// stale (`must-revalidate`, §4.2.4; `no-cache` is validated first anyway).
+    func withinStaleWhileRevalidate(_ responseControl: CacheControl) -> Bool {
+        guard !isFresh, !responseControl.has("must-revalidate"),
+              case .valid(let window) = responseControl.seconds("stale-while-revalidate") else { return false }
+        return -remaining <= TimeInterval(window)
+    }
 }
 
 /// What a response's fields say about its freshness, parsed once (when it is stored or read from the

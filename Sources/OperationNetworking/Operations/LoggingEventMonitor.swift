@@ -10,7 +10,9 @@ import Logging
 /// (scheme, host, port and path only), `status` (when a response arrived), `bytes` (response body
 /// bytes received), `duration` (seconds from its start, or from the finish of a never-started
 /// operation: 0), `attempts` and `cache` (what the HTTP cache did, a `CacheStatus`: `hit`, `miss`,
-/// `revalidated`, `stored` or `notConsulted`); a failed one adds `error` as `domain code`. `.debug` lines for the
+/// `revalidated`, `stored` or `notConsulted`; a `hit` served stale while the cache revalidates it in
+/// the background, RFC 5861's `stale-while-revalidate`, adds `stale` `true`); a failed one adds
+/// `error` as `domain code`. `.debug` lines for the
 /// start (`"HTTP request started"`) and each response (`"HTTP response received"`). Once per cache,
 /// before the finished line of the first operation that met it, a `.warning` line
 /// `"HTTP cache files not used"` with `reason` when the library's shared cache refused its folder or
@@ -69,6 +71,7 @@ public final class LoggingEventMonitor: EventMonitor, Sendable {
         metadata["duration"] = "\(String(format: "%.6f", seconds))"
         metadata["attempts"] = "\(max(1, operation.attempts))"
         metadata["cache"] = "\(operation.metrics?.cacheStatus ?? .notConsulted)"
+        if operation.cacheAnsweredStale { metadata["stale"] = "true" }
         if let error = operation.error { metadata["error"] = "\(LoggingEventMonitor.describe(error))" }
         if let warning = operation.cacheFileWarning {
             logger.warning("HTTP cache files not used", metadata: ["reason": "\(warning)"])

@@ -36,6 +36,11 @@ extension URLConnectionOperation {
         let streams: Bool
         let clientCertificate: ClientCertificate?
         let maximumBodySize: Int64?
+        let retryPolicy: RetryPolicy
+        let proxy: ProxySetting
+        /// Whether a cache response block is set: it decides what is stored, so nothing answers stale
+        /// while a revalidation of the library's own would store without it.
+        let decidesStores: Bool
     }
 
     /// The cache's decision for `event` (`start()` or `resume()`) when it starts a run from nothing,
@@ -50,7 +55,9 @@ extension URLConnectionOperation {
             return LookupInput(request: state.request, setting: state.configuration.urlCache,
                                streams: state.outputStream != nil,
                                clientCertificate: state.configuration.clientCertificate,
-                               maximumBodySize: state.configuration.maximumResponseSize)
+                               maximumBodySize: state.configuration.maximumResponseSize,
+                               retryPolicy: state.configuration.retryPolicy, proxy: state.configuration.proxy,
+                               decidesStores: state.configuration.cacheBlock != nil)
         }
         guard let input = found, input.request.url != nil else { return nil }
         let (request, setting, streams) = (input.request, input.setting, input.streams)
@@ -70,6 +77,7 @@ extension URLConnectionOperation {
         guard var asked = CacheRequest(request) else { return nil }
         asked.trust = CacheTrust.identity(of: security, clientCertificate: input.clientCertificate)
         asked.maximumBodySize = input.maximumBodySize
+        asked.mayRevalidateInBackground = !input.decidesStores
         let storage = CacheStorage(cache)
         let decision: CacheState.Decision
         if streams {
@@ -78,6 +86,14 @@ extension URLConnectionOperation {
         } else {
             let stored = asked.readsStoredResponses ? storage.storedResponse(for: request) : nil
             decision = machine.consult(asked, stored: stored, now: now)
+        }
+        if case .deliverStale(_, _, let revalidation) = decision {
+            // Sent here, outside every lock, with the snapshot the run's own transfer gets (should the
+            // event not start the run after all, the stale entry is refreshed all the same).
+            revalidation.start(BackgroundRevalidation.Settings(
+                request: request, security: security, clientCertificate: input.clientCertificate,
+                maximumBodySize: input.maximumBodySize, retryPolicy: input.retryPolicy, proxy: input.proxy),
+                               storage: storage)
         }
         return CacheLookup(run: CacheRun(machine: machine, urlCache: cache, storage: storage, requestTime: now,
                                          fileWarning: files?.warning),
@@ -88,6 +104,12 @@ extension URLConnectionOperation {
     /// refused folder or file, or a folder that cannot be made); `nil` otherwise.
     var cacheFileWarning: String? {
         state.withLock { $0.cache?.fileWarning }
+    }
+
+    /// Whether the last run was answered by a stale stored response within its `stale-while-revalidate`
+    /// window, a revalidation of the library's own then refreshing it (`LoggingEventMonitor` says so).
+    var cacheAnsweredStale: Bool {
+        state.withLock { $0.cache?.machine.answeredStale ?? false }
     }
 
     /// Puts the cache's part of a new run in `state`: returns the request the transfer sends (with the
@@ -104,7 +126,7 @@ extension URLConnectionOperation {
         }
         state.cache = lookup?.run
         switch lookup?.decision {
-        case .deliver(let response, let body):
+        case .deliver(let response, let body), .deliverStale(let response, let body, _):
             return (sent, .answeredFromCache(response, body))
         case .revalidate(let fields):
             for (name, value) in fields { sent.setValue(value, forHTTPHeaderField: name) }
@@ -115,6 +137,17 @@ extension URLConnectionOperation {
                                                       url: sent.url)))
         case .load, nil:
             return (sent, nil)
+        }
+    }
+
+    /// A `304` arrived for the run's transfer: one the cache's own revalidation cannot use (about another
+    /// response than the stored one, `CacheState.notModifiedArrived`) has the transfer send the request
+    /// again without the fields the cache added. On the network thread; no code of the app's runs.
+    func transfer(_ transfer: Transfer, resendsUnconditionallyAfter head: ResponseHead) -> [String]? {
+        let fields = head.lowercasedFieldDictionary
+        return state.withLock { state in
+            guard transfer === state.transfer else { return nil }
+            return state.cache?.machine.notModifiedArrived(fields)
         }
     }
 

@@ -38,6 +38,7 @@ final class CacheStateTests: LibraryTestCase {
         switch decision {
         case .deliver(let response, _) where response.statusCode != 200: return "deliver \(response.statusCode) \(state.status)"
         case .deliver: return "deliver \(state.status)"
+        case .deliverStale: return "deliverStale \(state.status)"
         case .revalidate(let fields): return "revalidate(\(fields.keys.sorted().joined(separator: ","))) \(state.status)"
         case .load: return "load \(state.status)"
         case .fail: return "fail \(state.status)"

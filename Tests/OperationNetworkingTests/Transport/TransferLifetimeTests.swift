@@ -97,6 +97,7 @@ final class TransferLifetimeTests: LibraryTestCase {
         _ = status.withUnsafeBytes { transfer.hop.headerParser.consume($0) }
         transfer.hop.decoder = ContentDecoder(contentEncoding: "gzip")
         transfer.hop.setAsideBody = Data("moved".utf8)
+        transfer.hop.droppedOnResend = ["If-None-Match"]
         transfer.hop.requiredBodyEnd = 10
         transfer.hop.callerRange = .bytes(start: 5, end: nil)
         transfer.hop.sentRange = true

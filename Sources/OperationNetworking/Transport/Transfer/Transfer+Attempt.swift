@@ -65,9 +65,11 @@ extension Transfer {
             case challenge
             /// A status the retry policy may send again (a 503, say): its body is set aside likewise.
             case retryable
+            /// A `304` the cache cannot use: the request goes again without `droppedOnResend`.
+            case unusableNotModified
 
             /// Whether body bytes go to `setAsideBody` rather than the sink.
-            var setsBodyAside: Bool { self == .redirect || self == .challenge || self == .retryable }
+            var setsBodyAside: Bool { self != .awaitingHead && self != .delivering }
         }
 
         /// What the response is; changed only through `classify(as:)`.
@@ -90,6 +92,8 @@ extension Transfer {
         var decoder: ContentDecoder?
         /// Body of a redirect or challenge candidate, kept in case it becomes the response.
         var setAsideBody = Data()
+        /// The request fields the next hop goes without, after an `unusableNotModified` response.
+        var droppedOnResend: [String] = []
         /// Where the body must end (in resource bytes, like `bytesReceived`), when known: a 206 that
         /// ends elsewhere would leave the download short.
         var requiredBodyEnd: Int64?

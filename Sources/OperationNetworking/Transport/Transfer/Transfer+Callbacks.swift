@@ -166,8 +166,13 @@ extension Transfer {
         }
         let status = head.statusCode
         let isRedirect = (300..<400).contains(status) && status != 304 && hop.headerParser.hasField("Location")
-        hop.classify(as: isRedirect ? .redirect : isAnswerableChallenge(head) ? .challenge
-            : isRetryableStatus(status) ? .retryable : .delivering)
+        if status == 304, let dropped = delegate?.transfer(self, resendsUnconditionallyAfter: head) {
+            hop.droppedOnResend = dropped
+            hop.classify(as: .unusableNotModified)
+        } else {
+            hop.classify(as: isRedirect ? .redirect : isAnswerableChallenge(head) ? .challenge
+                : isRetryableStatus(status) ? .retryable : .delivering)
+        }
         hop.setAsideBody.removeAll()
         // A retryable status is a response the monitors hear of, even if another attempt replaces it.
         if hop.kind == .retryable { delegate?.transfer(self, didReceive: head) }

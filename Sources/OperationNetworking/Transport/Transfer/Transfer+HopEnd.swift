@@ -45,6 +45,17 @@ extension Transfer {
         }
     }
 
+    /// A `304` the cache could not use is complete (RFC 9111 §4.3.4: it is about another response than
+    /// the stored one): the request goes again at once without the conditional fields the cache added,
+    /// also for a later attempt of the retry policy, and its response is the caller's.
+    func unusableNotModifiedEnded() -> HopEndAction {
+        for name in hop.droppedOnResend {
+            current.request.setValue(nil, forHTTPHeaderField: name)
+            originalRequest.setValue(nil, forHTTPHeaderField: name)
+        }
+        return .sendNextHop
+    }
+
     /// The set-aside response becomes the caller's: completed, or failed if the sink refused it.
     func deliverSetAside() -> TransferOutcome {
         if let unfinished = unfinishedCompression() { return .failed(unfinished) }

@@ -125,6 +125,7 @@ extension Transfer {
         switch hop.kind {
         case .redirect: return redirectEnded()
         case .challenge: return challengeEnded()
+        case .unusableNotModified: return unusableNotModifiedEnded()
         case .awaitingHead: return .finish(.completed)
         case .retryable:
             if let delay = retryDelayForStatus() { return .retry(after: delay, error: nil) }

@@ -15,6 +15,10 @@ protocol TransferDelegate: AnyObject, Sendable {
     /// record it as `didReceive` does and say whether and how its body is delivered. Synchronous, so
     /// that no body byte flows before the answer.
     func transfer(_ transfer: Transfer, willDeliver head: ResponseHead) -> URLConnectionOperation.ResponseDisposition
+    /// A `304` arrived: the fields to send the request again without, at once (the cache made it
+    /// conditional and the `304` is about another response than the one it holds), or `nil` to take
+    /// the `304` as it is.
+    func transfer(_ transfer: Transfer, resendsUnconditionallyAfter head: ResponseHead) -> [String]?
     /// A 401/407 arrived that the library may answer; decide how (called once per round).
     func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution
     /// A redirect that keeps the body, or an answered challenge, needs the request body again and the
@@ -38,6 +42,9 @@ extension TransferDelegate {
         self.transfer(transfer, didReceive: head)
         return .allow
     }
+
+    /// A `304` is taken as it is.
+    func transfer(_ transfer: Transfer, resendsUnconditionallyAfter head: ResponseHead) -> [String]? { nil }
 
     /// No new body stream: the transfer fails when it needs one.
     func transfer(_ transfer: Transfer, needsNewBodyStreamFor request: URLRequest) -> InputStream? { nil }
