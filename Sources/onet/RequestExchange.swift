@@ -48,7 +48,9 @@ final class RequestExchange {
         operation.waitUntilFinished()   // the handlers ran before the operation turned finished
         let hops = recorder.exchanges
         if options.verbose > 0, options.cacheDirectory != nil {
-            // On standard error, as curl's -v tells what it did: standard output stays httpie's.
+            // On standard error, as curl's -v tells what it did: standard output stays httpie's. The
+            // cache's batch is written first: a response reports `.stored` only once it is.
+            ToolCache.flush(operation.urlCache)
             let status = operation.metrics?.cacheStatus ?? .miss
             StandardStreams.write("* cache: \(status.toolDescription)\n", to: .standardError)
         }

@@ -27,4 +27,9 @@ enum ToolCache {
         }
         return cache
     }
+
+    /// Writes what `cache` holds to its file now (its stores are reported `.stored` once written).
+    static func flush(_ cache: URLCache?) {
+        (cache as? SQLiteURLCache)?.flush()
+    }
 }

@@ -209,4 +209,6 @@ protocol CacheFileWarnings: AnyObject {
     /// Whether the files are refused (the cache then keeps nothing), and the reason they are not used,
     /// to the first caller only (nil afterwards and while the files are used).
     func takeFileState() -> (isRefused: Bool, warning: String?)
+    /// Why the last batch of writes failed for good (a full disk), to the first caller after it.
+    func takeWriteFailure() -> String?
 }

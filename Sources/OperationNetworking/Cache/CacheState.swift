@@ -78,6 +78,8 @@ struct CacheState {
     private(set) var phase: Phase = .idle
     /// Whether the stored response that answered was stale (within its `stale-while-revalidate` window).
     private(set) var answeredStale = false
+    /// Whether the run's store is taken and not yet written (`storeWritten()`).
+    private var awaitsWrite = false
     /// Whether the transfer answered an authentication challenge: its request then carried credentials.
     private var answeredChallenge = false
     private var redirects = 0
@@ -300,11 +302,20 @@ extension CacheState {
         }
     }
 
-    /// The store the plan asked for is done: `stored` says whether anything was written (the cache
-    /// response block may have refused it). Ends the run.
-    mutating func storeEnded(stored: Bool) {
+    /// The store the plan asked for is done: `stored` says whether anything was stored (the cache
+    /// response block may have refused it); `pending`, that it is taken but written later (the library's
+    /// store writes its file in batches): `.stored` only once `storeWritten()` says so. Ends the run.
+    mutating func storeEnded(stored: Bool, pending: Bool = false) {
         guard case .storing(let status) = phase else { return }
-        phase = .finished(status == .stored && !stored ? .miss : status)
+        awaitsWrite = status == .stored && stored && pending
+        phase = .finished(status == .stored && (!stored || pending) ? .miss : status)
+    }
+
+    /// The store a run ended with as pending was written: it now reports `.stored` (once; no effect otherwise).
+    mutating func storeWritten() {
+        guard awaitsWrite else { return }
+        awaitsWrite = false
+        phase = .finished(.stored)
     }
 
     /// Ends a run that has no store to read or write (no cache set, or a continued download): returns

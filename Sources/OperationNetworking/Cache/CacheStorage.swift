@@ -175,15 +175,21 @@ final class CacheStorage: Sendable {
     /// Stores `stored` as the entry for `url`, replacing the one there. A response too large for the
     /// cache (about 5 % of its capacity) is not stored, and the entry it replaces is removed. Neither the
     /// key nor the stored response's URL keeps a user name or password.
-    func store(_ stored: StoredResponse, forURL url: URL) {
+    ///
+    /// Returns whether it is stored: `.stored` for a `URLCache` that stores at once; for the library's
+    /// own store, which writes its file in batches, `.pending`, and `written` is told later, once the
+    /// batch is written or failed (its stores are then gone); `.notStored` when it was not taken.
+    @discardableResult
+    func store(_ stored: StoredResponse, forURL url: URL,
+               written: SQLiteURLCache.WriteReport? = nil) -> StoreOutcome {
         guard let bare = URLRedaction.removingUserInfo(from: url),
-              let responseURL = URLRedaction.removingUserInfo(from: stored.url) else { return }
+              let responseURL = URLRedaction.removingUserInfo(from: stored.url) else { return .notStored }
         let key = CacheEntryMetadata.key(for: bare)
-        guard !key.isEmpty else { return }
+        guard !key.isEmpty else { return .notStored }
         guard Storability.fits(size: stored.body.count, memoryCapacity: urlCache.memoryCapacity,
                                diskCapacity: urlCache.diskCapacity) else {
             remove(key: key, url: bare)
-            return
+            return .notStored
         }
         let metadata = CacheEntryMetadata(requestURL: key,
                                           varyingRequestHeaders: stored.varyingRequestHeaders,
@@ -194,12 +200,13 @@ final class CacheStorage: Sendable {
             entryStore.store(SQLiteURLCache.Entry(url: responseURL, statusCode: stored.statusCode, headers: stored.headers,
                                                   fields: stored.fields, facts: stored.facts, body: stored.body,
                                                   metadata: metadata, key: key,
-                                                  storedAt: Date().timeIntervalSinceReferenceDate), forKey: key)
-            return
+                                                  storedAt: Date().timeIntervalSinceReferenceDate), forKey: key,
+                             report: written)
+            return .pending
         }
         guard let userInfo = try? metadata.userInfo(),
               let response = HTTPURLResponse(url: responseURL, statusCode: stored.statusCode, httpVersion: "HTTP/1.1",
-                                             headerFields: stored.headers) else { return }
+                                             headerFields: stored.headers) else { return .notStored }
         let cached = CachedURLResponse(response: response, data: stored.body, userInfo: userInfo,
                                        storagePolicy: .allowed)
         // corelibs' disk store (and a subclass may inherit it) names the new file by the current second,
@@ -208,6 +215,15 @@ final class CacheStorage: Sendable {
         let request = URLRequest(url: bare)
         urlCache.removeCachedResponse(for: request)
         urlCache.storeCachedResponse(cached, for: request)
+        return .stored
+    }
+
+    /// What a store did (see `store(_:forURL:written:)`).
+    enum StoreOutcome: Equatable {
+        case stored
+        /// Taken, to be written with the next batch: its report tells.
+        case pending
+        case notStored
     }
 
     /// Removes the entry stored for `url` (RFC 9111 §4.4 invalidation).
@@ -222,8 +238,8 @@ final class CacheStorage: Sendable {
 protocol EntryStore: AnyObject, Sendable {
     /// The entry under `key`, or nil.
     func entry(forKey key: String) -> SQLiteURLCache.Entry?
-    /// Stores `entry` under `key`, replacing what is there.
-    func store(_ entry: SQLiteURLCache.Entry, forKey key: String)
+    /// Stores `entry` under `key`, replacing what is there; `report` is told whether it reached the file.
+    func store(_ entry: SQLiteURLCache.Entry, forKey key: String, report: SQLiteURLCache.WriteReport?)
     /// Removes the entry under `key`.
     func removeEntry(forKey key: String)
     /// Removes the entry under `key` if it is still the one stored at `storedAt` (a damaged one found

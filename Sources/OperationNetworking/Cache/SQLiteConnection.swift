@@ -108,6 +108,11 @@ final class SQLiteConnection {
         return Int(sqlite3_blob_bytes(blob))
     }
 
+    /// Sets how long a statement waits for another connection's lock before it fails with `SQLITE_BUSY`.
+    func setBusyTimeout(milliseconds: Int32) {
+        sqlite3_busy_timeout(handle, milliseconds)
+    }
+
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
     func transaction<Result>(_ body: () throws -> Result) throws -> Result {
         try run("BEGIN IMMEDIATE")

@@ -28,6 +28,10 @@ extension SQLiteURLCache {
         var rowsReadWhole = 0
         /// SQLite's `data_version` when the keys were last read: another process's commit changes it.
         var dataVersion: Int64?
+        /// How many reads met another process's lock past the wait, for the tests of the busy file.
+        var readsFoundBusy = 0
+        /// Whether the last attempt to open the file met another process's lock past the wait.
+        private(set) var openFoundBusy = false
 
         /// Makes and checks the folder; `ownedLevels` counts it and the folders above it that are the
         /// cache's own.
@@ -72,7 +76,7 @@ extension SQLiteURLCache {
         /// Runs `body` as `use` does, and says whether it failed because another process held the file
         /// past the wait (worth trying again), rather than for good.
         mutating func useTellingBusy<Result>(_ body: (SQLiteConnection) throws -> Result) -> (result: Result?, busy: Bool) {
-            guard let connection = connect() else { return (nil, false) }
+            guard let connection = connect() else { return (nil, openFoundBusy) }
             do {
                 return (try body(connection), false)
             } catch let error as SQLiteError where error.isBusy {
@@ -90,6 +94,7 @@ extension SQLiteURLCache {
         /// deleted for it.
         private mutating func connect() -> SQLiteConnection? {
             if let connection { return connection }
+            openFoundBusy = false
             switch store {
             case .refused:
                 return nil
@@ -112,6 +117,7 @@ extension SQLiteURLCache {
                 } catch {
                     // Out of descriptors, busy past the timeout, a file it may not read: tried again
                     // on the next call.
+                    openFoundBusy = (error as? SQLiteError)?.isBusy ?? false
                     return nil
                 }
                 return connection
@@ -153,7 +159,8 @@ extension SQLiteURLCache {
             if isFile {
                 try CacheFileSafety.prepareFile(path)
             }
-            let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 5_000, followingNoLink: isFile)
+            let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: SQLiteURLCache.busyTimeoutMilliseconds,
+                                                  followingNoLink: isFile)
             let complete = try hasOwnSchema(connection, path: path)
             // Damage to the file's pages that SQLite would otherwise meet only on some later read is found
             // here, once per cache, and the file replaced (a later read that meets damage replaces it too).

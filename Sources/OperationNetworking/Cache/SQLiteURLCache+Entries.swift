@@ -34,6 +34,10 @@ extension SQLiteURLCache {
         }
     }
 
+    /// Told once whether a store reached the file: true when the batch holding it was written, false when
+    /// that batch failed for good (a full disk) or the store was replaced or removed before it was.
+    typealias WriteReport = @Sendable (_ written: Bool) -> Void
+
     /// What is waiting to be written: the newest change of each key, and whether everything (or what
     /// was stored after a date) goes first.
     enum PendingWrite {
@@ -90,6 +94,14 @@ extension SQLiteURLCache {
         var settledFileState: Bool?
         /// When the file's version was last compared (`monotonicNow()`).
         var lastVersionCheck: UInt64 = 0
+        /// Until when (`monotonicNow()`) the file is left alone: a read met another process's lock.
+        var fileBusyUntil: UInt64 = 0
+        /// How many batches were taken to be written, for the tests of a busy file.
+        var batchesTried = 0
+        /// The reports waiting for stores to be written, by the number of the change that stored.
+        private var reports: [UInt64: WriteReport] = [:]
+        /// Why the last batch that failed for good failed, until an operation takes it to tell it.
+        var writeFailure: String?
 
         init(memoryCapacity: Int, diskCapacity: Int) {
             self.memoryCapacity = memoryCapacity
@@ -146,17 +158,21 @@ extension SQLiteURLCache {
 
         // MARK: - Changing
 
-        /// Stores `entry` under `key` in memory, to be written; then evicts the least recently used
-        /// entries while the entries take more than `diskCapacity`.
-        mutating func store(_ entry: Entry, for key: String, now: Double) {
-            guard !isRefused else { return }
+        /// Stores `entry` under `key` in memory, to be written, `report` to be told whether it was; then
+        /// evicts the least recently used entries while the entries take more than `diskCapacity`. False
+        /// (nothing stored, nothing reported) when the files are refused.
+        @discardableResult
+        mutating func store(_ entry: Entry, for key: String, now: Double, report: WriteReport? = nil) -> Bool {
+            guard !isRefused else { return false }
             drop(key)
             changeCounter += 1
             pending[key] = (.store(entry), changeCounter)
+            if let report { reports[changeCounter] = report }
             slots[key] = Slot(size: entry.size, accessedAt: now, storedAt: entry.storedAt)
             diskUsage += entry.size
             keep(entry, for: key)
             evict(toFit: diskCapacity)
+            return true
         }
 
         /// Removes `key`'s entry, in memory and (once written) in the file.
@@ -264,11 +280,24 @@ extension SQLiteURLCache {
 
         /// `batch` was written (`stored`), or failed for good: its changes are no longer pending (a key
         /// changed again meanwhile stays). After a failure, the keys it would have stored are gone.
-        mutating func written(_ batch: Batch, stored: Bool) {
-            for change in batch.changes where pending[change.key]?.number == change.number {
+        /// Returns the reports to make, outside the lock: the batch's stores, and those replaced or
+        /// removed before any batch took them (not written).
+        mutating func written(_ batch: Batch, stored: Bool) -> [(WriteReport, Bool)] {
+            var made: [(WriteReport, Bool)] = []
+            for change in batch.changes {
+                if let report = reports.removeValue(forKey: change.number) { made.append((report, stored)) }
+                guard pending[change.key]?.number == change.number else { continue }
                 pending[change.key] = nil
                 if !stored, case .store = change.write { drop(change.key) }
             }
+            if !reports.isEmpty {
+                let waiting = Set(pending.values.map(\.number))
+                for (number, report) in reports where !waiting.contains(number) {
+                    reports[number] = nil
+                    made.append((report, false))
+                }
+            }
+            return made
         }
 
         /// `batch` could not be written (another process held the file past the wait): its recency and

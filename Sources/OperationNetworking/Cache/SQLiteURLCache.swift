@@ -36,19 +36,25 @@ import FoundationNetworking
 /// `synchronous = NORMAL`, so a commit does not wait for the disk, and a power loss may lose the last
 /// changes, never the file). Each process keeps its own memory: what another one stores or removes is
 /// seen once this one checks the file's version, at most about a second later. A lock another process
-/// holds delays a read of the file by at most `busyTimeout` (the read is then a miss); a write waits in
-/// the background and is tried again.
+/// holds, for however long, delays a lookup by at most `busyTimeoutMilliseconds` (100 ms; the lookup
+/// is then a miss, and the request goes to the network): for the next `busyBackoff` (a second) lookups
+/// leave the file alone, answering from memory or missing at once, so one lookup a second waits, not
+/// each one behind the other. A batch of writes never waits for the lock: it is tried again 0.2 s later,
+/// its changes answering from memory meanwhile. A store is reported written (`CacheStatus.stored`) once
+/// its batch is; a batch that fails for good (a full disk) drops its stores, and `takeWriteFailure()`
+/// says why to the next operation.
 ///
 /// - Threading: any thread. The memory lock and the file's lock are never held together, nor while
 ///   code outside this type runs; the file's lock is held through a statement or one batch's
-///   transaction, never through a wait longer than `busyTimeout`.
+///   transaction, never through a wait longer than `busyTimeoutMilliseconds`.
 /// - Visibility: not part of the library's public API; `onet`'s `--cache-dir` reaches it
 ///   through `@_spi(Tool)`, so the tool's cache is the same store the library defaults to.
 @_spi(Tool) public final class SQLiteURLCache: URLCache, CacheFileWarnings, @unchecked Sendable {
     /// The database's file name inside the cache's directory.
     static let fileName = "cache.sqlite3"
 
-    /// How long a statement waits for another process's lock on the file before it gives up.
+    /// How long a read waits for another process's lock on the file before it gives up (a batch of
+    /// writes does not wait at all).
     static let busyTimeoutMilliseconds: Int32 = 100
 
     /// The keys, the entries kept in memory and the changes not yet written.
@@ -97,9 +103,12 @@ import FoundationNetworking
         // Once the files were looked at and there is nothing (more) to tell, every lookup asks memory
         // only: the file's lock, which a batch being written holds, stays off the request's path.
         if marking, let settled = entries.withLock({ $0.settledFileState }) { return (settled, nil) }
+        var busy = false
         let state = database.withLock { database -> (Bool, String?, settled: Bool) in
             // Looks at the files first when no call has yet, so the first caller learns of a refusal.
             let refused = database.isRefused
+            busy = database.openFoundBusy
+            if busy { database.readsFoundBusy += 1 }
             guard marking, !database.warningTaken, let reason = database.reason else {
                 return (refused, nil, database.reason == nil || database.warningTaken)
             }
@@ -107,6 +116,7 @@ import FoundationNetworking
             return (refused, reason, true)
         }
         if marking && state.settled { entries.withLock { $0.settledFileState = state.0 } }
+        if busy { noteFileBusy() }
         return (state.0, state.1)
     }
 
@@ -126,6 +136,17 @@ import FoundationNetworking
     /// How many rows were read whole, bodies included (the size check reads none).
     var rowsReadWhole: Int {
         database.withLock { $0.rowsReadWhole }
+    }
+
+    /// How many batches of changes were taken to be written (each try of one counts).
+    var batchesTried: Int {
+        entries.withLock { $0.batchesTried }
+    }
+
+    /// How many reads of the file met another process's lock past the wait (each waited
+    /// `busyTimeoutMilliseconds`).
+    var readsFoundBusy: Int {
+        database.withLock { $0.readsFoundBusy }
     }
 
     /// The bytes of entries kept decoded in memory (the most recently used ones).
@@ -167,7 +188,7 @@ import FoundationNetworking
         guard cachedResponse.storagePolicy == .allowed, let url = request.url else { return }
         let key = CacheEntryMetadata.key(for: url)
         guard let entry = Entry(cachedResponse, key: key, storedAt: Date().timeIntervalSinceReferenceDate) else { return }
-        store(entry, forKey: key)
+        store(entry, forKey: key, report: nil)
     }
 
     /// Deletes the entry for the request's URL, if any.
@@ -204,21 +225,41 @@ extension SQLiteURLCache: EntryStore {
         case .absent:
             return nil
         case .inFile:
-            guard let entry = readFromFile(key) else {
+            // Another process held the file a moment ago: a miss, and the key stays (it is still there).
+            guard !fileIsBusy(now: monotonicNow()) else { return nil }
+            switch readFromFile(key) {
+            case .entry(let entry):
+                entries.withLock { $0.keepRead(entry, for: key, readSince: number) }
+                return entry
+            case .absent:
                 entries.withLock { $0.forget(key) }
                 return nil
+            case .busy:
+                return nil
             }
-            entries.withLock { $0.keepRead(entry, for: key, readSince: number) }
-            return entry
         }
     }
 
-    /// Stores `entry` under `key`: in memory now, in the file with the next batch.
-    func store(_ entry: Entry, forKey key: String) {
+    /// Stores `entry` under `key`: in memory now, in the file with the next batch; `report` is told
+    /// whether that batch wrote it (false at once when the files are refused).
+    func store(_ entry: Entry, forKey key: String, report: WriteReport?) {
         loadKeysIfNeeded()
         let now = Date().timeIntervalSinceReferenceDate
-        entries.withLock { $0.store(entry, for: key, now: now) }
+        let taken = entries.withLock { $0.store(entry, for: key, now: now, report: report) }
+        guard taken else {
+            report?(false)
+            return
+        }
         scheduleWrite()
+    }
+
+    /// Why the last batch that failed for good failed, to the first caller after it (an operation's
+    /// lookup, for `LoggingEventMonitor`); nil otherwise.
+    func takeWriteFailure() -> String? {
+        entries.withLock { entries in
+            defer { entries.writeFailure = nil }
+            return entries.writeFailure
+        }
     }
 
     /// Removes the entry under `key`: from memory now, from the file with the next batch.

@@ -18,7 +18,9 @@ import Logging
 /// `"HTTP cache files not used"` with `reason` when the library's shared cache refused its folder or
 /// file (another user's, writable by others, a link, another program's database: nothing is read or
 /// stored then) or keeps its entries in memory because the folder cannot be made; the operation
-/// itself went to the network as usual.
+/// itself went to the network as usual. Likewise a `.warning` line `"HTTP cache write failed"` with
+/// `reason` before the finished line of the first operation after a batch of the cache's writes failed
+/// (a full disk): the responses it held were not stored (their operations never reported `.stored`).
 ///
 /// Nothing secret is ever logged: no header values, no query string or fragment, no user or password
 /// of the URL, no credential, no body, no error description (those can quote the URL).
@@ -75,6 +77,9 @@ public final class LoggingEventMonitor: EventMonitor, Sendable {
         if let error = operation.error { metadata["error"] = "\(LoggingEventMonitor.describe(error))" }
         if let warning = operation.cacheFileWarning {
             logger.warning("HTTP cache files not used", metadata: ["reason": "\(warning)"])
+        }
+        if let failure = operation.cacheWriteFailure {
+            logger.warning("HTTP cache write failed", metadata: ["reason": "\(failure)"])
         }
         logger.info("HTTP request finished", metadata: metadata)
     }

@@ -19,6 +19,8 @@ extension URLConnectionOperation {
         let requestTime: Date
         /// Why the cache's files are not used, for the first run that met it (`LoggingEventMonitor` logs it).
         var fileWarning: String? = nil
+        /// Why a batch of the cache's writes failed since the last run that asked (`LoggingEventMonitor`).
+        var writeFailure: String? = nil
     }
 
     /// What the cache decided for a run about to start from nothing.
@@ -66,12 +68,13 @@ extension URLConnectionOperation {
         let configured = setting.cache
         // The first run to meet a cache whose files are not used says why (`LoggingEventMonitor`).
         let files = configured.flatMap { ($0 as? CacheFileWarnings)?.takeFileState() }
+        let writeFailure = (configured as? CacheFileWarnings)?.takeWriteFailure()
         guard let cache = configured, files?.isRefused != true else {
             // No cache, or one whose files are refused (it answers and keeps nothing): nothing to read,
             // store or invalidate, so the request's fields are not read.
             let decision = machine.bypass(policy: request.cachePolicy)
             return CacheLookup(run: CacheRun(machine: machine, urlCache: nil, storage: nil, requestTime: now,
-                                             fileWarning: files?.warning),
+                                             fileWarning: files?.warning, writeFailure: writeFailure),
                                decision: decision)
         }
         guard var asked = CacheRequest(request) else { return nil }
@@ -96,7 +99,7 @@ extension URLConnectionOperation {
                                storage: storage)
         }
         return CacheLookup(run: CacheRun(machine: machine, urlCache: cache, storage: storage, requestTime: now,
-                                         fileWarning: files?.warning),
+                                         fileWarning: files?.warning, writeFailure: writeFailure),
                            decision: decision)
     }
 
@@ -104,6 +107,12 @@ extension URLConnectionOperation {
     /// refused folder or file, or a folder that cannot be made); `nil` otherwise.
     var cacheFileWarning: String? {
         state.withLock { $0.cache?.fileWarning }
+    }
+
+    /// Why a batch of the cache's writes failed (its stores were lost) since the last operation that
+    /// asked, when this operation's run was the first after it; `nil` otherwise.
+    var cacheWriteFailure: String? {
+        state.withLock { $0.cache?.writeFailure }
     }
 
     /// Whether the last run was answered by a stale stored response within its `stale-while-revalidate`
@@ -180,15 +189,26 @@ extension URLConnectionOperation {
         var machine = ending.run.machine
         let withoutNetwork = machine.endedWithoutNetwork
         let plan = machine.transferEnded(with: ending.received)
-        var stored = false
+        var (stored, pending) = (false, false)
+        // The library's store writes its file later: the run says `.stored` once it is written (the
+        // report may come before this run's end is in `state`, hence the box read again below).
+        let written = Protected<Bool?>(nil)
+        let run = ending.run.requestTime
         if let storage = ending.run.storage {
             for url in plan.remove { storage.removeStoredResponse(for: url) }
             if let (candidate, keys) = plan.store, let approved = approved(candidate, by: ending.block) {
-                for key in keys { storage.store(approved, forURL: key) }
-                stored = true
+                for key in keys {
+                    let outcome = storage.store(approved, forURL: key) { [weak self] ok in
+                        written.withLock { $0 = ok }
+                        if ok { self?.cacheStoreWritten(run: run) }
+                    }
+                    pending = pending || outcome == .pending
+                    stored = stored || outcome != .notStored
+                }
             }
         }
-        machine.storeEnded(stored: stored)
+        machine.storeEnded(stored: stored, pending: pending)
+        defer { if written.withLock({ $0 }) == true { cacheStoreWritten(run: run) } }
         let status = machine.status
         let deliveredBytes = state.withLock { state -> Int? in
             state.cache?.machine = machine
@@ -206,6 +226,17 @@ extension URLConnectionOperation {
         if let count = deliveredBytes, count > 0 {
             let reporter = state.withLock { $0.progressReporter(download: true, of: self) }
             reporter?.record(bytes: count, total: Int64(count), expected: Int64(count))
+        }
+    }
+
+    /// The store of the run that began at `run` (its `requestTime`) was written: its metrics now say
+    /// `.stored`, after the handlers most often (once; a later run's state is left alone).
+    private func cacheStoreWritten(run: Date) {
+        state.withLock { state in
+            guard state.cache?.requestTime == run, var machine = state.cache?.machine else { return }
+            machine.storeWritten()
+            state.cache?.machine = machine
+            state.metrics = state.metrics?.with(cacheStatus: machine.status)
         }
     }
 

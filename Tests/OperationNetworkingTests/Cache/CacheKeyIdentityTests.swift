@@ -35,6 +35,8 @@ final class CacheKeyIdentityTests: ServerTestCase {
         operation.urlCache = cache
         configure(operation)
         let outcome = run(operation)
+        // Its store written now: the library's cache reports `.stored` once it is.
+        (cache as? SQLiteURLCache)?.flush()
         return (operation, outcome)
     }
 

@@ -41,8 +41,10 @@ final class CacheRestartWireTests: TemporaryDirectoryTestCase {
             throw XCTSkip("the child process of testAResponseStoredByAnOperationInAnotherProcessAnswersWithoutTheNetwork")
         }
         let operation = HTTPRequestOperation(request: URLRequest(url: url))
-        operation.urlCache = SQLiteURLCache(memoryCapacity: 0, diskCapacity: 20 << 20, directory: URL(fileURLWithPath: path))
+        let cache = SQLiteURLCache(memoryCapacity: 0, diskCapacity: 20 << 20, directory: URL(fileURLWithPath: path))
+        operation.urlCache = cache
         XCTAssertNil(run(operation).error)
+        cache.flush()   // `.stored` once its batch is written
         XCTAssertEqual(operation.metrics?.cacheStatus, .stored)
     }
 }

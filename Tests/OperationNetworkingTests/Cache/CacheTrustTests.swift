@@ -99,6 +99,8 @@ final class CacheTrustTests: LibraryTestCase {
         operation.securityPolicy = policy
         operation.urlCache = cache
         let outcome = run(operation)
+        // Its store written now: the library's cache reports `.stored` once it is.
+        (cache as? SQLiteURLCache)?.flush()
         return (operation, outcome)
     }
 

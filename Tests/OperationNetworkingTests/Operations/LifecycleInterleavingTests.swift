@@ -113,6 +113,7 @@ final class LifecycleInterleavingTests: ServerTestCase {
                   entry.data != deterministicBytes(resource.size) else { return nil }
             return "\(resource.path): the cache holds \(entry.data.count) of \(resource.size) bytes, not byte-exact"
         }
+        cache.flush()   // a store says `.stored` once its batch is written
         let statuses = all.operations.compactMap { $0.operation.metrics?.cacheStatus }
         return withExtendedLifetime(held) { (all.operations.flatMap { $0.violations() } + stored, statuses) }
     }
