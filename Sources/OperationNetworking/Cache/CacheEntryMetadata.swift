@@ -60,7 +60,7 @@ struct CacheEntryMetadata: Codable, Equatable {
 
     /// The `userInfo` that carries this metadata.
     func userInfo() throws -> [AnyHashable: Any] {
-        [Self.userInfoKey: try JSONEncoder().encode(self)]
+        [Self.userInfoKey: try encodedJSON()]
     }
 
     /// The metadata of an entry stored without any, for a response of `url`: stored for that URL,

@@ -52,6 +52,7 @@ struct CacheRequest: Sendable {
         }
         if headers["accept-encoding"] == nil { headers["accept-encoding"] = Transfer.offeredEncodings }
         self.headers = headers
+        usesCache = CacheRequest.cacheUsable(method: method, headers: headers, url: url)
         if let field = headers["cache-control"] {
             control = CacheControl(field)
         } else if let pragma = headers["pragma"],
@@ -65,14 +66,16 @@ struct CacheRequest: Sendable {
     /// Whether the request may be answered from the cache and its response stored: a GET the caller
     /// did not make partial or conditional, nor addressed to another host with a `Host` field of its own
     /// (the cache's key is the URL, so two virtual hosts behind one address would share an entry).
-    var usesCache: Bool {
-        CacheRequest.cacheableMethods.contains(method)
-            && !headers.keys.contains { CacheRequest.callerPreconditions.contains($0) }
-            && !namesAnotherHost
+    /// Decided once, when the request is read: the cache asks it several times a run.
+    let usesCache: Bool
+
+    private static func cacheUsable(method: String, headers: [String: String], url: URL) -> Bool {
+        cacheableMethods.contains(method) && !headers.keys.contains { callerPreconditions.contains($0) }
+            && !namesAnotherHost(headers: headers, url: url)
     }
 
     /// Whether the request's own `Host` field names something other than its URL's authority.
-    private var namesAnotherHost: Bool {
+    private static func namesAnotherHost(headers: [String: String], url: URL) -> Bool {
         guard let field = headers["host"] else { return false }
         let named = asciiLowercased(CacheControl.trimmingOWS(field))
         guard let host = url.host.map(asciiLowercased) else { return true }

@@ -129,6 +129,14 @@ struct FreshnessFacts: Sendable, Equatable {
     /// The `Age` field's first member in seconds (0 without a valid one, §5.1).
     let ageValue: TimeInterval
 
+    /// Whether the fields give the response no freshness lifetime and no time it may be served stale:
+    /// no `max-age`, `s-maxage`, `stale-while-revalidate` or `stale-if-error`, no `Expires` and no
+    /// `Last-Modified` (the heuristic's base). Its `Date` then changes nothing a cache decides.
+    var carriesNoTime: Bool {
+        expires == .absent && lastModified == nil && !control.has("max-age") && !control.has("s-maxage")
+            && !control.has("stale-while-revalidate") && !control.has("stale-if-error")
+    }
+
     /// The facts of `fields` (by lowercased name); `now` places a two-digit year.
     init(_ fields: [String: String], now: Date = Date()) {
         control = CacheControl(fields["cache-control"])

@@ -38,6 +38,9 @@ struct SQLiteError: Error, CustomStringConvertible {
 /// - Threading: none of its own; one thread at a time (SQLiteURLCache uses it under its lock).
 final class SQLiteConnection {
     private let handle: OpaquePointer
+    /// Statements prepared once and reused, by their SQL: the cache runs the same few statements for
+    /// every entry, and preparing one costs more than running it.
+    private var prepared: [String: OpaquePointer] = [:]
 
     /// Opens (creating if needed) the database at `path`, or a private in-memory one for ":memory:".
     /// With `followingNoLink`, a symbolic link at `path` is not opened (`SQLITE_OPEN_NOFOLLOW`) and the
@@ -67,19 +70,19 @@ final class SQLiteConnection {
     }
 
     deinit {
+        for statement in prepared.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(handle)
     }
 
-    /// Runs `sql` with `bindings` for its `?` parameters, and returns every row it gives.
+    /// Runs `sql` with `bindings` for its `?` parameters, and returns every row it gives. The statement
+    /// is prepared the first time and kept (reset and its bindings cleared after each run).
     @discardableResult
     func run(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> [[SQLiteValue]] {
-        var prepared: OpaquePointer?
-        let prepareCode = sqlite3_prepare_v2(handle, sql, -1, &prepared, nil)
-        guard prepareCode == SQLITE_OK, let statement = prepared else {
-            sqlite3_finalize(prepared)
-            throw lastError()
+        let statement = try statement(for: sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
         }
-        defer { sqlite3_finalize(statement) }
         for (index, value) in bindings.enumerated() {
             guard bind(value, at: Int32(index + 1), in: statement) == SQLITE_OK else { throw lastError() }
         }
@@ -94,6 +97,18 @@ final class SQLiteConnection {
                 throw lastError()
             }
         }
+    }
+
+    /// The statement for `sql`, prepared now or before.
+    private func statement(for sql: String) throws -> OpaquePointer {
+        if let statement = prepared[sql] { return statement }
+        var made: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &made, nil) == SQLITE_OK, let statement = made else {
+            sqlite3_finalize(made)
+            throw lastError()
+        }
+        prepared[sql] = statement
+        return statement
     }
 
     /// The bytes the text or blob in `column` of the row `rowid` of `table` takes, read from the row's

@@ -140,9 +140,10 @@ extension SQLiteURLCache {
 
         private mutating func touch(_ key: String, now: Double) {
             useCounter += 1
-            kept[key]?.lastUse = useCounter
-            guard slots[key] != nil else { return }
-            slots[key]?.accessedAt = now
+            // Changed in place through `values`: `kept[key]?.lastUse = …` copies the whole entry out and back.
+            if let index = kept.index(forKey: key) { kept.values[index].lastUse = useCounter }
+            guard let index = slots.index(forKey: key) else { return }
+            slots.values[index].accessedAt = now
             touched[key] = now
         }
 
@@ -158,12 +159,37 @@ extension SQLiteURLCache {
 
         // MARK: - Changing
 
+        /// What a store did.
+        enum StoreOutcome {
+            /// Nothing: the files are refused (nothing reported).
+            case refused
+            /// The entry is in memory and will be written; its report is told when it is.
+            case stored
+            /// The entry only repeats the one memory holds (`repeatsWithoutTime`), which stays, used now;
+            /// `written` when that one is already in the file (the report is told so at once), otherwise
+            /// the report waits for its write.
+            case repeated(written: Bool)
+        }
+
         /// Stores `entry` under `key` in memory, to be written, `report` to be told whether it was; then
-        /// evicts the least recently used entries while the entries take more than `diskCapacity`. False
-        /// (nothing stored, nothing reported) when the files are refused.
+        /// evicts the least recently used entries while the entries take more than `diskCapacity`. An
+        /// entry that only repeats the one memory holds for the key leaves it in place (an entry only in
+        /// the file is not read to compare).
         @discardableResult
-        mutating func store(_ entry: Entry, for key: String, now: Double, report: WriteReport? = nil) -> Bool {
-            guard !isRefused else { return false }
+        mutating func store(_ entry: Entry, for key: String, now: Double, report: WriteReport? = nil) -> StoreOutcome {
+            guard !isRefused else { return .refused }
+            if let current = entryInMemory(key), entry.repeatsWithoutTime(current.entry) {
+                touch(key, now: now)
+                guard let number = current.pendingNumber else { return .repeated(written: true) }
+                if let report {
+                    let earlier = reports[number]
+                    reports[number] = { written in
+                        earlier?(written)
+                        report(written)
+                    }
+                }
+                return .repeated(written: false)
+            }
             drop(key)
             changeCounter += 1
             pending[key] = (.store(entry), changeCounter)
@@ -172,7 +198,17 @@ extension SQLiteURLCache {
             diskUsage += entry.size
             keep(entry, for: key)
             evict(toFit: diskCapacity)
-            return true
+            return .stored
+        }
+
+        /// The entry under `key` if memory holds it, with the number of its change when it waits to be
+        /// written.
+        private func entryInMemory(_ key: String) -> (entry: Entry, pendingNumber: UInt64?)? {
+            if let (write, number) = pending[key] {
+                guard case .store(let entry) = write else { return nil }
+                return (entry, number)
+            }
+            return kept[key].map { ($0.entry, nil) }
         }
 
         /// Removes `key`'s entry, in memory and (once written) in the file.
@@ -355,6 +391,21 @@ extension SQLiteURLCache {
 }
 
 extension SQLiteURLCache.Entry {
+    /// Whether this entry says nothing `current` does not, where nothing depends on when it was
+    /// received: the same URL, status, body, trust and secondary key, the same fields but `Date`, and
+    /// fields that give neither a freshness lifetime nor a validator. Such a response can only be
+    /// fetched again in full or read as it is (`.returnCacheDataElseLoad`), and writing it again would
+    /// change nothing a request can see, so the stored one stays (the usual API response without cache
+    /// fields, fetched again and again, costs no write).
+    func repeatsWithoutTime(_ current: SQLiteURLCache.Entry) -> Bool {
+        guard facts.carriesNoTime, fields["etag"] == nil, statusCode == current.statusCode,
+              body.count == current.body.count, fields.count == current.fields.count, url == current.url,
+              case .found(let mine) = metadata, case .found(let theirs) = current.metadata,
+              mine.requestURL == theirs.requestURL, mine.trust == theirs.trust,
+              mine.varyingRequestHeaders == theirs.varyingRequestHeaders, body == current.body else { return false }
+        return fields.allSatisfy { name, value in name == "date" || current.fields[name] == value }
+    }
+
     /// An entry for `response` and `body` with `metadata`, stored under `key` now; its size counts
     /// the URL, the header fields, the body, the key and the metadata's fields.
     init(url: URL, statusCode: Int, headers: [String: String], fields: [String: String], facts: FreshnessFacts,

@@ -66,7 +66,7 @@ extension SQLiteURLCache {
         /// The values of the row's response_url, status, header_fields, body and metadata columns.
         var values: [SQLiteValue] {
             get throws {
-                [.text(responseURL), .integer(Int64(statusCode)), .blob(try JSONEncoder().encode(headerFields)),
+                [.text(responseURL), .integer(Int64(statusCode)), .blob(JSONText.object(headerFields)),
                  .blob(body), metadata.map { .blob($0) } ?? .null]
             }
         }
@@ -115,7 +115,7 @@ extension SQLiteURLCache {
             headerFields = entry.headers
             body = entry.body
             switch entry.metadata {
-            case .found(let found): metadata = try JSONEncoder().encode(found)
+            case .found(let found): metadata = try found.encodedJSON()
             case .absent: metadata = nil
             case .damaged(let bytes): metadata = bytes
             }

@@ -245,12 +245,11 @@ extension SQLiteURLCache: EntryStore {
     func store(_ entry: Entry, forKey key: String, report: WriteReport?) {
         loadKeysIfNeeded()
         let now = Date().timeIntervalSinceReferenceDate
-        let taken = entries.withLock { $0.store(entry, for: key, now: now, report: report) }
-        guard taken else {
-            report?(false)
-            return
+        switch entries.withLock({ $0.store(entry, for: key, now: now, report: report) }) {
+        case .refused: report?(false)
+        case .stored: scheduleWrite()
+        case .repeated(let written): if written { report?(true) }
         }
-        scheduleWrite()
     }
 
     /// Why the last batch that failed for good failed, to the first caller after it (an operation's

@@ -15,15 +15,12 @@ enum Storability {
     /// `CacheState`.)
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
-    /// Fields that belong to one connection or one hop, never stored (§3.1).
-    static let hopByHopFields: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "trailer",
-                                              "transfer-encoding", "upgrade", "proxy-authenticate",
-                                              "proxy-authentication-info", "proxy-authorization"]
-
-    /// Fields the library never writes into a cache: the cookies a response sets are secrets, already
-    /// in the cookie storage when the operation handles cookies, and a stored response answering later
-    /// must not set them again.
-    static let neverStoredFields: Set<String> = ["set-cookie", "set-cookie2"]
+    /// The fields (by lowercased name) never stored: those that belong to one connection or one hop
+    /// (§3.1), and the cookies a response sets — secrets, already in the cookie storage when the
+    /// operation handles cookies, which a stored response answering later must not set again.
+    static let neverStoredFields: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
+        "proxy-authenticate", "proxy-authentication-info", "proxy-authorization", "set-cookie", "set-cookie2"]
 
     /// Whether a private cache may store the response to `request` with `status` and `headers` (§3):
     /// a final, whole response to a GET, neither request nor response saying `no-store` (unless
@@ -48,12 +45,15 @@ enum Storability {
     }
 
     /// The header fields a cache keeps of `fields` (by lowercased name, as the cache keeps them): without
-    /// hop-by-hop fields and those `Connection` names (§3.1), and without `neverStoredFields`.
+    /// `neverStoredFields` and those `Connection` names (§3.1). The common response loses
+    /// one or two: they are taken out of a copy rather than the rest put into a new dictionary.
     static func storedFields(of fields: [String: String]) -> [String: String] {
-        let named = Set(CacheControl.listMembers(fields["connection"] ?? "").map(asciiLowercased))
-        return fields.filter { name, _ in
-            !hopByHopFields.contains(name) && !named.contains(name) && !neverStoredFields.contains(name)
+        var kept = fields
+        for name in fields.keys where neverStoredFields.contains(name) { kept.removeValue(forKey: name) }
+        if let connection = fields["connection"] {
+            for member in CacheControl.listMembers(connection) { kept.removeValue(forKey: asciiLowercased(member)) }
         }
+        return kept
     }
 
     /// Whether a body of `size` bytes fits the cache: as Apple's URL loading does, a response larger

@@ -105,12 +105,14 @@ final class ResponseHead: Sendable {
     /// A head from decoded fields (an archive).
     convenience init(url: URL, statusCode: Int, httpVersion: String, fields: [(name: String, value: String)]) {
         var bytes: [UInt8] = []
+        bytes.reserveCapacity(fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count })
         var spans: [FieldSpan] = []
-        for (name, value) in fields {
+        spans.reserveCapacity(fields.count)
+        for (var name, var value) in fields {
             let nameStart = Int32(clamping: bytes.count)
-            bytes.append(contentsOf: name.utf8)
+            name.withUTF8 { bytes.append(contentsOf: $0) }
             let valueStart = Int32(clamping: bytes.count)
-            bytes.append(contentsOf: value.utf8)
+            value.withUTF8 { bytes.append(contentsOf: $0) }
             spans.append(FieldSpan(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart,
                                    valueEnd: Int32(clamping: bytes.count)))
         }
@@ -157,9 +159,7 @@ final class ResponseHead: Sendable {
         var result: [String: String] = [:]
         result.reserveCapacity(spans.count)
         for span in spans {
-            let name = String(decoding: bytes[Int(span.nameStart)..<Int(span.nameEnd)].lazy.map {
-                (0x41...0x5A).contains($0) ? $0 + 0x20 : $0
-            }, as: UTF8.self)
+            let name = HeaderBytes.lowercasedText(bytes, span.nameStart, span.nameEnd)
             let value = HeaderBytes.text(bytes, span.valueStart, span.valueEnd)
             if let existing = result[name] { result[name] = existing + ", " + value } else { result[name] = value }
         }
@@ -176,6 +176,16 @@ final class ResponseHead: Sendable {
 enum HeaderBytes {
     static func text(_ bytes: [UInt8], _ start: Int32, _ end: Int32) -> String {
         String(decoding: bytes[Int(start)..<Int(end)], as: UTF8.self)
+    }
+
+    /// The text of `bytes[start..<end]` with ASCII letters lowercased (a field's name), made from one
+    /// contiguous buffer.
+    static func lowercasedText(_ bytes: [UInt8], _ start: Int32, _ end: Int32) -> String {
+        let count = Int(end - start)
+        return String(unsafeUninitializedCapacity: count) { buffer in
+            for index in 0..<count { buffer[index] = asciiLower(bytes[Int(start) + index]) }
+            return count
+        }
     }
 
     /// The place of the first field named `name` (ASCII case-insensitive).
