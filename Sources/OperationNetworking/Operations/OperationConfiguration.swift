@@ -7,7 +7,13 @@ import FoundationNetworking
 /// Everything a caller configures on an operation, as one value: `copy(with:)` and the manager hand
 /// it over whole, so a setting added here cannot be forgotten by either. Read and write the settings
 /// as properties (`configuration.credential`), through `Settings`.
+///
+/// The settings are shared, not copied: every operation a manager makes holds the manager's settings
+/// (one reference, not a copy of them each: apps queue operations by the thousand), and an operation
+/// made alone holds the one default set. They are never changed in place; writing a setting gives the
+/// configuration settings of its own, so no other holder sees the change.
 /// - Threading: a value; the operation and the manager each keep theirs in their `Protected` state.
+///   The shared settings are immutable.
 @dynamicMemberLookup
 struct OperationConfiguration {
     /// The settings themselves.
@@ -31,15 +37,36 @@ struct OperationConfiguration {
         var didReceiveResponseBlock: URLConnectionOperation.DidReceiveResponseBlock? = nil
         var cacheBlock: URLConnectionOperation.CacheResponseBlock? = nil
         var urlCache: CacheSetting = CacheSetting.shared
+
+        /// Whether any block is set.
+        var hasBlocks: Bool {
+            uploadProgressBlock != nil || downloadProgressBlock != nil || redirectBlock != nil || challengeBlock != nil
+                || needNewBodyStreamBlock != nil || didReceiveResponseBlock != nil || cacheBlock != nil
+        }
+    }
+
+    /// Settings that never change, so that configurations can share them.
+    private final class Shared: Sendable {
+        let settings: Settings
+        init(_ settings: Settings) { self.settings = settings }
+
+        /// Every default, shared by each configuration until its first write.
+        static let defaults = Shared(Settings())
     }
 
     /// The settings (every one its default until set).
-    private var settings = Settings()
+    private var shared = Shared.defaults
+    private var settings: Settings { shared.settings }
 
-    /// A setting.
+    /// A setting. Writing one replaces the settings this configuration holds: a write is made while
+    /// configuring (not per request), and leaves every other holder's settings as they were.
     subscript<Value>(dynamicMember key: WritableKeyPath<Settings, Value>) -> Value {
         get { settings[keyPath: key] }
-        set { settings[keyPath: key] = newValue }
+        set {
+            var changed = shared.settings
+            changed[keyPath: key] = newValue
+            shared = Shared(changed)
+        }
     }
 
     /// The queue progress blocks and handlers run on, the default applied.
@@ -55,15 +82,19 @@ struct OperationConfiguration {
         return copy
     }
 
-    /// Drops every block (an operation does when it finishes, to break the cycles blocks make).
+    /// Drops every block (an operation does when it finishes, to break the cycles blocks make). Settings
+    /// without a block, the manager's usually, are kept as they are, still shared.
     mutating func releaseBlocks() {
-        settings.uploadProgressBlock = nil
-        settings.downloadProgressBlock = nil
-        settings.redirectBlock = nil
-        settings.challengeBlock = nil
-        settings.needNewBodyStreamBlock = nil
-        settings.didReceiveResponseBlock = nil
-        settings.cacheBlock = nil
+        guard settings.hasBlocks else { return }
+        var changed = settings
+        changed.uploadProgressBlock = nil
+        changed.downloadProgressBlock = nil
+        changed.redirectBlock = nil
+        changed.challengeBlock = nil
+        changed.needNewBodyStreamBlock = nil
+        changed.didReceiveResponseBlock = nil
+        changed.cacheBlock = nil
+        shared = Shared(changed)
     }
 }
 
