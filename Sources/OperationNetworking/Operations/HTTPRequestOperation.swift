@@ -9,34 +9,12 @@ import Foundation
 /// only after it returned does the operation turn finished — so an operation that depends on this
 /// one starts after this one's handler ran.
 /// - Threading: as `URLConnectionOperation`; the serializer, the handlers and the serialized result
-///   live in a `Protected` value of their own (`handling`), never locked together with `state`.
+///   are the operation's `state.handling` (`URLConnectionOperation.ResponseHandling`), under its one lock.
 open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// Called with the operation and its serialized response object.
     public typealias Success = @Sendable (HTTPRequestOperation, Any?) -> Void
     /// Called with the operation and the transport, cancel, validation or serialization error.
     public typealias Failure = @Sendable (HTTPRequestOperation, Error) -> Void
-
-    /// The blocks `setCompletionBlockWithSuccess` set. A struct, not a tuple: closures in a tuple
-    /// that passes through `withLock`'s generic result are each wrapped in a thunk, allocated.
-    private struct Handlers {
-        var success: Success?
-        var failure: Failure?
-        var isEmpty: Bool { success == nil && failure == nil }
-    }
-
-    /// The response handling: serializer, handlers and the serialized result.
-    private struct Handling {
-        /// `nil` until set or first read, so an operation given a serializer (the manager's) never
-        /// builds the default.
-        var serializer: HTTPResponseSerializer?
-        var handlers = Handlers()
-        /// Whether `responseObject` was computed (it is computed once per serializer).
-        var serialized = false
-        var object: Any?
-        var serializationError: Error?
-    }
-
-    private let handling = Protected(Handling())
 
     /// Creates an operation for `request`.
     public required init(request: URLRequest) {
@@ -51,20 +29,18 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// the manager sets its own. Setting it clears a computed `responseObject`.
     public var responseSerializer: HTTPResponseSerializer {
         get {
-            if let serializer = handling.withLock({ $0.serializer }) { return serializer }
+            if let serializer = state.withLock({ $0.handling.serializer }) { return serializer }
             let made = HTTPResponseSerializer()
-            return handling.withLock { handling in
-                if let serializer = handling.serializer { return serializer }
-                handling.serializer = made
+            return state.withLock { state in
+                if let serializer = state.handling.serializer { return serializer }
+                state.handling.serializer = made
                 return made
             }
         }
         set {
-            handling.withLock { handling in
-                handling.serializer = newValue
-                handling.serialized = false
-                handling.object = nil
-                handling.serializationError = nil
+            state.withLock { state in
+                state.handling.serializer = newValue
+                state.handling.serialized = nil
             }
         }
     }
@@ -73,14 +49,13 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// serialization or validation error becomes `error` (the object may still be set, e.g. the JSON
     /// body of a 404). `nil` before the end and after a transport error.
     public var responseObject: Any? {
-        let ended = state.withLock { state -> (data: Data?, head: ResponseHead?)? in
+        let ended = state.withLock { state -> (data: Data?, head: ResponseHead?, serialized: SerializedResponse?)? in
             guard state.lifecycle.hasEnded, state.error == nil else { return nil }
-            return (state.responseData, state.head)
+            return (state.responseData, state.head, state.handling.serialized)
         }
         guard let ended else { return nil }
         // Once serialized, the stored result (only a serializer that exists can have produced it).
-        let (done, object) = handling.withLock { ($0.serialized, $0.object) }
-        if done { return object }
+        if let serialized = ended.serialized { return serialized.object }
         let serializer = responseSerializer
         var result: Any?
         var failure: Error?
@@ -97,19 +72,18 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
             result = (error as NSError).userInfo[ResponseObjectErrorKey]
         }
         // Stored unless another read (or a new serializer) came first.
-        return handling.withLock { handling in
-            if !handling.serialized && handling.serializer === serializer {
-                handling.serialized = true
-                handling.object = result
-                handling.serializationError = failure
+        return state.withLock { state in
+            guard state.handling.serializer === serializer else { return result }
+            if state.handling.serialized == nil {
+                state.handling.serialized = SerializedResponse(object: result, error: failure)
             }
-            return handling.serializer === serializer ? handling.object : result
+            return state.handling.serialized?.object
         }
     }
 
     /// The serialization error if there was one, otherwise the transport error.
     open override var error: Error? {
-        handling.withLock { $0.serializationError } ?? transportError
+        state.withLock { $0.handling.serialized?.error } ?? transportError
     }
 
     /// Sets the blocks run when the operation ends: exactly one of them, on the completion queue,
@@ -117,7 +91,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// `failure` with `URLError(.cancelled)`. Calling it again replaces both.
     @preconcurrency
     public func setCompletionBlockWithSuccess(_ success: Success?, failure: Failure?) {
-        handling.withLock { $0.handlers = Handlers(success: success, failure: failure) }
+        state.withLock { $0.handling.handlers = ResponseHandlers(success: success, failure: failure) }
     }
 
     /// Archives everything `URLConnectionOperation` does, plus the response serializer.
@@ -160,8 +134,9 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// end goes through: it runs on the concurrent processing queue, where it holds only its own operation.
     override func preparationQueue(onDeliveryQueue: Bool) -> DispatchQueue? {
         if let queue = super.preparationQueue(onDeliveryQueue: onDeliveryQueue) { return queue }
-        let (hasHandlers, serializer) = handling.withLock { (!$0.handlers.isEmpty, $0.serializer) }
-        let (failed, size) = state.withLock { ($0.error != nil, $0.responseData?.count ?? 0) }
+        let (hasHandlers, serializer, failed, size) = state.withLock {
+            (!$0.handling.handlers.isEmpty, $0.handling.serializer, $0.error != nil, $0.responseData?.count ?? 0)
+        }
         // No serializer yet means the default one, the raw-data serializer.
         let quick = failed || serializer.map { type(of: $0) == HTTPResponseSerializer.self } ?? true
         let inline = !hasHandlers || (onDeliveryQueue && size <= URLConnectionOperation.inlinePreparationLimit && quick)
@@ -171,15 +146,15 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// Caches (`super`), then serializes once, off the completion queue, when a handler will read it.
     override func prepareHandlers() {
         super.prepareHandlers()
-        if handling.withLock({ !$0.handlers.isEmpty }) { _ = responseObject }
+        if state.withLock({ !$0.handling.handlers.isEmpty }) { _ = responseObject }
     }
 
     /// Runs the success or the failure block: the ones set now, not at the transfer's end. Each is
     /// released once taken (AFN broke the cycles its blocks made this way).
     override func runHandlers() {
-        let handlers = handling.withLock { handling in
-            defer { handling.handlers = Handlers() }
-            return handling.handlers
+        let handlers = state.withLock { state in
+            defer { state.handling.handlers = ResponseHandlers() }
+            return state.handling.handlers
         }
         guard !handlers.isEmpty else { return }
         // Serialized before `error` is read, of which a validation failure is part (AFN 2.x reads
@@ -189,6 +164,40 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
             handlers.failure?(self, problem)
         } else {
             handlers.success?(self, object)
+        }
+    }
+}
+
+extension URLConnectionOperation {
+    /// The blocks `setCompletionBlockWithSuccess` set. A struct, not a tuple: closures in a tuple
+    /// that passes through `withLock`'s generic result are each wrapped in a thunk, allocated.
+    struct ResponseHandlers {
+        var success: HTTPRequestOperation.Success?
+        var failure: HTTPRequestOperation.Failure?
+        var isEmpty: Bool { success == nil && failure == nil }
+    }
+
+    /// `HTTPRequestOperation`'s response handling: serializer, handlers and the serialized result. Kept
+    /// in the operation's `State`, under its one lock (a queued operation carries one lock, not two).
+    struct ResponseHandling {
+        /// `nil` until set or first read, so an operation given a serializer (the manager's) never
+        /// builds the default.
+        var serializer: HTTPResponseSerializer?
+        var handlers = ResponseHandlers()
+        /// The serialized response, once `responseObject` computed it (once per serializer).
+        var serialized: SerializedResponse?
+    }
+
+    /// What serializing the response gave: the object, and the validation or serialization error
+    /// (the object may be set with it: the JSON body of a 404). Made once, never changed; boxed, so
+    /// that a queued operation carries one empty reference.
+    final class SerializedResponse {
+        let object: Any?
+        let error: Error?
+
+        init(object: Any?, error: Error?) {
+            self.object = object
+            self.error = error
         }
     }
 }

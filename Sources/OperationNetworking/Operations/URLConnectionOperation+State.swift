@@ -49,6 +49,9 @@ extension URLConnectionOperation {
         var completionBlock: (@Sendable () -> Void)?
         /// Signalled when a pause settled (archiving waits for the kept bytes); made on first use.
         var pauseSettled: NSCondition?
+        /// `HTTPRequestOperation`'s part: its serializer, handlers and serialized result (empty in a
+        /// plain `URLConnectionOperation`), under the same lock, so that an operation has one.
+        var handling = ResponseHandling()
 
         init(request: URLRequest) {
             self.request = request
