@@ -51,8 +51,8 @@ extension URLConnectionOperation {
         waitForPauseToSettle()
         let policy = securityPolicy
         let snapshot = state.withLock {
-            ($0.request, $0.lifecycle.phase, $0.head, $0.response as? HTTPURLResponse, $0.error,
-             $0.responseData, $0.configuration.shouldUseCredentialStorage)
+            ($0.request, $0.lifecycle.phase, $0.run.head, $0.run.response as? HTTPURLResponse, $0.run.error,
+             $0.run.responseData, $0.configuration.shouldUseCredentialStorage)
         }
         let (request, phase, head, response, error, data, useStorage) = snapshot
         coder.encode(SerializationCodingVersion, forKey: OperationCodingKeys.version)
@@ -190,9 +190,9 @@ extension URLConnectionOperation {
                 let cancelled = error.map { $0.domain == NSURLErrorDomain && $0.code == NSURLErrorCancelled } ?? false
                 _ = state.lifecycle.restoreFinished(cancelled: cancelled)
             }
-            state.head = head
-            state.error = paused ? nil : error
-            state.responseData = responseData
+            state.run.head = head
+            state.run.error = paused ? nil : error
+            state.run.responseData = responseData
             if let useStorage { state.configuration.shouldUseCredentialStorage = useStorage }
             if let policy { state.configuration.securityPolicy = policy }
         }

@@ -81,7 +81,7 @@ extension URLConnectionOperation {
     var existingObservers: OperationObservers? { state.withLock { $0.observers } }
 
     /// Response body bytes the last transfer delivered to its sink (a resumed prefix included).
-    var bodyBytesDelivered: Int64 { state.withLock { $0.bodyBytesDelivered } }
+    var bodyBytesDelivered: Int64 { state.withLock { $0.run.bodyBytesDelivered } }
 }
 
 /// What an operation owes its event monitors and its `value()` waiters, kept apart from the

@@ -50,8 +50,8 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// body of a 404). `nil` before the end and after a transport error.
     public var responseObject: Any? {
         let ended = state.withLock { state -> (data: Data?, head: ResponseHead?, serialized: SerializedResponse?)? in
-            guard state.lifecycle.hasEnded, state.error == nil else { return nil }
-            return (state.responseData, state.head, state.handling.serialized)
+            guard state.lifecycle.hasEnded, state.run.error == nil else { return nil }
+            return (state.run.responseData, state.run.head, state.handling.serialized)
         }
         guard let ended else { return nil }
         // Once serialized, the stored result (only a serializer that exists can have produced it).
@@ -135,7 +135,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     override func preparationQueue(onDeliveryQueue: Bool) -> DispatchQueue? {
         if let queue = super.preparationQueue(onDeliveryQueue: onDeliveryQueue) { return queue }
         let (hasHandlers, serializer, failed, size) = state.withLock {
-            (!$0.handling.handlers.isEmpty, $0.handling.serializer, $0.error != nil, $0.responseData?.count ?? 0)
+            (!$0.handling.handlers.isEmpty, $0.handling.serializer, $0.run.error != nil, $0.run.responseData?.count ?? 0)
         }
         // No serializer yet means the default one, the raw-data serializer.
         let quick = failed || serializer.map { type(of: $0) == HTTPResponseSerializer.self } ?? true

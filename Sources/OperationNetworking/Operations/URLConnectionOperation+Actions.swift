@@ -44,26 +44,26 @@ extension URLConnectionOperation {
         switch action {
         case .startTransfer(let kept):
             let (transfer, local) = makeTransfer(in: &state, continuing: kept, security: security, cache: cache)
-            let stream = state.outputStreamOpened ? nil : state.outputStream
-            if stream != nil { state.outputStreamOpened = true }
-            if state.startedAt == nil { state.startedAt = monotonicNow() }
-            state.attempts = max(state.attempts, 1)
+            let stream = state.run.outputStreamOpened ? nil : state.outputStream
+            if stream != nil { state.run.outputStreamOpened = true }
+            if state.run.startedAt == nil { state.run.startedAt = monotonicNow() }
+            state.run.attempts = max(state.run.attempts, 1)
             return .startTransfer(transfer, request: state.request, stream: stream, observers: state.observers, local: local)
         case .cancelTransfer:
-            guard let transfer = state.transfer else { return nil }
+            guard let transfer = state.run.transfer else { return nil }
             transfer.requestCancel()   // from now on no request of it starts
             return .cancelTransfer(transfer)
         case .pauseTransfer:
-            return state.transfer.map { .pauseTransfer($0) }
+            return state.run.transfer.map { .pauseTransfer($0) }
         case .completeCancelled:
             state.recordCancel()
-            state.transfer = nil
+            state.run.transfer = nil
             return .end(queue: queue, group: group)
         case .deliver(let cancelled):
             if let ending { state.record(cancelled ? .cancelled : ending.outcome, of: ending.transfer) }
             // The outcome is stored: the transfer (its decoder's buffers, trust store, network thread)
             // goes now, not with the operation, which apps keep long after it finished.
-            state.transfer = nil
+            state.run.transfer = nil
             return .end(queue: queue, group: group)
         case .readinessChanged:
             return .readinessChanged
@@ -71,8 +71,8 @@ extension URLConnectionOperation {
             // Every block is released here, so an object that its own operation's block captured is
             // freed once the operation finished (AFN broke cycles this way).
             state.configuration.releaseBlocks()
-            state.uploadReporter = nil
-            state.downloadReporter = nil
+            state.run.uploadReporter = nil
+            state.run.downloadReporter = nil
             let completion = state.completionBlock
             state.completionBlock = nil
             return .finish(completion: completion, queue: queue, group: group, observers: state.observers)
@@ -123,14 +123,14 @@ extension URLConnectionOperation {
     /// earlier run, and how the cache ends it without the network, if it does. Call inside `state.withLock`.
     private func makeTransfer(in state: inout State, continuing kept: KeptDownload?, security: SecurityPolicy.Snapshot?,
                               cache: CacheLookup?) -> (Transfer, TransferOutcome?) {
-        state.currentRequest = state.request
+        state.run.currentRequest = nil   // the request as given, until a redirect
         // A run's outcome belongs to that run: a restored finished operation runs again from nothing.
-        state.error = nil
+        state.run.error = nil
         if kept == nil {
-            state.head = nil
-            state.response = nil
-            state.responseData = nil
-            state.metrics = nil
+            state.run.head = nil
+            state.run.response = nil
+            state.run.responseData = nil
+            state.run.metrics = nil
         }
         let (sent, local) = URLConnectionOperation.beginCacheRun(in: &state, continuing: kept != nil, lookup: cache)
         let transfer = Transfer(request: sent, outputStream: state.outputStream, resumeFrom: kept?.point,
@@ -139,7 +139,7 @@ extension URLConnectionOperation {
                                 maximumBodySize: state.configuration.maximumResponseSize,
                                 retryPolicy: state.configuration.retryPolicy, proxy: state.configuration.proxy,
                                 delegate: self)
-        state.transfer = transfer
+        state.run.transfer = transfer
         return (transfer, local)
     }
 }
@@ -157,7 +157,7 @@ extension URLConnectionOperation {
     final func transferDidEnd(on queue: DispatchQueue, group: DispatchGroup, batch: CompletionBatch?) {
         let handlers: @Sendable () -> Void = { [self] in
             // A wait for this operation from its own handlers could never end (see `waitUntilFinished()`).
-            state.withLock { $0.handlersRunning = true }
+            state.withLock { $0.run.handlersRunning = true }
             runHandlers()
             finishOperation()
         }
@@ -179,7 +179,7 @@ extension URLConnectionOperation {
     func finishOperation() {
         let (hooks, stream, observers) = state.withLock { state in
             defer { state.finishHooks.removeAll() }
-            return (state.finishHooks, state.outputStreamOpened ? state.outputStream : nil, state.observers)
+            return (state.finishHooks, state.run.outputStreamOpened ? state.outputStream : nil, state.observers)
         }
         hooks.forEach { $0() }
         stream?.close()

@@ -106,19 +106,19 @@ extension URLConnectionOperation {
     /// Why the cache's files were not used, when this operation's run was the first to meet it (a
     /// refused folder or file, or a folder that cannot be made); `nil` otherwise.
     var cacheFileWarning: String? {
-        state.withLock { $0.cache?.fileWarning }
+        state.withLock { $0.run.cache?.fileWarning }
     }
 
     /// Why a batch of the cache's writes failed (its stores were lost) since the last operation that
     /// asked, when this operation's run was the first after it; `nil` otherwise.
     var cacheWriteFailure: String? {
-        state.withLock { $0.cache?.writeFailure }
+        state.withLock { $0.run.cache?.writeFailure }
     }
 
     /// Whether the last run was answered by a stale stored response within its `stale-while-revalidate`
     /// window, a revalidation of the library's own then refreshing it (`LoggingEventMonitor` says so).
     var cacheAnsweredStale: Bool {
-        state.withLock { $0.cache?.machine.answeredStale ?? false }
+        state.withLock { $0.run.cache?.machine.answeredStale ?? false }
     }
 
     /// Puts the cache's part of a new run in `state`: returns the request the transfer sends (with the
@@ -130,10 +130,10 @@ extension URLConnectionOperation {
             // A resumed download is never served from, nor stitched into, a stored response.
             var machine = CacheState()
             machine.continueDownload()
-            state.cache = CacheRun(machine: machine, urlCache: nil, storage: nil, requestTime: Date())
+            state.run.cache = CacheRun(machine: machine, urlCache: nil, storage: nil, requestTime: Date())
             return (sent, nil)
         }
-        state.cache = lookup?.run
+        state.run.cache = lookup?.run
         switch lookup?.decision {
         case .deliver(let response, let body), .deliverStale(let response, let body, _):
             return (sent, .answeredFromCache(response, body))
@@ -155,8 +155,8 @@ extension URLConnectionOperation {
     func transfer(_ transfer: Transfer, resendsUnconditionallyAfter head: ResponseHead) -> [String]? {
         let fields = head.lowercasedFieldDictionary
         return state.withLock { state in
-            guard transfer === state.transfer else { return nil }
-            return state.cache?.machine.notModifiedArrived(fields)
+            guard transfer === state.run.transfer else { return nil }
+            return state.run.cache?.machine.notModifiedArrived(fields)
         }
     }
 
@@ -173,7 +173,7 @@ extension URLConnectionOperation {
     /// (a cache without capacity holds nothing to write or drop).
     var cacheMayWriteStorage: Bool {
         let cache = state.withLock { state -> URLCache? in
-            guard state.error == nil, let run = state.cache, run.machine.mayWriteStorage else { return nil }
+            guard state.run.error == nil, let run = state.run.cache, run.machine.mayWriteStorage else { return nil }
             return run.urlCache
         }
         guard let cache else { return false }
@@ -211,17 +211,17 @@ extension URLConnectionOperation {
         defer { if written.withLock({ $0 }) == true { cacheStoreWritten(run: run) } }
         let status = machine.status
         let deliveredBytes = state.withLock { state -> Int? in
-            state.cache?.machine = machine
+            state.run.cache?.machine = machine
             // A run that never reached the network has no transfer metrics (those left are an earlier run's).
-            state.metrics = withoutNetwork ? .withoutNetwork(cacheStatus: status) : state.metrics?.with(cacheStatus: status)
+            state.run.metrics = withoutNetwork ? .withoutNetwork(cacheStatus: status) : state.run.metrics?.with(cacheStatus: status)
             if let delivered = plan.deliver {
                 // Foundation's response is built from the head only if someone reads it.
-                state.head = delivered.response
-                state.response = nil
-                state.responseData = delivered.body
+                state.run.head = delivered.response
+                state.run.response = nil
+                state.run.responseData = delivered.body
                 return delivered.body.count
             }
-            return status == .hit ? state.responseData?.count : nil
+            return status == .hit ? state.run.responseData?.count : nil
         }
         if let count = deliveredBytes, count > 0 {
             let reporter = state.withLock { $0.progressReporter(download: true, of: self) }
@@ -233,10 +233,10 @@ extension URLConnectionOperation {
     /// `.stored`, after the handlers most often (once; a later run's state is left alone).
     private func cacheStoreWritten(run: Date) {
         state.withLock { state in
-            guard state.cache?.requestTime == run, var machine = state.cache?.machine else { return }
+            guard state.run.cache?.requestTime == run, var machine = state.run.cache?.machine else { return }
             machine.storeWritten()
-            state.cache?.machine = machine
-            state.metrics = state.metrics?.with(cacheStatus: machine.status)
+            state.run.cache?.machine = machine
+            state.run.metrics = state.run.metrics?.with(cacheStatus: machine.status)
         }
     }
 
@@ -247,10 +247,10 @@ extension URLConnectionOperation {
         state.withLock { state in
             // The run is changed in place: it is a large value, and copying it out and back costs more
             // than the rest of this.
-            guard state.cache != nil else { return true }
-            guard state.cache?.storage == nil, let ended = state.cache?.machine.endWithoutStorage() else { return false }
-            state.metrics = ended.withoutNetwork ? .withoutNetwork(cacheStatus: ended.status)
-                : state.metrics?.with(cacheStatus: ended.status)
+            guard state.run.cache != nil else { return true }
+            guard state.run.cache?.storage == nil, let ended = state.run.cache?.machine.endWithoutStorage() else { return false }
+            state.run.metrics = ended.withoutNetwork ? .withoutNetwork(cacheStatus: ended.status)
+                : state.run.metrics?.with(cacheStatus: ended.status)
             return true
         }
     }
@@ -258,9 +258,9 @@ extension URLConnectionOperation {
     /// The run's cache part and the response it received whole (none after a failure or a cancel).
     private func takeCacheEnding() -> CacheEnding? {
         let taken = state.withLock { state -> (CacheRun, ResponseHead?, Data?, URLRequest, CacheResponseBlock?)? in
-            guard let run = state.cache else { return nil }
-            let succeeded = state.error == nil && !state.lifecycle.isCancelled
-            return (run, succeeded ? state.head : nil, state.outputStream == nil ? state.responseData : nil,
+            guard let run = state.run.cache else { return nil }
+            let succeeded = state.run.error == nil && !state.lifecycle.isCancelled
+            return (run, succeeded ? state.run.head : nil, state.outputStream == nil ? state.run.responseData : nil,
                     state.currentRequest, state.configuration.cacheBlock)
         }
         guard let (run, head, body, finalRequest, block) = taken else { return nil }

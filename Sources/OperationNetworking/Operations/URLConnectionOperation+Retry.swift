@@ -11,5 +11,5 @@ extension URLConnectionOperation {
 
     /// The attempts made so far: 0 before the operation started, 1 for a request sent once, more when
     /// `retryPolicy` sent it again (the count includes an attempt still waiting out its delay).
-    public var attempts: Int { state.withLock { $0.attempts } }
+    public var attempts: Int { state.withLock { $0.run.attempts } }
 }

@@ -6,79 +6,75 @@ import FoundationNetworking
 
 extension URLConnectionOperation {
     /// Every mutable field of an operation, its life, its configuration and its outcome, as one value
-    /// that only `state.withLock` reaches.
+    /// that only `state.withLock` reaches. What a queued operation needs is kept here; what only a run
+    /// needs or leaves is `run`, kept out of line until the first start.
     struct State {
         /// Where the operation is in its life (the state machine).
         var lifecycle = OperationState()
-        /// What the caller configured.
+        /// What the caller configured (shared with the manager that made the operation until changed).
         var configuration = OperationConfiguration()
         /// The request as given (and as changed by `inputStream`).
         var request: URLRequest
-        /// The request of the transfer under way (after a redirect, the redirected one).
-        var currentRequest: URLRequest
-        /// The last response head; `response` is built from it on first use (off the network thread).
-        var head: ResponseHead?
-        var response: URLResponse?
-        var error: Error?
-        var responseData: Data?
-        /// The metrics of the last transfer that ended with some.
-        var metrics: TransferMetrics?
-        /// The transfer on (or last on) the network thread.
-        var transfer: Transfer?
-        /// The HTTP cache's part in the run under way (or the last one).
-        var cache: CacheRun?
         var outputStream: OutputStream?
-        var outputStreamOpened = false
         var userInfo: [String: Any] = [:]
-        /// Made at the first progress event after a block was set (see `progressReporter`).
-        var uploadReporter: ProgressReporter?
-        var downloadReporter: ProgressReporter?
-        /// Attempts made so far (0 before the first starts).
-        var attempts = 0
-        /// Body bytes the last transfer delivered to its sink (for monitors, whatever the sink).
-        var bodyBytesDelivered: Int64 = 0
-        /// When (`monotonicNow()`) the operation handed its first transfer over; `nil` before.
-        var startedAt: UInt64?
         /// Event monitors and `value()` waiters, made on first use (see `URLConnectionOperation.observers`).
         var observers: OperationObservers?
-        /// Whether the handlers of the run's end began (a wait from inside them could never end).
-        var handlersRunning = false
         /// Run once, on the completion queue, just before the operation turns finished (batches use it).
         var finishHooks: [@Sendable () -> Void] = []
         /// The inherited `completionBlock`, kept here so that Foundation never runs it on a global queue.
         var completionBlock: (@Sendable () -> Void)?
-        /// Signalled when a pause settled (archiving waits for the kept bytes); made on first use.
-        var pauseSettled: NSCondition?
         /// `HTTPRequestOperation`'s part: its serializer, handlers and serialized result (empty in a
         /// plain `URLConnectionOperation`), under the same lock, so that an operation has one.
         var handling = ResponseHandling()
 
+        /// What the operation's runs need and leave (see `Run`). Kept out of line and made at the first
+        /// write: an app queues operations by the thousand, and a queued operation carries one empty
+        /// reference instead of these fields. Read before it was made, it is an empty `Run`.
+        var run: Run {
+            _read {
+                if let runStorage { yield runStorage.run } else { yield Run() }
+            }
+            _modify {
+                // Copied only if this state was copied since, which the operation's never is.
+                if runStorage == nil {
+                    runStorage = RunStorage()
+                } else if !isKnownUniquelyReferenced(&runStorage!) {
+                    runStorage = RunStorage(runStorage!.run)
+                }
+                yield &runStorage!.run
+            }
+        }
+        private var runStorage: RunStorage?
+
         init(request: URLRequest) {
             self.request = request
-            self.currentRequest = request
         }
+
+        /// The request of the transfer under way (after a redirect, the redirected one); before the
+        /// first start, the request as given.
+        var currentRequest: URLRequest { run.currentRequest ?? request }
 
         /// Ends the run as cancelled: the cancel error, and no body (as AFNetworking).
         mutating func recordCancel() {
-            error = TransportError.cancelled(url: request.url)
-            responseData = nil
+            run.error = TransportError.cancelled(url: request.url)
+            run.responseData = nil
         }
 
         /// Stores how the operation's transfer ended.
         mutating func record(_ outcome: TransferOutcome, of transfer: Transfer) {
             switch outcome {
             case .completed:
-                if outputStream == nil { responseData = State.keptBody(of: transfer) }
+                if outputStream == nil { run.responseData = State.keptBody(of: transfer) }
             case .completedWithError(let failure):
-                if outputStream == nil { responseData = State.keptBody(of: transfer) }
-                error = failure
+                if outputStream == nil { run.responseData = State.keptBody(of: transfer) }
+                run.error = failure
             case .answeredFromCache(let cached, let data):
                 // Foundation's response is built from the head only if someone reads it.
-                head = cached
-                response = nil
-                responseData = data
+                run.head = cached
+                run.response = nil
+                run.responseData = data
             case .failed(let failure):
-                error = failure
+                run.error = failure
             case .cancelled:
                 recordCancel()   // a cancel won, whatever the transfer got
             case .paused:
@@ -100,7 +96,7 @@ extension URLConnectionOperation {
         /// The reporter for the next progress event: made when a block is set and none exists yet, so a
         /// block set while the transfer runs is called from the next event on. `nil` without a block.
         mutating func progressReporter(download: Bool, of operation: URLConnectionOperation) -> ProgressReporter? {
-            if let existing = download ? downloadReporter : uploadReporter { return existing }
+            if let existing = download ? run.downloadReporter : run.uploadReporter { return existing }
             let hasBlock = download ? configuration.downloadProgressBlock != nil : configuration.uploadProgressBlock != nil
             guard hasBlock else { return nil }
             // The reporter reads the block when it delivers, so replacing or removing it takes effect at
@@ -111,9 +107,49 @@ extension URLConnectionOperation {
                     download ? $0.configuration.downloadProgressBlock : $0.configuration.uploadProgressBlock
                 }
             }
-            if download { downloadReporter = reporter } else { uploadReporter = reporter }
+            if download { run.downloadReporter = reporter } else { run.uploadReporter = reporter }
             return reporter
         }
+    }
+
+    /// What only a run needs or leaves: its transfer, the cache's part in it, its outcome and what
+    /// the operation counts of it. A plain value of `State`, held out of line (see `State.run`).
+    struct Run {
+        /// The request of the transfer under way (after a redirect, the redirected one); `nil` for the
+        /// request as given (see `State.currentRequest`).
+        var currentRequest: URLRequest?
+        /// The last response head; `response` is built from it on first use (off the network thread).
+        var head: ResponseHead?
+        var response: URLResponse?
+        var error: Error?
+        var responseData: Data?
+        /// The metrics of the last transfer that ended with some.
+        var metrics: TransferMetrics?
+        /// The transfer on (or last on) the network thread.
+        var transfer: Transfer?
+        /// The HTTP cache's part in the run under way (or the last one).
+        var cache: CacheRun?
+        /// Whether the caller's `outputStream` was opened (by the first start).
+        var outputStreamOpened = false
+        /// Made at the first progress event after a block was set (see `State.progressReporter`).
+        var uploadReporter: ProgressReporter?
+        var downloadReporter: ProgressReporter?
+        /// Attempts made so far (0 before the first starts).
+        var attempts = 0
+        /// Body bytes the last transfer delivered to its sink (for monitors, whatever the sink).
+        var bodyBytesDelivered: Int64 = 0
+        /// When (`monotonicNow()`) the operation handed its first transfer over; `nil` before.
+        var startedAt: UInt64?
+        /// Whether the handlers of the run's end began (a wait from inside them could never end).
+        var handlersRunning = false
+        /// Signalled when a pause settled (archiving waits for the kept bytes); made on first use.
+        var pauseSettled: NSCondition?
+    }
+
+    /// Where `State.run` is kept.
+    private final class RunStorage {
+        var run: Run
+        init(_ run: Run = Run()) { self.run = run }
     }
 }
 
@@ -138,16 +174,16 @@ extension URLConnectionOperation {
     /// The condition archiving waits on for a pause to settle (made on first use).
     var pauseSettled: NSCondition {
         state.withLock { state in
-            if let condition = state.pauseSettled { return condition }
+            if let condition = state.run.pauseSettled { return condition }
             let condition = NSCondition()
-            state.pauseSettled = condition
+            state.run.pauseSettled = condition
             return condition
         }
     }
 
     /// When (`monotonicNow()`) the operation handed its first transfer over, before any byte of it was
     /// sent; `nil` before it started. Monitors measure durations from it.
-    var startedAt: UInt64? { state.withLock { $0.startedAt } }
+    var startedAt: UInt64? { state.withLock { $0.run.startedAt } }
 }
 
 extension NSCondition {

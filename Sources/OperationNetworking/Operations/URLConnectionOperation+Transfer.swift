@@ -7,15 +7,15 @@ import FoundationNetworking
 
 extension URLConnectionOperation: TransferDelegate {
     func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
-        let (block, added) = state.withLock { ($0.configuration.redirectBlock, $0.cache?.machine.addedFields ?? [:]) }
+        let (block, added) = state.withLock { ($0.configuration.redirectBlock, $0.run.cache?.machine.addedFields ?? [:]) }
         // The block and `currentRequest` see the request without the fields the cache added to revalidate.
         var proposed = request
         for name in added.keys { proposed.setValue(nil, forHTTPHeaderField: name) }
         guard var chosen = block.map({ $0(self, proposed, response) }) ?? proposed else { return nil }
         let kept = state.withLock { state -> [String: String] in
-            state.currentRequest = chosen
+            state.run.currentRequest = chosen
             guard let target = chosen.url else { return [:] }
-            return state.cache?.machine.redirected(to: target) ?? [:]
+            return state.run.cache?.machine.redirected(to: target) ?? [:]
         }
         for (name, value) in kept { chosen.setValue(value, forHTTPHeaderField: name) }
         return chosen
@@ -30,7 +30,7 @@ extension URLConnectionOperation: TransferDelegate {
     func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution {
         let resolution = resolve(challenge)
         // Answered, the next request carries credentials: the cache stores its response only as RFC 9111 §3.5 says.
-        if case .answer = resolution, !challenge.isProxy { state.withLock { $0.cache?.machine.challengeAnswered() } }
+        if case .answer = resolution, !challenge.isProxy { state.withLock { $0.run.cache?.machine.challengeAnswered() } }
         return resolution
     }
 
@@ -98,8 +98,8 @@ extension URLConnectionOperation: TransferDelegate {
 
     func transfer(_ transfer: Transfer, didReceive head: ResponseHead) {
         let observers = state.withLock { state in
-            state.head = head
-            state.response = nil
+            state.run.head = head
+            state.run.response = nil
             return state.observers
         }
         // Network thread: monitors hear of it from the delivery queue, queued before this transfer's end.
@@ -112,7 +112,7 @@ extension URLConnectionOperation: TransferDelegate {
         self.transfer(transfer, didReceive: head)
         let (block, revalidated) = state.withLock { state in
             (state.configuration.didReceiveResponseBlock,
-             head.statusCode == 304 && !(state.cache?.machine.addedFields.isEmpty ?? true))
+             head.statusCode == 304 && !(state.run.cache?.machine.addedFields.isEmpty ?? true))
         }
         // The library's own classes do not override the method: with no block, nobody would be asked,
         // and no `HTTPURLResponse` need be built here, on the network thread every transfer shares.
@@ -134,8 +134,8 @@ extension URLConnectionOperation: TransferDelegate {
 
     func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?) {
         let observers = state.withLock { state -> OperationObservers? in
-            guard transfer === state.transfer else { return nil }
-            state.attempts = max(state.attempts, attempt)
+            guard transfer === state.run.transfer else { return nil }
+            state.run.attempts = max(state.run.attempts, attempt)
             return state.observers
         }
         observers?.willRetry(self, after: delay, attempt: attempt, error: error)
@@ -146,16 +146,16 @@ extension URLConnectionOperation: TransferDelegate {
         var security: SecurityPolicy.Snapshot?
         if case .paused = outcome { security = securitySnapshot() }
         let (step, archiver) = state.withLock { state -> (Step?, NSCondition?) in
-            guard transfer === state.transfer else { return (nil, nil) }   // an earlier run's transfer
-            state.attempts = max(state.attempts, transfer.attempt)
-            state.bodyBytesDelivered = transfer.bytesReceived   // for monitors, whatever the sink
-            if let metrics = transfer.metrics { state.metrics = metrics }
-            if state.head == nil, let head = transfer.head { state.head = head }
+            guard transfer === state.run.transfer else { return (nil, nil) }   // an earlier run's transfer
+            state.run.attempts = max(state.run.attempts, transfer.attempt)
+            state.run.bodyBytesDelivered = transfer.bytesReceived   // for monitors, whatever the sink
+            if let metrics = transfer.metrics { state.run.metrics = metrics }
+            if state.run.head == nil, let head = transfer.head { state.run.head = head }
             guard case .paused(let point) = outcome else {
-                return (advance(&state, ending: (outcome, transfer)) { $0.transferEnded() }, state.pauseSettled)
+                return (advance(&state, ending: (outcome, transfer)) { $0.transferEnded() }, state.run.pauseSettled)
             }
             let kept = KeptDownload(point: point, bytes: state.outputStream == nil ? transfer.body : Data())
-            return (advance(&state, security: security) { $0.transferPaused(kept) }, state.pauseSettled)
+            return (advance(&state, security: security) { $0.transferPaused(kept) }, state.run.pauseSettled)
         }
         perform(step, batch: batch)
         // However a pause ended (settled, continued, cancelled, overtaken by the transfer's end), an

@@ -61,25 +61,25 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// The last response received (an `HTTPURLResponse` for http and https); `nil` before the first.
     open var response: URLResponse? {
         state.withLock { state in
-            if state.response == nil, let head = state.head { state.response = head.makeResponse() }
-            return state.response
+            if state.run.response == nil, let head = state.run.head { state.run.response = head.makeResponse() }
+            return state.run.response
         }
     }
     /// The transport error, or `URLError(.cancelled)` after `cancel()`; `nil` while none occurred.
     open var error: Error? { transportError }
     /// The last response head, as received (no `HTTPURLResponse` built).
-    final var responseHead: ResponseHead? { state.withLock { $0.head } }
+    final var responseHead: ResponseHead? { state.withLock { $0.run.head } }
     /// The transport (or cancel) error alone, whatever a subclass adds to `error`; completed with the
     /// failing URL and a description where the transport left them out.
     final var transportError: Error? {
-        let failure = state.withLock { state in state.error.map { (error: $0, url: state.currentRequest.url) } }
+        let failure = state.withLock { state in state.run.error.map { (error: $0, url: state.currentRequest.url) } }
         return failure.map { TransportError.completed($0.error, url: $0.url) }
     }
     /// The body received, when no custom `outputStream` was set; `nil` after a transport failure
     /// or cancel (as AFNetworking) and until the transfer ended.
-    public var responseData: Data? { state.withLock { $0.responseData } }
+    public var responseData: Data? { state.withLock { $0.run.responseData } }
     /// Timing and connection facts, once the transfer ended.
-    public var metrics: TransferMetrics? { state.withLock { $0.metrics } }
+    public var metrics: TransferMetrics? { state.withLock { $0.run.metrics } }
 
     /// `responseData` decoded with `responseStringEncoding`; `nil` when it does not decode.
     public var responseString: String? {
@@ -125,7 +125,8 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         set {
             state.withLock { state in
                 state.request.httpBodyStream = newValue
-                state.currentRequest = state.request
+                // `currentRequest` is the request again (before the first start it is already).
+                if state.run.currentRequest != nil { state.run.currentRequest = nil }
             }
         }
     }
@@ -315,7 +316,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     open override func waitUntilFinished() {
         guard CallbackQueues.isOnCallbackQueue else { return super.waitUntilFinished() }
         let ownHandlers = state.withLock {
-            $0.handlersRunning && !$0.lifecycle.isFinished
+            $0.run.handlersRunning && !$0.lifecycle.isFinished
                 && $0.configuration.effectiveCompletionQueue === CallbackQueues.callback
         }
         if ownHandlers { return }

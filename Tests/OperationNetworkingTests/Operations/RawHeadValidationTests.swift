@@ -22,7 +22,7 @@ final class RawHeadValidationTests: ServerTestCase {
                 return XCTFail("\(type(of: serializer)) failed \(path)")
             }
             XCTAssertNotNil(object.value, "\(type(of: serializer))")
-            XCTAssertNil(operation.state.withLock { $0.response }, "\(type(of: serializer)) built the response")
+            XCTAssertNil(operation.state.withLock { $0.run.response }, "\(type(of: serializer)) built the response")
             // Built when asked for, from the same head.
             XCTAssertEqual(operation.response?.statusCode, 200)
             XCTAssertEqual(operation.response?.value(forHTTPHeaderField: "Content-Type"), "application/json")
