@@ -7,9 +7,10 @@ import FoundationNetworking
 /// `URLSessionConfiguration.connectionProxyDictionary`). Set it on the manager, which copies it to every
 /// operation it creates and archives it, or on one operation before it starts.
 public enum ProxySetting: Equatable, Sendable {
-    /// The process environment's proxies, as libcurl reads them at each new connection:
-    /// `http_proxy` (lower case only), `https_proxy` / `HTTPS_PROXY`, `all_proxy` / `ALL_PROXY`, and
-    /// the hosts in `no_proxy` / `NO_PROXY` go direct. The default.
+    /// The process environment's proxies, by libcurl's rules: `http_proxy` (lower case only),
+    /// `https_proxy` / `HTTPS_PROXY`, `all_proxy` / `ALL_PROXY`, and the hosts in `no_proxy` /
+    /// `NO_PROXY` go direct. Read once when the operation starts (a variable set at run time is seen
+    /// by the next operation), then kept for its redirects and retries. The default.
     case environment
     /// No proxy, whatever the environment says.
     case direct
@@ -54,6 +55,70 @@ public enum ProxySetting: Equatable, Sendable {
             guard !pattern.isEmpty else { return false }
             return pattern == "*" || host == pattern || host.hasSuffix("." + pattern)
         }
+    }
+}
+
+/// The proxy variables of the process environment, read in one pass over it (`ProxySetting.environment`).
+/// The transport hands them to libcurl as explicit options, so that libcurl does not look them up
+/// again for every request. An empty variable counts as set, as libcurl counts it: `http_proxy=""`
+/// means no proxy, not `all_proxy`. A class, made only when a variable is set: a transfer holds a
+/// reference, `nil` for the usual environment without any.
+final class ProxyEnvironment: Sendable {
+    /// `http_proxy` (never `HTTP_PROXY`, as libcurl: a CGI sets that from a request header).
+    let http: String?
+    /// `https_proxy`, else `HTTPS_PROXY`.
+    let https: String?
+    /// `all_proxy`, else `ALL_PROXY`.
+    let all: String?
+    /// `no_proxy`, else `NO_PROXY`.
+    let noProxy: String?
+
+    init(http: String?, https: String?, all: String?, noProxy: String?) {
+        self.http = http
+        self.https = https
+        self.all = all
+        self.noProxy = noProxy
+    }
+
+    /// The variables as the process environment holds them now; `nil` when none is set.
+    static func current() -> ProxyEnvironment? {
+        var http: String?, https: String?, all: String?, noProxy: String?
+        var httpsUpper: String?, allUpper: String?, noProxyUpper: String?
+        var entry = environ
+        while let pointer = entry.pointee {
+            defer { entry += 1 }
+            // Most variables are ruled out by their first byte, before any comparison.
+            switch UInt8(bitPattern: pointer[0]) {
+            case 0x68: // h
+                read(pointer, "http_proxy=", into: &http)
+                read(pointer, "https_proxy=", into: &https)
+            case 0x48: read(pointer, "HTTPS_PROXY=", into: &httpsUpper)   // H
+            case 0x61: read(pointer, "all_proxy=", into: &all)             // a
+            case 0x41: read(pointer, "ALL_PROXY=", into: &allUpper)        // A
+            case 0x6E: read(pointer, "no_proxy=", into: &noProxy)          // n
+            case 0x4E: read(pointer, "NO_PROXY=", into: &noProxyUpper)     // N
+            default: continue
+            }
+        }
+        guard http != nil || https != nil || httpsUpper != nil || all != nil || allUpper != nil
+                || noProxy != nil || noProxyUpper != nil else { return nil }
+        return ProxyEnvironment(http: http, https: https ?? httpsUpper, all: all ?? allUpper,
+                                noProxy: noProxy ?? noProxyUpper)
+    }
+
+    /// The proxy libcurl is given for a request over https or plain http: `""` for none.
+    func proxy(https isHTTPS: Bool) -> String {
+        (isHTTPS ? https : http) ?? all ?? ""
+    }
+
+    /// Sets `value` to what follows `prefix` (a name and `=`) in `entry`, the first time it matches
+    /// (`getenv` answers with the first too).
+    private static func read(_ entry: UnsafeMutablePointer<CChar>, _ prefix: StaticString, into value: inout String?) {
+        guard value == nil else { return }
+        // The entry ends in NUL, which no byte of the prefix is: a shorter entry stops at a mismatch.
+        let name = prefix.utf8Start
+        for index in 0..<prefix.utf8CodeUnitCount where UInt8(bitPattern: entry[index]) != name[index] { return }
+        value = String(cString: entry + prefix.utf8CodeUnitCount)
     }
 }
 

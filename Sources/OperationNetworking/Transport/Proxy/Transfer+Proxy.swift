@@ -26,15 +26,24 @@ extension Transfer {
         case refused(status: Int)
     }
 
-    /// Applies the operation's proxy setting to the hop being configured. `.environment` leaves libcurl
-    /// reading the proxy variables at each new connection, so a variable set at run time is seen by the
-    /// next request.
+    /// Applies the operation's proxy setting to the hop being configured. libcurl is always told what
+    /// to do, so that it never reads the environment itself (five `getenv`s a request): a hop with no
+    /// proxy gets `CURLOPT_NOPROXY` `*` (every host direct: libcurl then looks for no proxy at all,
+    /// `--noproxy '*'` in curl's tool); one through a proxy gets the proxy and the hosts that bypass
+    /// it. For `.environment` they are the variables read when the transfer was made, chosen for the
+    /// hop's scheme by libcurl's rules.
     func configureProxy(_ easy: CurlEasyHandle) throws {
         switch settings.proxy {
         case .environment:
-            return
+            if let environment = settings.proxyEnvironment,
+               case let proxy = environment.proxy(https: hop.tlsOrigin != nil), !proxy.isEmpty {
+                try easy.set(CURLOPT_PROXY, proxy)
+                try easy.set(CURLOPT_NOPROXY, environment.noProxy ?? "")
+            } else {
+                try easy.set(CURLOPT_NOPROXY, "*")
+            }
         case .direct:
-            try easy.set(CURLOPT_PROXY, "")
+            try easy.set(CURLOPT_NOPROXY, "*")
         case .proxy(let url, let bypass):
             guard ProxySetting.supportedSchemes.contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
                 throw TransportError.make(.unsupportedURL, "The proxy \(url.absoluteString) is not an http, https or "

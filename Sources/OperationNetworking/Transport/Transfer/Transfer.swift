@@ -42,6 +42,9 @@ final class Transfer: @unchecked Sendable {
         let retryPolicy: RetryPolicy
         /// The proxy the request goes through.
         let proxy: ProxySetting
+        /// The environment's proxy variables, read when the transfer was made, for `.environment`
+        /// (`nil`: none set, or another setting).
+        let proxyEnvironment: ProxyEnvironment?
     }
 
     /// The network thread's own bookkeeping of the transfer while it is on curl.
@@ -91,7 +94,8 @@ final class Transfer: @unchecked Sendable {
          retryPolicy: RetryPolicy = .none, proxy: ProxySetting = .environment, delegate: TransferDelegate) {
         settings = Settings(outputStream: outputStream, resumeFrom: resumeFrom, security: security,
                             clientCertificate: clientCertificate, maximumBodySize: maximumBodySize,
-                            retryPolicy: retryPolicy, proxy: proxy)
+                            retryPolicy: retryPolicy, proxy: proxy,
+                            proxyEnvironment: proxy == .environment ? ProxyEnvironment.current() : nil)
         originalRequest = request
         current = Attempt(number: 1, request: request, body: initialBody, bytesReceived: resumeFrom?.offset ?? 0)
         self.delegate = delegate
