@@ -59,6 +59,11 @@ struct CacheControl: Equatable, Sendable {
         directives[name] != nil
     }
 
+    /// Whether the directive is present without an argument (`no-cache`, not `no-cache="set-cookie"`).
+    func hasBare(_ name: String) -> Bool {
+        directives[name] == .some(.some(.bare))
+    }
+
     /// The delta-seconds of a directive that needs them: `.valid(n)`, `.invalid` when present without a
     /// usable number (missing, not digits, or repeated with different values), `.absent`.
     func seconds(_ name: String) -> Seconds {

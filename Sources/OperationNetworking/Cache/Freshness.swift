@@ -137,6 +137,10 @@ struct FreshnessFacts: Sendable, Equatable {
             && !control.has("stale-while-revalidate") && !control.has("stale-if-error")
     }
 
+    /// Whether a cache may never use the response without validating it (a bare `no-cache`, §5.2.2.4),
+    /// whatever its age: its `Date` then changes nothing a cache decides either.
+    var alwaysValidated: Bool { control.hasBare("no-cache") }
+
     /// The facts of `fields` (by lowercased name); `now` places a two-digit year.
     init(_ fields: [String: String], now: Date = Date()) {
         control = CacheControl(fields["cache-control"])

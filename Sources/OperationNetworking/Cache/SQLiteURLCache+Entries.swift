@@ -393,12 +393,13 @@ extension SQLiteURLCache {
 extension SQLiteURLCache.Entry {
     /// Whether this entry says nothing `current` does not, where nothing depends on when it was
     /// received: the same URL, status, body, trust and secondary key, the same fields but `Date`, and
-    /// fields that give neither a freshness lifetime nor a validator. Such a response can only be
-    /// fetched again in full or read as it is (`.returnCacheDataElseLoad`), and writing it again would
-    /// change nothing a request can see, so the stored one stays (the usual API response without cache
-    /// fields, fetched again and again, costs no write).
+    /// fields that give no freshness lifetime and no time to serve it stale, or that say `no-cache`.
+    /// Such a response is validated (or fetched again) before every use, or read as it is
+    /// (`.returnCacheDataElseLoad`); writing it again would change nothing a request can see, so the
+    /// stored one stays: the usual API response without cache fields, fetched again and again, and a
+    /// `no-cache` response validated by a `304` each time, cost no write.
     func repeatsWithoutTime(_ current: SQLiteURLCache.Entry) -> Bool {
-        guard facts.carriesNoTime, fields["etag"] == nil, statusCode == current.statusCode,
+        guard facts.carriesNoTime || facts.alwaysValidated, statusCode == current.statusCode,
               body.count == current.body.count, fields.count == current.fields.count, url == current.url,
               case .found(let mine) = metadata, case .found(let theirs) = current.metadata,
               mine.requestURL == theirs.requestURL, mine.trust == theirs.trust,

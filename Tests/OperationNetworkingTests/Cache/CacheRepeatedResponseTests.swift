@@ -7,9 +7,10 @@ import FoundationNetworking
 import XCTest
 
 /// A response stored again that only repeats the stored one, where nothing depends on when it came
-/// (no freshness lifetime, no validator), is not written again: the usual API response without cache
-/// fields, fetched again and again, costs no write (issue 57). Anything that differs, or a response
-/// whose date matters, is written.
+/// (no freshness lifetime and no time to serve it stale, or a bare `no-cache`), is not written again:
+/// the usual API response without cache fields, fetched again and again, and a `no-cache` response
+/// validated each time, cost no write (issue 57). Anything that differs, or a response whose date
+/// matters, is written.
 final class CacheRepeatedResponseTests: CacheDirectoryTestCase {
     private var url: URL { URL(string: "http://127.0.0.1:9/api/items") ?? URL(fileURLWithPath: "/") }
 
@@ -51,6 +52,15 @@ final class CacheRepeatedResponseTests: CacheDirectoryTestCase {
         XCTAssertFalse(try rowRewritten(first, then: again))
     }
 
+    func testANoCacheResponseValidatedAgainWithAnotherDateIsNotWrittenAgain() throws {
+        let start = Date()
+        let fields = ["Cache-Control": "no-cache", "ETag": "\"v1\""]
+        let first = response(fields.merging(["Date": CacheFixture.httpDate(start)]) { $1 }, received: start)
+        let again = response(fields.merging(["Date": CacheFixture.httpDate(start.addingTimeInterval(5))]) { $1 },
+                             received: start.addingTimeInterval(5))
+        XCTAssertFalse(try rowRewritten(first, then: again))
+    }
+
     func testADifferentBodyOrFieldIsWritten() throws {
         let now = Date()
         XCTAssertTrue(try rowRewritten(response(["Content-Type": "application/json"], received: now),
@@ -63,7 +73,8 @@ final class CacheRepeatedResponseTests: CacheDirectoryTestCase {
         let now = Date()
         for fields in [["Cache-Control": "max-age=60"], ["ETag": "\"v1\""], ["Last-Modified": CacheFixture.httpDate(now)],
                        ["Expires": CacheFixture.httpDate(now.addingTimeInterval(60))],
-                       ["Cache-Control": "stale-while-revalidate=30"]] {
+                       ["Cache-Control": "stale-while-revalidate=30"],
+                       ["Cache-Control": "no-cache=\"set-cookie\", max-age=60"]] {
             XCTAssertTrue(try rowRewritten(response(fields, received: now), then: response(fields, received: now)), "\(fields)")
         }
     }
