@@ -104,6 +104,10 @@ final class CacheStorage: Sendable {
         entryStore = urlCache as? EntryStore
     }
 
+    /// Whether a store or a removal changes memory only, its files written later off the caller's
+    /// thread (`SQLiteURLCache`); false for a cache that writes its files in the call.
+    var storesInMemoryFirst: Bool { entryStore != nil }
+
     /// The entry stored for `request`'s URL, or `nil` on a miss or an entry whose metadata is damaged
     /// (that entry is removed).
     func storedResponse(for request: URLRequest) -> StoredResponse? {

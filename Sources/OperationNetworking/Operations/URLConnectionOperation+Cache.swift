@@ -169,15 +169,21 @@ extension URLConnectionOperation {
         let block: CacheResponseBlock?
     }
 
-    /// Whether the end of the run may write the storage, so that it is prepared off the delivery queue
-    /// (a cache without capacity holds nothing to write or drop).
-    var cacheMayWriteStorage: Bool {
-        let cache = state.withLock { state -> URLCache? in
-            guard state.run.error == nil, let run = state.run.cache, run.machine.mayWriteStorage else { return nil }
-            return run.urlCache
+    /// Whether the end of the run needs a queue of its own, off the one serial delivery queue: when it
+    /// may write a storage that writes files in the call (corelibs' `URLCache`, a subclass of the
+    /// app's), or run the app's cache response block. The library's `SQLiteURLCache` stores in memory
+    /// and writes its files later, in batches, on its own queue: its end is settled where it is.
+    /// (A cache without capacity holds nothing to write or drop.)
+    var cacheEndNeedsItsOwnQueue: Bool {
+        let found = state.withLock { state -> (URLCache, CacheStorage?, Bool)? in
+            guard state.run.error == nil, let run = state.run.cache, run.machine.mayWriteStorage,
+                  let cache = run.urlCache else { return nil }
+            return (cache, run.storage, state.configuration.cacheBlock != nil)
         }
-        guard let cache else { return false }
-        return cache.memoryCapacity > 0 || cache.diskCapacity > 0
+        guard let (cache, storage, hasBlock) = found, cache.memoryCapacity > 0 || cache.diskCapacity > 0 else {
+            return false
+        }
+        return hasBlock || storage?.storesInMemoryFirst != true
     }
 
     /// The cache's part of the end, before the handlers: a `304` becomes the stored response it

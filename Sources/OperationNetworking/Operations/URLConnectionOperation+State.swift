@@ -27,24 +27,21 @@ extension URLConnectionOperation {
         /// plain `URLConnectionOperation`), under the same lock, so that an operation has one.
         var handling = ResponseHandling()
 
-        /// What the operation's runs need and leave (see `Run`). Kept out of line and made at the first
-        /// write: an app queues operations by the thousand, and a queued operation carries one empty
-        /// reference instead of these fields. Read before it was made, it is an empty `Run`.
+        /// What the operation's runs need and leave (see `Run`), made at the first use: an app queues
+        /// operations by the thousand, and a queued operation carries one empty reference instead of
+        /// these fields. A reference, not a value, so that reading one of its fields copies nothing
+        /// (a value kept out of line is copied, or its accessor's frame allocated, on every read).
         var run: Run {
-            _read {
-                if let runStorage { yield runStorage.run } else { yield Run() }
-            }
-            _modify {
-                // Copied only if this state was copied since, which the operation's never is.
-                if runStorage == nil {
-                    runStorage = RunStorage()
-                } else if !isKnownUniquelyReferenced(&runStorage!) {
-                    runStorage = RunStorage(runStorage!.run)
-                }
-                yield &runStorage!.run
+            mutating get {
+                if let runStorage { return runStorage }
+                let made = Run()
+                runStorage = made
+                return made
             }
         }
-        private var runStorage: RunStorage?
+        /// What `run` reads without making it: `nil` before the first use.
+        var existingRun: Run? { runStorage }
+        private var runStorage: Run?
 
         init(request: URLRequest) {
             self.request = request
@@ -52,7 +49,7 @@ extension URLConnectionOperation {
 
         /// The request of the transfer under way (after a redirect, the redirected one); before the
         /// first start, the request as given.
-        var currentRequest: URLRequest { run.currentRequest ?? request }
+        var currentRequest: URLRequest { existingRun?.currentRequest ?? request }
 
         /// Ends the run as cancelled: the cancel error, and no body (as AFNetworking).
         mutating func recordCancel() {
@@ -113,8 +110,10 @@ extension URLConnectionOperation {
     }
 
     /// What only a run needs or leaves: its transfer, the cache's part in it, its outcome and what
-    /// the operation counts of it. A plain value of `State`, held out of line (see `State.run`).
-    struct Run {
+    /// the operation counts of it. Part of `State`, made at the operation's first use of it (see
+    /// `State.run`), and like the rest of `State` read and changed only under the operation's lock:
+    /// `State` is never copied, so this reference is never shared.
+    final class Run {
         /// The request of the transfer under way (after a redirect, the redirected one); `nil` for the
         /// request as given (see `State.currentRequest`).
         var currentRequest: URLRequest?
@@ -144,12 +143,6 @@ extension URLConnectionOperation {
         var handlersRunning = false
         /// Signalled when a pause settled (archiving waits for the kept bytes); made on first use.
         var pauseSettled: NSCondition?
-    }
-
-    /// Where `State.run` is kept.
-    private final class RunStorage {
-        var run: Run
-        init(_ run: Run = Run()) { self.run = run }
     }
 }
 

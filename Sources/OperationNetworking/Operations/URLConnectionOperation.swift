@@ -380,10 +380,10 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     // MARK: - Subclass hooks of the end (see `transferDidEnd(on:group:batch:)`)
 
     /// Where `prepareHandlers()` runs: `nil` for at once, on the caller's queue (the delivery queue
-    /// when `onDeliveryQueue`), or another queue. The base class prepares at once unless the end may
-    /// write the cache's storage: that is file work, kept off the one serial delivery queue.
+    /// when `onDeliveryQueue`), or another queue. The base class prepares at once unless the cache's
+    /// part of the end may do file work or run the app's block (`cacheEndNeedsItsOwnQueue`).
     func preparationQueue(onDeliveryQueue: Bool) -> DispatchQueue? {
-        cacheMayWriteStorage ? CallbackQueues.processing : nil
+        cacheEndNeedsItsOwnQueue ? CallbackQueues.processing : nil
     }
 
     /// The work before the handlers, off the completion queue: the cache's part of the end (see
