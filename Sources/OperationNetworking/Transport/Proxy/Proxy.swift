@@ -29,22 +29,14 @@ public enum ProxySetting: Equatable, Sendable {
     /// The proxy a request to `url` goes through, or `nil` for a direct connection; for
     /// `.environment`, read from `environment` by libcurl's rules.
     func proxyURL(for url: URL?, environment: [String: String] = ProcessInfo.processInfo.environment) -> URL? {
-        guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        guard let url, url.scheme != nil, let host = url.host?.lowercased() else { return nil }
         switch self {
         case .direct:
             return nil
         case .proxy(let proxy, let bypass):
             return ProxySetting.bypasses(host, bypass) ? nil : proxy
         case .environment:
-            let noProxy = (environment["no_proxy"] ?? environment["NO_PROXY"] ?? "")
-                .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard !ProxySetting.bypasses(host, noProxy) else { return nil }
-            let specific = scheme == "https" ? environment["https_proxy"] ?? environment["HTTPS_PROXY"]
-                : environment["http_proxy"]
-            guard let text = specific ?? environment["all_proxy"] ?? environment["ALL_PROXY"], !text.isEmpty else {
-                return nil
-            }
-            return URL(string: text.contains("://") ? text : "http://\(text)")
+            return ProxyEnvironment(environment)?.proxyURL(for: url)
         }
     }
 
@@ -100,10 +92,38 @@ final class ProxyEnvironment: Sendable {
             default: continue
             }
         }
+        return chosen(http: http, https: https, httpsUpper: httpsUpper, all: all, allUpper: allUpper,
+                      noProxy: noProxy, noProxyUpper: noProxyUpper)
+    }
+
+    /// The variables `environment` holds (`ProxySetting.proxyURL(for:environment:)`); `nil` when none is set.
+    convenience init?(_ environment: [String: String]) {
+        guard let chosen = ProxyEnvironment.chosen(
+            http: environment["http_proxy"], https: environment["https_proxy"], httpsUpper: environment["HTTPS_PROXY"],
+            all: environment["all_proxy"], allUpper: environment["ALL_PROXY"],
+            noProxy: environment["no_proxy"], noProxyUpper: environment["NO_PROXY"]) else { return nil }
+        self.init(http: chosen.http, https: chosen.https, all: chosen.all, noProxy: chosen.noProxy)
+    }
+
+    /// libcurl's precedence between the spellings, in one place: the lower case wins; `nil` when none is set.
+    private static func chosen(http: String?, https: String?, httpsUpper: String?, all: String?, allUpper: String?,
+                               noProxy: String?, noProxyUpper: String?) -> ProxyEnvironment? {
         guard http != nil || https != nil || httpsUpper != nil || all != nil || allUpper != nil
                 || noProxy != nil || noProxyUpper != nil else { return nil }
         return ProxyEnvironment(http: http, https: https ?? httpsUpper, all: all ?? allUpper,
                                 noProxy: noProxy ?? noProxyUpper)
+    }
+
+    /// The proxy a request to `url` goes through by these variables, or `nil` for a direct connection:
+    /// `no_proxy` first (a name matches itself and its subdomains; `*` is every host), then the
+    /// variable for its scheme, else `all_proxy`; an empty one means none.
+    func proxyURL(for url: URL) -> URL? {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        let bypass = (noProxy ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !ProxySetting.bypasses(host, bypass) else { return nil }
+        let text = proxy(https: scheme == "https")
+        guard !text.isEmpty else { return nil }
+        return URL(string: text.contains("://") ? text : "http://\(text)")
     }
 
     /// The proxy libcurl is given for a request over https or plain http: `""` for none.

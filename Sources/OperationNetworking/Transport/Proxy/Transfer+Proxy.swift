@@ -26,6 +26,14 @@ extension Transfer {
         case refused(status: Int)
     }
 
+    /// The proxy a request to `url` goes through, or `nil` for a direct connection: for `.environment`,
+    /// by the variables read when the transfer was made (the ones libcurl was handed), not as the
+    /// environment says now.
+    func proxyURL(for url: URL?) -> URL? {
+        guard case .environment = settings.proxy else { return settings.proxy.proxyURL(for: url) }
+        return url.flatMap { settings.proxyEnvironment?.proxyURL(for: $0) }
+    }
+
     /// Applies the operation's proxy setting to the hop being configured. libcurl is always told what
     /// to do, so that it never reads the environment itself (five `getenv`s a request): a hop with no
     /// proxy gets `CURLOPT_NOPROXY` `*` (every host direct: libcurl then looks for no proxy at all,
@@ -59,7 +67,7 @@ extension Transfer {
     /// Logs into a SOCKS5 proxy up front (user/password, RFC 1929) with the login the operation finds,
     /// when this hop goes through one.
     private func configureSOCKSLogin(_ easy: CurlEasyHandle, proxy url: URL) throws {
-        guard Transfer.isSOCKS(url), settings.proxy.proxyURL(for: currentRequest.url) != nil,
+        guard Transfer.isSOCKS(url), proxyURL(for: currentRequest.url) != nil,
               let login = (delegate as? ProxyLoginSource)?.transfer(self, loginFor: url) else { return }
         try easy.set(CURLOPT_PROXYUSERNAME, login.user)
         try easy.set(CURLOPT_PROXYPASSWORD, login.password)
@@ -110,7 +118,7 @@ extension Transfer {
         default: return nil
         }
         let url = currentRequest.url
-        let proxyName = settings.proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "1080")" }
+        let proxyName = proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "1080")" }
             ?? "the proxy"
         return TransportError.refined(.userAuthenticationRequired, "The SOCKS5 proxy \(proxyName) \(why).",
                                       curl: CURLE_PROXY, message: easy.errorMessage, url: url)
@@ -121,7 +129,7 @@ extension Transfer {
         guard let answer = hop.tunnelAnswer else { return nil }
         let url = currentRequest.url
         let target = url.map { "\($0.host ?? "?"):\($0.port ?? 443)" } ?? "the server"
-        let proxyName = settings.proxy.proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "default port")" }
+        let proxyName = proxyURL(for: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? "default port")" }
             ?? "the proxy"
         switch answer {
         case .refused(let status):

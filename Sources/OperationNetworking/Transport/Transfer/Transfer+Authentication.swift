@@ -84,7 +84,7 @@ extension Transfer {
         }
         return AuthenticationChallengeInfo(isProxy: isProxy, schemes: schemes, realm: Transfer.realm(in: values),
                                            method: method, previousFailureCount: current.challengeRounds, head: head,
-                                           proxyURL: isProxy ? settings.proxy.proxyURL(for: currentRequest.url) : nil)
+                                           proxyURL: isProxy ? proxyURL(for: currentRequest.url) : nil)
     }
 
     /// Applies the credentials of earlier challenge rounds to the hop being configured.
