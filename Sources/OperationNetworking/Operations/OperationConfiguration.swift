@@ -56,7 +56,8 @@ struct OperationConfiguration {
 
     /// The settings (every one its default until set).
     private var shared = Shared.defaults
-    private var settings: Settings { shared.settings }
+    /// Read in place: reading one setting does not copy all of them.
+    private var settings: Settings { _read { yield shared.settings } }
 
     /// A setting. Writing one replaces the settings this configuration holds: a write is made while
     /// configuring (not per request), and leaves every other holder's settings as they were.
