@@ -13,6 +13,15 @@ final class CacheJSONTextTests: LibraryTestCase {
         XCTAssertEqual(try JSONDecoder().decode([String: String].self, from: JSONText.object([:])), [:])
     }
 
+    /// A hostile server's field value shaped to close the string and add a field of its own (a cookie,
+    /// say) stays one value: read back, the object has exactly the fields written.
+    func testAValueShapedToInjectAFieldStaysOneValue() throws {
+        let fields = ["x-evil": #"v", "set-cookie": "session=stolen"#, "x-evil-2": "a\\\",\"b\":\"c"]
+        let read = try JSONDecoder().decode([String: String].self, from: JSONText.object(fields))
+        XCTAssertEqual(read, fields)
+        XCTAssertNil(read["set-cookie"])
+    }
+
     func testMetadataReadsBackAsJSONEncoderWroteIt() throws {
         let dates = [Date(timeIntervalSinceReferenceDate: 786_754_023.125_732), .distantPast, .distantFuture,
                      Date(timeIntervalSinceReferenceDate: 0), Date(timeIntervalSinceReferenceDate: -1e-7)]
