@@ -48,17 +48,21 @@ public enum SSLPinningMode: UInt, Sendable {
 /// initializer must also implement the two `required` ones (copies are made through the first,
 /// archives decoded through the second). `copy()` of an operation or a manager copies its policy
 /// (the operations a manager makes share its instance): a subclass with state of its own overrides
-/// `copy(with:)` to carry it. Restate `@unchecked Sendable` and guard the subclass's state with a
-/// lock: one policy serves many operations, and the network thread calls it.
+/// `copy(with:)` to carry it. Restate `@unchecked Sendable` and keep the subclass's state where only
+/// a lock reaches it: one policy serves many operations, and the network thread calls it. Below, a
+/// `Protected` value (a dozen lines of your own over `NSLock`, whose `withLock` is the only way to
+/// the state: Migration.md, "Porting to Swift 6") holds the approved certificates; `Mutex` of Swift's
+/// Synchronization module would do the same, but ThreadSanitizer misreads it on Linux.
 /// ```swift
 /// final class RememberingPolicy: SecurityPolicy, @unchecked Sendable {
-///     private let approvedLock = NSLock()
-///     private var approved: Set<Data> = []
-///     func approve(_ certificate: Data) { approvedLock.withLock { _ = approved.insert(certificate) } }
+///     private let approved = Protected<Set<Data>>([])
+///
+///     func approve(_ certificate: Data) { approved.withLock { _ = $0.insert(certificate) } }
+///
 ///     override func evaluateServerTrust(_ chain: [Data], forDomain domain: String?) -> Bool {
 ///         if super.evaluateServerTrust(chain, forDomain: domain) { return true }
 ///         guard let leaf = chain.first else { return false }
-///         return approvedLock.withLock { approved.contains(leaf) }
+///         return approved.withLock { $0.contains(leaf) }
 ///     }
 /// }
 /// let policy = RememberingPolicy(pinningMode: .none)

@@ -62,17 +62,17 @@ final class SigningManager: HTTPRequestOperationManager, @unchecked Sendable {
     }
 }
 
-/// AFN apps' "remembering" security policy: compiles from another module exactly as Migration.md
-/// writes it.
+/// AFN apps' "remembering" security policy: compiles from another module exactly as `SecurityPolicy`'s
+/// documentation writes it, with the `Protected` of Migration.md's "Porting to Swift 6" (the build adds
+/// Migration.md's compiled blocks to this target).
 final class RememberingPolicy: SecurityPolicy, @unchecked Sendable {
-    private let approvedLock = NSLock()
-    private var approved: Set<Data> = []   // guarded by approvedLock
+    private let approved = Protected<Set<Data>>([])
 
-    func approve(_ certificate: Data) { approvedLock.withLock { _ = approved.insert(certificate) } }
+    func approve(_ certificate: Data) { approved.withLock { _ = $0.insert(certificate) } }
 
     override func evaluateServerTrust(_ chain: [Data], forDomain domain: String?) -> Bool {
         if super.evaluateServerTrust(chain, forDomain: domain) { return true }
         guard let leaf = chain.first else { return false }
-        return approvedLock.withLock { approved.contains(leaf) }
+        return approved.withLock { $0.contains(leaf) }
     }
 }
