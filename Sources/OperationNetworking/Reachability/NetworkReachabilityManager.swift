@@ -69,18 +69,21 @@ extension Notification.Name {
 public let ReachabilityNotificationStatusItem = "OperationNetworkingReachabilityNotificationStatusItem"
 
 /// Watches whether the network (or a host) is reachable, from the kernel's routing and link state
-/// (netlink) — AFNetworking's `AFNetworkReachabilityManager` on Linux.
+/// (netlink) — AFNetworking's `AFNetworkReachabilityManager` on Linux. A `NETLINK_ROUTE` socket
+/// (link, IPv4/IPv6 address and route groups) is watched on a thread of its own, without polling;
+/// `stopMonitoring()` closes it, and a manager freed while monitoring stops itself.
 ///
 /// Reachable means: a route (the default route, or for a host the longest-prefix route to one of its
-/// addresses) goes out through a link that is up and has an address. A cellular link (`wwan*`,
+/// addresses) goes out through a link that is up and has a global address. A cellular link (`wwan*`,
 /// `rmnet*`, or `DEVTYPE=wwan` in the kernel's device description) gives `.reachableViaWWAN`; every
 /// other link — Wi-Fi, wired, VPN, PPP — gives `.reachableViaWiFi`, AFN's "reachable, not WWAN", so
 /// AFN code's `switch` treats a wired server as online. `networkInterfaceKind` tells the links apart.
 /// Reachability is a hint for pausing and resuming a queue, not a pre-flight check (as in AFN).
 /// - Threading: any thread. The status block and notification run on `callbackQueue` (default: the
-///   library's callback queue), only when the status changes, the first one promptly after
-///   `startMonitoring()`. The manager's state lives behind its lock, which is never held while the
-///   block, a notification or the netlink monitor runs.
+///   library's callback queue), when the status or the link kind behind it changes (never twice for
+///   the same status and kind), the first one promptly after `startMonitoring()`. The manager's
+///   state lives behind its lock, which is never held while the block, a notification or the netlink
+///   monitor runs.
 open class NetworkReachabilityManager: NSObject, @unchecked Sendable {
     /// What is watched.
     enum Target {

@@ -31,7 +31,12 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
 
     /// How parameters become a query string.
     public enum QueryStringSerializationStyle: UInt, Sendable {
-        /// AFN's `key[]=` / `key[sub]=` flattening with sorted keys.
+        /// AFN 2.7's query string, byte for byte: `key[]=` / `key[sub]=` flattening with percent-encoded
+        /// brackets, sorted keys, `/` and `?` left alone in values, UTF-8 always. Numbers are written as
+        /// AFN's `NSNumber` wrote them, whatever Swift type they arrive in: `["count": 3, "ratio": 1.5]`
+        /// (a `[String: Double]` to Swift) sends `count=3&ratio=1.5`; integral doubles have no `.0`
+        /// (`%.16g`, floats `%.7g`), `Bool`s are `1`/`0`, integers are exact (`UInt64.max` too). NaN and
+        /// infinities throw `unencodableParameters` instead of sending `nan`.
         case `default` = 0
     }
 
@@ -57,7 +62,9 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
     /// so even a thread with a 512 KiB stack can encode the deepest accepted parameters.
     public static let maximumParameterNestingDepth = 256
 
-    /// A serializer with AFN's default headers: `Accept-Language` and `User-Agent`.
+    /// A serializer with AFN's default headers: `Accept-Language` (the preferred languages with AFN's
+    /// q-values, 1 then 0.9, 0.8… down to 0.5) and `User-Agent`, which AFN left out on Linux:
+    /// `<process name> (<OS> <kernel release>; <machine>) OperationNetworking/<version> libcurl/<version>`.
     public required override init() {
         super.init()
         let defaults = [
