@@ -3,9 +3,9 @@ import Foundation
 @testable import OperationNetworking
 import XCTest
 
-/// Migration.md's "Exact Swift types" spells out signatures where a naive reading of AFN's header
-/// goes wrong; the compiler checks each against the declaration (every constant below has the
-/// documented type), and the named default queue is where handlers run.
+/// Migration.md's map spells out the types where a naive reading of AFN's header goes wrong; the
+/// compiler checks each against the declaration (every constant below has the documented type),
+/// and the named default queue is where handlers run.
 final class DocumentedSignatureTests: ServerTestCase {
     func testTheExactTypesOfMigrationMdCompile() {
         typealias Connection = URLConnectionOperation

@@ -2,8 +2,8 @@ import Foundation
 import XCTest
 
 /// The documents a newcomer reads stay short and say what they need: the README installs and links,
-/// the benchmark reference and the Performance article stay references, not notebooks, and every
-/// kept benchmark run is in the index.
+/// Migration.md stays a porting map, the benchmark reference and the Performance article stay
+/// references, not notebooks, and every kept benchmark run is in the index.
 final class RepositoryDocumentsTests: LibraryTestCase {
     private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
@@ -39,6 +39,14 @@ final class RepositoryDocumentsTests: LibraryTestCase {
         XCTAssertTrue(readme.contains("(SECURITY.md)"), "README.md does not link SECURITY.md")
         XCTAssertTrue(try text("LICENSE").hasPrefix("MIT License"))
         XCTAssertEqual(try text("CHANGELOG.md").components(separatedBy: "\n").first { $0.hasPrefix("## ") }, "## Unreleased")
+    }
+
+    /// Migration.md maps AFN 2.x's names, says what differs and why, and gives the Swift 6 steps; the
+    /// reference lives in the DocC articles and symbol docs, not repeated here. It teaches state owned
+    /// by its lock (`Protected`, `Mutex`), never a `// guarded by` comment the compiler cannot check.
+    func testMigrationGuideIsAPortingMapOfAtMost30KB() throws {
+        XCTAssertLessThanOrEqual(try size("Migration.md"), 30 * 1024)
+        XCTAssertFalse(try text("Migration.md").contains("guarded by"), "Migration.md teaches guarded-by comments")
     }
 
     func testTheBenchmarkReferenceAndThePerformanceArticleStayReferences() throws {
