@@ -71,8 +71,10 @@ CURLSHcode ccurl_share_setopt_long(CURLSH *share, CURLSHoption option, long valu
 size_t ccurl_readfunc_abort(void) { return CURL_READFUNC_ABORT; }
 size_t ccurl_readfunc_pause(void) { return CURL_READFUNC_PAUSE; }
 
-static __thread int network_thread_flag = 0;
+static __thread const void *network_thread_owner = NULL;
 
-void ccurl_mark_network_thread(void) { network_thread_flag = 1; }
+void ccurl_mark_network_thread(const void *owner) { network_thread_owner = owner; }
 
-int ccurl_is_network_thread(void) { return network_thread_flag; }
+int ccurl_is_network_thread(void) { return network_thread_owner != NULL; }
+
+const void *ccurl_current_network_thread(void) { return network_thread_owner; }

@@ -56,9 +56,11 @@ size_t ccurl_readfunc_abort(void);
 size_t ccurl_readfunc_pause(void);
 
 // MARK: - Network-thread confinement (debug assertions)
-/// Marks the calling thread as a network thread (a thread-local flag, never cleared).
-void ccurl_mark_network_thread(void);
+/// Marks the calling thread as the network thread `owner` runs (a thread-local, never cleared).
+void ccurl_mark_network_thread(const void *owner);
 /// 1 on a thread marked by ccurl_mark_network_thread, 0 elsewhere.
 int ccurl_is_network_thread(void);
+/// The owner the calling thread was marked with; NULL off every network thread.
+const void *ccurl_current_network_thread(void);
 
 #endif

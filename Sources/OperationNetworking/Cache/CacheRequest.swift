@@ -104,3 +104,190 @@ struct CacheRequest: Sendable {
     /// name or password in its URL (which libcurl sends as one).
     var hasAuthorization: Bool { headers["authorization"] != nil || url.user != nil || url.password != nil }
 }
+
+/// The directives of a `Cache-Control` field (RFC 9111 §5.2), parsed once.
+///
+/// Names are compared without case; an argument may be a token or a quoted string (§5.2: both forms
+/// are accepted for every directive). A directive whose argument is missing or not delta-seconds
+/// where delta-seconds are required, or one that comes twice with different arguments, is *invalid*:
+/// §4.2.1 lets a cache take the first occurrence or treat the response as stale, and encourages stale
+/// for invalid freshness information, so an invalid `max-age` makes the response stale
+/// (`maxAge == 0`) and an invalid `max-stale` or `min-fresh` is ignored on requests. Directives the
+/// library does not know are kept and ignored (§5.2.3).
+/// - Threading: an immutable value.
+struct CacheControl: Equatable, Sendable {
+    /// A directive's argument as parsed.
+    enum Argument: Equatable, Sendable {
+        /// No `=` at all.
+        case bare
+        /// `delta-seconds` (clamped to 2^31, §1.2.2).
+        case seconds(Int)
+        /// Anything else, unquoted.
+        case text(String)
+    }
+
+    /// Every directive by lowercased name: the first occurrence's argument, or `nil` when repeated with
+    /// a different one (then it counts as invalid).
+    private let directives: [String: Argument?]
+
+    /// The largest delta-seconds value kept; larger ones (or ones that overflow) become this (§1.2.2).
+    static let maximumDeltaSeconds = 2_147_483_648
+
+    /// No directive.
+    static let empty = CacheControl(directives: [:])
+
+    private init(directives: [String: Argument?]) {
+        self.directives = directives
+    }
+
+    /// Parses the value of one or more `Cache-Control` fields (already joined with commas, as a
+    /// response's header dictionary joins repeated fields); `nil` parses as no directive.
+    init(_ fieldValue: String?) {
+        var found: [String: Argument?] = [:]
+        for member in CacheControl.listMembers(fieldValue ?? "") {
+            let (name, argument) = CacheControl.directive(member)
+            guard !name.isEmpty else { continue }
+            if let earlier = found[name] {
+                // Repeated: the same argument again changes nothing; a different one is a conflict.
+                if earlier != argument { found[name] = .some(nil) }
+            } else {
+                found[name] = .some(argument)
+            }
+        }
+        directives = found
+    }
+
+    // MARK: - Reading
+
+    /// Whether the directive is present at all (with or without a valid argument).
+    func has(_ name: String) -> Bool {
+        directives[name] != nil
+    }
+
+    /// Whether the directive is present without an argument (`no-cache`, not `no-cache="set-cookie"`).
+    func hasBare(_ name: String) -> Bool {
+        directives[name] == .some(.some(.bare))
+    }
+
+    /// The delta-seconds of a directive that needs them: `.valid(n)`, `.invalid` when present without a
+    /// usable number (missing, not digits, or repeated with different values), `.absent`.
+    func seconds(_ name: String) -> Seconds {
+        guard let entry = directives[name] else { return .absent }
+        guard case .seconds(let value)? = entry else { return .invalid }
+        return .valid(value)
+    }
+
+    /// What `seconds(_:)` found.
+    enum Seconds: Equatable, Sendable {
+        case absent
+        case invalid
+        case valid(Int)
+    }
+
+    /// `max-stale`, which may come without an argument: `.any` then (any staleness is acceptable).
+    var maxStale: MaxStale {
+        guard let entry = directives["max-stale"] else { return .absent }
+        switch entry {
+        case .bare?: return .any
+        case .seconds(let value)?: return .limit(value)
+        case .text?, nil: return .absent   // invalid: ignored, the stricter reading
+        }
+    }
+
+    /// What a request's `max-stale` allows.
+    enum MaxStale: Equatable, Sendable {
+        case absent
+        case any
+        case limit(Int)
+    }
+
+    // MARK: - Parsing
+
+    /// The members of a comma-separated list, commas inside quoted strings kept, each trimmed; read
+    /// byte by byte (commas, quotes, backslashes and white space are ASCII).
+    static func listMembers(_ value: String) -> [String] {
+        guard !value.isEmpty else { return [] }
+        var members: [String] = []
+        let bytes = value.utf8
+        var start = bytes.startIndex
+        var quoted = false
+        var escaped = false
+        var index = start
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if escaped {
+                escaped = false
+            } else if quoted && byte == UInt8(ascii: "\\") {
+                escaped = true
+            } else if byte == UInt8(ascii: "\"") {
+                quoted.toggle()
+            } else if byte == UInt8(ascii: ",") && !quoted {
+                appendTrimmed(bytes[start..<index], to: &members)
+                start = bytes.index(after: index)
+            }
+            index = bytes.index(after: index)
+        }
+        appendTrimmed(bytes[start..<bytes.endIndex], to: &members)
+        return members
+    }
+
+    /// Appends `member` without the white space around it, unless nothing is left.
+    private static func appendTrimmed(_ member: Substring.UTF8View, to members: inout [String]) {
+        let trimmed = trimmingOWS(Substring(member))
+        if !trimmed.isEmpty { members.append(trimmed) }
+    }
+
+    /// `text` without the optional white space (spaces and tabs, RFC 9110 §5.6.3) around it.
+    static func trimmingOWS<Text: StringProtocol>(_ whole: Text) -> String {
+        let text = Substring(whole)
+        let bytes = text.utf8
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start = bytes.index(after: start) }
+        while start < end {
+            let last = bytes.index(before: end)
+            guard bytes[last] == 0x20 || bytes[last] == 0x09 else { break }
+            end = last
+        }
+        return String(text[start..<end])
+    }
+
+    /// One `name[=argument]` member: the lowercased name and the argument.
+    private static func directive(_ member: String) -> (String, Argument) {
+        guard let equals = member.firstIndex(of: "=") else {
+            return (asciiLowercased(member), .bare)
+        }
+        let name = asciiLowercased(trimmingOWS(member[..<equals]))
+        let raw = trimmingOWS(member[member.index(after: equals)...])
+        let text = unquoted(raw)
+        if let seconds = deltaSeconds(text) { return (name, .seconds(seconds)) }
+        return (name, .text(text))
+    }
+
+    /// The text of a quoted string (escapes undone), or `value` itself when it is not quoted.
+    static func unquoted(_ value: String) -> String {
+        guard value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") else { return value }
+        var result = ""
+        var escaped = false
+        for character in value.dropFirst().dropLast() {
+            if !escaped && character == "\\" {
+                escaped = true
+                continue
+            }
+            escaped = false
+            result.append(character)
+        }
+        return result
+    }
+
+    /// `1*DIGIT` as a count of seconds, clamped to `maximumDeltaSeconds`; `nil` for anything else.
+    static func deltaSeconds(_ text: String) -> Int? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        var value = 0
+        for digit in text.utf8 {
+            value = value * 10 + Int(digit - 0x30)
+            if value >= maximumDeltaSeconds { return maximumDeltaSeconds }
+        }
+        return value
+    }
+}

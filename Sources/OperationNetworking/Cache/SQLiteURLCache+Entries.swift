@@ -49,7 +49,7 @@ extension SQLiteURLCache {
     /// the file, then kept up to date here), the most recently used entries themselves up to
     /// `memoryCapacity`, and the changes not yet written. Every lookup and store is decided here, under
     /// the cache's memory lock; only a key whose entry is not in memory is read from the file, and the
-    /// writes go to the file later, in batches (`SQLiteURLCache+Writer.swift`).
+    /// writes go to the file later, in batches (`SQLiteURLCache.swift`).
     ///
     /// - Threading: a value owned by the cache's `Protected` lock; no I/O here.
     struct Entries {

@@ -1,3 +1,4 @@
+import CTrust
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -62,5 +63,86 @@ enum Storability {
     static func fits(size: Int, memoryCapacity: Int, diskCapacity: Int) -> Bool {
         let capacity = max(memoryCapacity, diskCapacity)
         return capacity > 0 && size <= capacity / 20
+    }
+}
+
+/// The trust an https response was fetched under, as the cache records it with the entry: a stored
+/// response answers only an operation that would have trusted the connection it came from.
+///
+/// Without it, an operation without pinning (or a run of the program before pinning was added) could
+/// store a response from a server holding a mis-issued certificate, and a pinned operation would later
+/// be answered from the cache with its pin never evaluated. So every entry of an `https` URL records
+/// an identity of everything that decided the connection's trust, and a lookup finds the entry only
+/// when the operation's identity is the same; otherwise the operation goes to the network (its pin is
+/// evaluated there) and its response may replace the entry.
+///
+/// The identity is a text, the same in every process for the same settings:
+/// - `system` for the default: `SecurityPolicy.default()`'s settings and no client certificate;
+/// - otherwise the pinning mode, `allowInvalidCertificates`, `validatesDomainName`, and SHA-256
+///   digests of the pinned certificates, the added anchors and the client certificate (certificates
+///   are public; no key or passphrase is part of it);
+/// - a subclass that decides trust itself (`evaluateServerTrust(_:forDomain:)` overridden) adds the
+///   instance's number and a random number of this process: its decision is code, which no record
+///   can repeat, so its entries answer that instance alone, in this process alone.
+///
+/// An entry stored with no identity (by the app itself, or by corelibs' `URLSession`, which trusts
+/// the system's roots) answers only the default identity.
+/// - Threading: pure functions; any thread.
+enum CacheTrust {
+    /// The identity of the default trust.
+    static let system = "system"
+
+    /// The identity of `policy` (`nil`: the default policy) with `clientCertificate`.
+    static func identity(of policy: SecurityPolicy.Snapshot?, clientCertificate: ClientCertificate?) -> String {
+        guard policy.map({ !$0.isSystemDefault }) ?? false || clientCertificate != nil else { return system }
+        let settings = policy ?? SecurityPolicy.defaultSnapshot
+        var parts = [
+            "mode=\(settings.mode.rawValue)",
+            "allowInvalid=\(settings.allowInvalid)",
+            "validatesDomainName=\(settings.validatesDomainName)",
+            "pinned=\(digest(of: settings.pinned))",
+            "anchors=\(digest(of: settings.anchors))",
+            "client=\(clientCertificate.map { digest(of: [$0.certificate]) } ?? "none")",
+        ]
+        if let evaluator = settings.evaluator {
+            parts.append("evaluator=\(processNumber).\(evaluator.serialNumber)")
+        }
+        return parts.joined(separator: ";")
+    }
+
+    /// Whether an entry stored under `recorded` (its identity, `nil` when it has none) may answer an
+    /// operation whose identity is `current`, for the entry's URL `url`: always for a URL that is not
+    /// `https` (no connection trust protected it), else only under the same identity.
+    static func admits(recorded: String?, current: String, for url: URL) -> Bool {
+        guard url.scheme?.lowercased() == "https" else { return true }
+        return (recorded ?? system) == current
+    }
+
+    /// The identity an entry records for a response to `url` fetched under `current`: `nil` for a URL
+    /// that is not `https`.
+    static func recorded(_ current: String, for url: URL) -> String? {
+        url.scheme?.lowercased() == "https" ? current : nil
+    }
+
+    /// A random number drawn once per process, so that an overriding instance's number never matches
+    /// an entry another process stored.
+    private static let processNumber = UInt64.random(in: 1...UInt64.max)
+
+    /// SHA-256, in hex, of a set of certificates taken in a fixed order (the set's own order varies).
+    private static func digest(of certificates: Set<Data>) -> String {
+        guard !certificates.isEmpty else { return "none" }
+        var joined = Data()
+        for certificate in certificates.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            // Each one framed by its length, so two sets never join into the same bytes.
+            withUnsafeBytes(of: UInt64(certificate.count).bigEndian) { joined.append(contentsOf: $0) }
+            joined.append(certificate)
+        }
+        var hash = [UInt8](repeating: 0, count: 32)
+        let ok = joined.withUnsafeBytes { bytes in
+            ctrust_sha256(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &hash)
+        }
+        // Without a digest the identity must still differ from every other: the certificates themselves.
+        guard ok == 1 else { return joined.base64EncodedString() }
+        return hash.map { String(format: "%02x", $0) }.joined()
     }
 }

@@ -40,7 +40,7 @@ extension URLConnectionOperation {
 }
 
 /// Builds the command line of `curlDescription(redactingSecrets:)`, mirroring what the transport
-/// puts on the wire (Transfer+Configure.swift): which headers it adds, drops or suppresses.
+/// puts on the wire (Transfer+Hop.swift): which headers it adds, drops or suppresses.
 /// - Threading: a value, used on one thread.
 struct CurlCommand {
     let request: URLRequest

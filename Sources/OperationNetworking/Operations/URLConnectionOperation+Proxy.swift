@@ -69,7 +69,7 @@ extension URLConnectionOperation: ProxyLoginSource {
 
 extension CurlCommand {
     /// The options that send the command through the operation's proxy as the transport does
-    /// (Transfer+Proxy.swift), in the spelling of curl's tool: nothing for `.environment` (curl reads
+    /// (Proxy.swift), in the spelling of curl's tool: nothing for `.environment` (curl reads
     /// the same variables libcurl does), `--noproxy '*'` for `.direct`; for `.proxy`, `--proxy URL` for an
     /// HTTP or HTTPS proxy, `--socks5 host:port` or `--socks5-hostname host:port` for a SOCKS5 one,
     /// `--noproxy` with the bypass list, and `--proxy-user` with the login (the proxy credential, or

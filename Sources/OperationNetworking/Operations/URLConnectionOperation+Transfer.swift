@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -236,5 +237,85 @@ extension URLConnectionOperation {
     @preconcurrency
     public func setDidReceiveResponseBlock(_ block: DidReceiveResponseBlock?) {
         self[setting: \.didReceiveResponseBlock] = block
+    }
+}
+
+// MARK: - Output stream and notifications
+
+extension URLConnectionOperation {
+    /// How the transfer about to start for `request` ends without the network because the caller's
+    /// output stream (`stream`, still to open) would not open. `nil`: it goes to the network.
+    func streamOutcome(for request: URLRequest, opening stream: OutputStream?) -> TransferOutcome? {
+        guard let stream else { return nil }
+        if stream.streamStatus == .notOpen { stream.open() }
+        guard stream.streamStatus != .error else {
+            return .failed(stream.streamError ?? TransportError.make(.cannotWriteToFile, "The output stream could not be opened.",
+                                                                     url: request.url))
+        }
+        return nil
+    }
+
+    /// Posts from the library's callback queue: at once when already on it, else asynchronously.
+    func post(_ name: Notification.Name) {
+        if CallbackQueues.isOnCallbackQueue {
+            NotificationCenter.default.post(name: name, object: self)
+            return
+        }
+        CallbackWork.shared.async(group: nil) { [self] in
+            NotificationCenter.default.post(name: name, object: self)
+        }
+    }
+}
+
+extension URLConnectionOperation {
+    /// When to send the request again after a retryable failure or status (see `RetryPolicy`).
+    /// Default `.none`: one attempt, as AFNetworking. Set it before the operation starts; the manager
+    /// sets its own on each operation it creates. `copy()` keeps it.
+    public var retryPolicy: RetryPolicy {
+        get { self[setting: \.retryPolicy] }
+        set { self[setting: \.retryPolicy] = newValue }
+    }
+
+    /// The attempts made so far: 0 before the operation started, 1 for a request sent once, more when
+    /// `retryPolicy` sent it again (the count includes an attempt still waiting out its delay).
+    public var attempts: Int { state.withLock { $0.run.attempts } }
+}
+
+/// Counts finished members of a batch, from whichever completion queue each one finishes on.
+private final class BatchCounter: Sendable {
+    private let finished = Protected(0)
+
+    func next() -> Int {
+        finished.withLock {
+            $0 += 1
+            return $0
+        }
+    }
+}
+
+extension URLConnectionOperation {
+    /// AFN's `batchOfRequestOperations:progressBlock:completionBlock:`: returns `operations` plus one
+    /// last operation that depends on all of them and calls `completion` after every member's own
+    /// completion handling ran. Nothing is enqueued: add the returned array to a queue.
+    ///
+    /// `progress(finished, total)` runs once per member, on that member's completion queue, after its
+    /// handlers and before it turns finished, with `finished` counting 1, 2, … total (strictly in order
+    /// when the members share a serial completion queue, as with the default).
+    /// `completion` runs on the first member's completion queue (the library's callback queue by default).
+    @preconcurrency
+    public static func batch(of operations: [URLConnectionOperation],
+                             progress: (@Sendable (Int, Int) -> Void)?,
+                             completion: (@Sendable ([URLConnectionOperation]) -> Void)?) -> [Operation] {
+        let queue = operations.first?.effectiveCompletionQueue ?? CallbackQueues.callback
+        let total = operations.count
+        let counter = BatchCounter()
+        let batchOperation = BlockOperation {
+            CallbackQueues.async(on: queue) { completion?(operations) }
+        }
+        for operation in operations {
+            operation.addFinishHook { progress?(counter.next(), total) }
+            batchOperation.addDependency(operation)
+        }
+        return operations + [batchOperation]
     }
 }

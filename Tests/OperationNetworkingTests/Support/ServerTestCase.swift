@@ -42,22 +42,6 @@ class ServerTestCase: LibraryTestCase {
 
 }
 
-/// A server test with a fresh temporary directory of its own, removed after each test.
-class TemporaryDirectoryTestCase: ServerTestCase {
-    private(set) var directory: URL!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("onet-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(at: directory)
-        super.tearDown()
-    }
-}
-
 extension XCTestCase {
     /// Sets success and failure blocks that record the outcome and fulfil the returned expectation.
     func recordOutcome(of operation: HTTPRequestOperation) -> (XCTestExpectation, OutcomeBox) {

@@ -2,17 +2,16 @@ import Foundation
 @testable import OperationNetworking
 import XCTest
 
-/// A transfer delegate that only records how the transfer ended; `completed` is guarded by `lock`.
-final class TransferOutcomeRecorder: TransferDelegate, @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: Bool?   // guarded by lock
+/// A transfer delegate that only records how the transfer ended.
+final class TransferOutcomeRecorder: TransferDelegate, Sendable {
+    private let result = Protected<Bool?>(nil)
     private let done: XCTestExpectation
 
     init(_ done: XCTestExpectation) {
         self.done = done
     }
 
-    var completed: Bool? { lock.withLock { result } }
+    var completed: Bool? { result.value }
 
     func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
         request
@@ -27,7 +26,7 @@ final class TransferOutcomeRecorder: TransferDelegate, @unchecked Sendable {
     func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch) {
         let completed: Bool
         if case .completed = outcome { completed = true } else { completed = false }
-        lock.withLock { result = completed }
+        result.withLock { $0 = completed }
         done.fulfill()
     }
 }

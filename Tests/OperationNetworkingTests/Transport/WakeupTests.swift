@@ -33,93 +33,9 @@ final class WakeupTests: ServerTestCase {
     }
 }
 
-/// Idle keep-alive connections are kept for a bounded time and in a cache sized from the descriptor
-/// limit, so connections the server closed long ago do not pile up in CLOSE-WAIT.
-final class ConnectionCacheTests: ServerTestCase {
-    func testTheCacheIsAQuarterOfTheDescriptorLimitWithinBounds() {
-        XCTAssertEqual(NetworkThread.connectionCacheSize(forDescriptorLimit: 64), 16)
-        XCTAssertEqual(NetworkThread.connectionCacheSize(forDescriptorLimit: 8), 4)
-        XCTAssertEqual(NetworkThread.connectionCacheSize(forDescriptorLimit: 1 << 40), NetworkThread.maxActiveTransfers)
-        XCTAssertEqual(NetworkThread.shared.idleConnectionLifetime, 30)
-    }
-
-    private func fetch(on thread: NetworkThread) {
-        let done = expectation(description: "transfer ended")
-        let recorder = submit("/echo", to: thread, done: done)
-        wait(for: [done], timeout: 5)
-        XCTAssertEqual(recorder.completed, true)
-    }
-
-    func testAConnectionIdleLongerThanTheLifetimeIsNotReused() {
-        let shortLived = NetworkThread(idleConnectionLifetime: 1)
-        defer { shortLived.shutDown() }
-        fetch(on: shortLived)
-        fetch(on: shortLived)
-        XCTAssertEqual(server.acceptedConnections, 1, "reused while fresh")
-        // Letting the connection sit idle past its lifetime is the behaviour under test, not a wait
-        // for something to happen.
-        Thread.sleep(forTimeInterval: 2.2)
-        fetch(on: shortLived)
-        XCTAssertEqual(server.acceptedConnections, 2, "a connection idle for 2 s was reused under a 1 s lifetime")
-    }
-}
-
-/// Transfers past the active limit wait without a curl handle; the slots that ending transfers free
-/// are filled in the same loop turn, not after the network thread's idle poll.
-final class WaitingTransferTests: ServerTestCase {
-    func testWaitingTransfersStartAsSoonAsEarlierOnesEnd() {
-        // One slot: each transfer waits for the previous one, and each end leaves nothing on curl.
-        let thread = NetworkThread(activeLimit: 1)
-        defer { thread.shutDown() }
-        let ends = (0..<3).map { expectation(description: "transfer \($0) ended") }
-        let recorders = ends.map { submit("/echo", to: thread, done: $0) }
-        // Under the 1 s a parked loop sleeps: one such sleep per waiting transfer would take 2 s.
-        wait(for: ends, timeout: 0.9)
-        XCTAssertEqual(recorders.map(\.completed), [true, true, true])
-        XCTAssertEqual(server.requests(path: "/echo").count, 3)
-    }
-}
-
-/// A thread that tests make ends when told to, without first sleeping out its idle poll.
-final class NetworkThreadShutDownTests: ServerTestCase {
-    func testShutDownDoesNotWaitOutTheIdlePoll() {
-        let thread = NetworkThread()
-        let ended = expectation(description: "transfer ended")
-        _ = submit("/echo", to: thread, done: ended)
-        wait(for: [ended], timeout: 5)
-        XCTAssertTrue(eventually { thread.isParked })   // asleep in the 1 s poll of an idle loop
-        let stopped = expectation(description: "thread shut down")
-        DispatchQueue.global().async {
-            thread.shutDown()
-            stopped.fulfill()
-        }
-        wait(for: [stopped], timeout: 0.5)
-    }
-
-    /// A test-made thread that shuts down frees its multi handle (closing the connection it kept
-    /// alive and libcurl's wake-up socket pair), its share handle and its pooled easy handles.
-    func testShutDownFreesTheThreadsHandlesAndTheirDescriptors() {
-        let descriptorsBefore = openDescriptors()
-        let handlesBefore = CurlEasyHandle.liveCount
-        var thread: NetworkThread? = NetworkThread()
-        let ended = expectation(description: "transfer ended")
-        if let thread { _ = submit("/echo", to: thread, done: ended) }
-        wait(for: [ended], timeout: 5)
-        XCTAssertEqual(server.openConnections, 1, "the connection is kept for reuse")
-        XCTAssertEqual(CurlEasyHandle.liveCount, handlesBefore + 1, "the handle is pooled")
-        thread?.shutDown()
-        XCTAssertEqual(CurlEasyHandle.liveCount, handlesBefore)
-        let server = self.server!
-        XCTAssertTrue(eventually { server.openConnections == 0 }, "the kept connection is still open")
-        thread = nil   // its eventfd goes with the object
-        XCTAssertTrue(eventually { openDescriptors().subtracting(descriptorsBefore).isEmpty },
-                      "still open: \(openDescriptors().subtracting(descriptorsBefore).sorted())")
-    }
-}
-
 /// This process's open descriptors as "number → what it refers to" (a socket's inode names it, so a
 /// number reused for something else counts as new).
-private func openDescriptors() -> Set<String> {
+func openDescriptors() -> Set<String> {
     let directory = "/proc/self/fd"
     let numbers = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
     return Set(numbers.compactMap { number in

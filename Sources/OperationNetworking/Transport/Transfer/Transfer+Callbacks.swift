@@ -17,7 +17,7 @@ extension Transfer {
     /// One response header line arrived (every line counts as activity); false aborts the transfer
     /// (the reason is in `abortError`).
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
-        assertOnNetworkThread()
+        assertOnItsThread()
         switch hop.receiveHeaderLine(line, at: activityTime) {
         case .tooLarge:
             current.abortError = TransportError.make(.cannotParseResponse,
@@ -33,7 +33,7 @@ extension Transfer {
 
     /// A piece of the response body arrived; false aborts the transfer.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        assertOnNetworkThread()
+        assertOnItsThread()
         hop.lastActivity = activityTime
         guard let decoder = hop.decoder else { return receiveDecoded(bytes) }
         switch decoder.decode(bytes, into: { receiveDecoded($0) }) {
@@ -69,7 +69,7 @@ extension Transfer {
 
     /// Copies request body bytes for curl; the count, 0 at the end, -1 to abort, or `mustWait` to pause.
     func sendBody(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
-        assertOnNetworkThread()
+        assertOnItsThread()
         guard let upload = hop.upload else { return 0 }
         restartBodyIfRequestWasSentAgain()
         let count = upload.read(into: buffer, capacity: capacity)
@@ -95,6 +95,7 @@ extension Transfer {
 
     /// Starts the request body over; false when it cannot be replayed.
     func rewindBody() -> Bool {
+        assertOnItsThread()
         guard let upload = hop.upload, upload.rewind() else { return false }
         hop.bytesSent = 0
         return true
@@ -202,6 +203,7 @@ extension Transfer {
 
     /// The operation refused the response: the transfer fails with its error, as it is (no retry).
     func refuseResponse(with error: Error) {
+        assertOnItsThread()
         current.abortError = error
         current.abortIsFinal = true
     }
@@ -290,5 +292,31 @@ extension Transfer {
     private func storeCookies(from values: [String], url: URL) {
         guard !values.isEmpty else { return }
         CookieAcceptance.store(values, from: url, in: Transfer.cookieStorage)
+    }
+}
+
+extension OutputStream {
+    /// Writes all of `bytes`, calling `write` again after each short write: true once every byte is
+    /// written, false when the stream fails (-1) or takes nothing (0, as a full fixed-size buffer
+    /// does), which would otherwise loop for ever. The one way the library writes to a caller's stream.
+    func writeAll(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return true }
+        var written = 0
+        while written < bytes.count {
+            let result = write(base + written, maxLength: bytes.count - written)
+            guard result > 0 else { return false }
+            written += result
+        }
+        return true
+    }
+}
+
+extension Stream {
+    /// `streamError`, asked only of a stream whose status says it failed: corelibs' own
+    /// `streamError` traps when CoreFoundation has no error to give (a stream that merely took
+    /// nothing, or a subclass that does not override it), and a caller's stream must not crash the
+    /// network thread.
+    var reportedError: Error? {
+        streamStatus == .error ? streamError : nil
     }
 }

@@ -1,3 +1,5 @@
+import CCurl
+import CCurlShim
 import Foundation
 import Synchronization
 #if canImport(FoundationNetworking)
@@ -11,12 +13,12 @@ import FoundationNetworking
 /// here, `settings` fixed at creation), what one attempt owns (`current`, an `Attempt` replaced
 /// whole when a retry begins) and what one hop owns (`hop`, a `Hop` replaced whole when the next
 /// request goes out). Its life is `state`, a `TransferState`; the transitions in
-/// `Transfer+Lifecycle.swift` drive it and carry out what its events return, and the network thread
+/// `Transfer.swift` drive it and carry out what its events return, and the network thread
 /// carries out the `HopEndAction`s they return without reaching into redirect, challenge or resume
 /// details itself.
 /// - Threading: created on any thread, then handed to `NetworkThread` once; from then on every
 ///   stored property is used only on the network thread (checked in debug builds by
-///   `assertOnNetworkThread()`), except `cancelRequested`, an atomic any thread may set. `finish()`
+///   `assertOnItsThread()`), except `cancelRequested`, an atomic any thread may set. `finish()`
 ///   ends that: the network thread dispatches the end to the delivery queue, where the delegate reads
 ///   `body`, `head` and `metrics` (the network thread writes nothing after it). That single hand-over
 ///   is why the class may be `@unchecked Sendable`.
@@ -68,7 +70,7 @@ final class Transfer: @unchecked Sendable {
     var current: Attempt
     /// What the hop under way owns; replaced only by `beginHop(_:)`.
     var hop: Hop = .beforeFirst
-    /// Hops sent again because their server never processed them (`Transfer+Resend.swift`); counted
+    /// Hops sent again because their server never processed them (`Transfer+Failure.swift`); counted
     /// apart from attempts, which the retry policy bounds.
     var unprocessedResends = 0
     /// Monotonic time the network thread took the transfer in.
@@ -170,4 +172,212 @@ final class Transfer: @unchecked Sendable {
                            validator: etag ?? modified, rangesSupported: supported || honoured,
                            totalLength: resourceLength)
     }
+}
+
+// MARK: - Network thread: the transitions the network thread drives
+
+extension Transfer {
+    /// What the network thread does once curl reports the current hop done.
+    enum HopEndAction {
+        /// Recycle the handle and end the transfer with this outcome.
+        case finish(TransferOutcome)
+        /// Send the next hop (a redirect to follow, a challenge to answer, or the current request
+        /// again when its server never processed it: `Transfer+Failure.swift`) on the same handle.
+        case sendNextHop
+        /// Recycle the handle and send the request again after `delay` seconds (`RetryPolicy`); `error`
+        /// is the transport failure, or `nil` for a retryable status.
+        case retry(after: TimeInterval, error: Error?)
+    }
+
+    /// The easy handle while the transfer is on curl.
+    var easy: CurlEasyHandle? {
+        assertOnItsThread()
+        guard case .active = state.phase else { return nil }
+        return current.easy
+    }
+
+    /// `created → waiting`: the network thread takes the transfer in (and notes itself and the time).
+    /// False when a cancel or pause from another thread overtook the add (the transfer already ended).
+    func takeIn(by network: NetworkThread, at now: UInt64) -> Bool {
+        assert(network.isCurrentThread, "a transfer is taken in on the network thread that takes it")
+        // Nothing changes before the machine agrees: a transfer that already ended stays as it ended.
+        guard perform(state.takeIn()) else { return false }
+        self.network = network
+        startTime = now
+        queuedSince = now
+        return true
+    }
+
+    /// `waiting → active`: configures `easy` for the first hop. On a throw the handle is not the
+    /// transfer's and the transfer must end with the error.
+    func admit(on easy: CurlEasyHandle) throws {
+        assertOnItsThread()
+        try configure(easy)
+        // The time spent waiting counts: the no-progress timeout runs from when the request was queued,
+        // so a request held behind others to a dead endpoint does not wait for their timeouts first.
+        hop.lastActivity = min(hop.lastActivity, queuedSince)
+        current.easy = easy
+        _ = perform(state.admit())
+    }
+
+    /// `any → finished`: ends the transfer and hands back its delegate, to be told of the outcome once;
+    /// `nil` when the transfer had already ended. The transfer drops its own reference to the delegate.
+    func finish() -> TransferDelegate? {
+        // Before `takeIn` the transfer is its submitter's (ended there when no network thread runs).
+        assert(network?.isCurrentThread ?? true, "a transfer ends on its network thread")
+        let delegate = self.delegate
+        return perform(state.finish()) ? delegate : nil
+    }
+
+    /// Leaves curl early (cancel, pause, stall): the handle to take off curl and recycle, if the
+    /// transfer had one, with its metrics read first. `finish()` follows at once.
+    func leaveCurlEarly() -> CurlEasyHandle? {
+        assertOnItsThread()
+        guard let easy else { return nil }
+        collectMetrics(from: easy)
+        return easy
+    }
+
+    /// `active → delaying`: off curl until the next attempt is due; the monotonic time it is.
+    func delay(for seconds: TimeInterval, now: UInt64) -> UInt64 {
+        assertOnItsThread()
+        let until = now &+ UInt64(max(0, min(seconds, 1e6)) * 1e9)
+        _ = perform(state.delay(until: until))
+        return until
+    }
+
+    /// `delaying → waiting`: the next attempt starts from a fresh `Attempt` on the original request (a
+    /// multipart body the serializer built is rebuilt), queued at `now`. False when the transfer ended
+    /// meanwhile (cancelled or paused during the delay).
+    func beginNextAttempt(now: UInt64) -> Bool {
+        assertOnItsThread()
+        queuedSince = now
+        return perform(state.wake())
+    }
+
+    /// Whether the transfer, waiting without a handle, has waited longer than its timeout at `now`.
+    func waitedTooLong(now: UInt64) -> Bool {
+        guard case .waiting = state.phase else { return false }
+        return now > queuedSince && now - queuedSince > timeoutNanoseconds
+    }
+
+    /// Stops a debug build when called anywhere but on the network thread that took the transfer in:
+    /// the hand-over that licenses `@unchecked Sendable`, checked rather than trusted.
+    @inline(__always)
+    func assertOnItsThread(file: StaticString = #fileID, line: UInt = #line) {
+        assert(network?.isCurrentThread == true, "called off the transfer's network thread", file: file, line: line)
+    }
+
+    /// A socket curl asked for was opened (`descriptor`), or could not be (`error`, its errno).
+    func socketOpened(_ descriptor: Int32, error: Int32) {
+        assertOnItsThread()
+        if descriptor < 0 {
+            hop.socketOpenError = error
+        } else {
+            network?.idleConnections.opened(descriptor)
+        }
+    }
+
+    /// Carries out what an event of `state` returned; false when the event was ignored.
+    private func perform(_ action: TransferState.Action) -> Bool {
+        switch action {
+        case .ignore:
+            return false
+        case .proceed:
+            return true
+        case .releaseHandle:
+            current.easy = nil
+            return true
+        case .beginNextAttempt:
+            if let multipart = originalRequest.httpBodyStream as? MultipartBodyStream {
+                originalRequest.httpBodyStream = multipart.rebuilt()
+            }
+            current = Attempt(number: current.number + 1, request: originalRequest)
+            return true
+        case .end:
+            current.easy = nil
+            hop.upload?.close()
+            delegate = nil
+            return true
+        }
+    }
+
+    /// curl finished the current hop with `code` (the handle is already off the multi handle):
+    /// end the transfer (`finish()` follows, the handle is recycled), or go on with a redirect or a
+    /// challenge answer on the same handle.
+    func hopEnded(code: CURLcode, on easy: CurlEasyHandle) -> HopEndAction {
+        assertOnItsThread()
+        collectMetrics(from: easy)
+        // Cancelled while curl ran the hop (the pre-request callback may have stopped it): a cancel.
+        if isCancelRequested { return .finish(.cancelled) }
+        if let error = current.abortError { return current.abortIsFinal ? .finish(.failed(error)) : retryOrFinish(.failed(error)) }
+        if code != CURLE_OK, resendsUnprocessed(code: code, easy: easy) { return .sendNextHop }
+        if code != CURLE_OK, let refusal = proxyRefusalEnded(code: code, easy: easy) { return refusal }
+        guard code == CURLE_OK else { return retryOrFinish(.failed(failure(code, easy: easy))) }
+        switch hop.kind {
+        case .redirect: return redirectEnded()
+        case .challenge: return challengeEnded()
+        case .unusableNotModified: return unusableNotModifiedEnded()
+        case .awaitingHead: return .finish(.completed)
+        case .retryable:
+            if let delay = retryDelayForStatus() { return .retry(after: delay, error: nil) }
+            return .finish(deliverSetAside())
+        case .delivering:
+            if let shortfall = bodyShortfall(easy) { return retryOrFinish(.failed(shortfall)) }
+            if let required = hop.requiredBodyEnd, bytesReceived != required {
+                return .finish(.failed(TransportError.make(
+                    .networkConnectionLost, "The continued download ended at byte \(bytesReceived) of \(required).",
+                    url: currentRequest.url)))
+            }
+            if let unfinished = unfinishedCompression() { return retryOrFinish(.failed(unfinished)) }
+            return .finish(.completed)
+        }
+    }
+}
+
+/// Receives a transfer's events. The methods up to `didSendBytes` are called on the network thread and
+/// must be cheap (store, or hand work to a queue); retries and the end arrive on the delivery queue.
+protocol TransferDelegate: AnyObject, Sendable {
+    /// A redirect response arrived; return the request to follow or `nil` to deliver the 3xx.
+    func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest?
+    /// A response head arrived that the retry policy may replace (monitors hear of it).
+    func transfer(_ transfer: Transfer, didReceive head: ResponseHead)
+    /// The response head the caller gets arrived (a final head, or a set-aside redirect, challenge or
+    /// retryable response that became the response), before any byte of its body reached the sink:
+    /// record it as `didReceive` does and say whether and how its body is delivered. Synchronous, so
+    /// that no body byte flows before the answer.
+    func transfer(_ transfer: Transfer, willDeliver head: ResponseHead) -> URLConnectionOperation.ResponseDisposition
+    /// A `304` arrived: the fields to send the request again without, at once (the cache made it
+    /// conditional and the `304` is about another response than the one it holds), or `nil` to take
+    /// the `304` as it is.
+    func transfer(_ transfer: Transfer, resendsUnconditionallyAfter head: ResponseHead) -> [String]?
+    /// A 401/407 arrived that the library may answer; decide how (called once per round).
+    func transfer(_ transfer: Transfer, didReceiveChallenge challenge: AuthenticationChallengeInfo) -> ChallengeResolution
+    /// A redirect that keeps the body, or an answered challenge, needs the request body again and the
+    /// transfer cannot make it itself (a caller's stream, already read): a new stream of the same
+    /// bytes, or `nil` to fail with `URLError(.requestBodyStreamExhausted)`.
+    func transfer(_ transfer: Transfer, needsNewBodyStreamFor request: URLRequest) -> InputStream?
+    /// Body bytes arrived (after any restart of a resumed download).
+    func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64)
+    /// Request body bytes were handed to curl.
+    func transfer(_ transfer: Transfer, didSendBytes count: Int, totalBytes: Int64, expectedBytes: Int64)
+    /// Attempt `attempt` will be sent after `delay` seconds; on `CallbackQueues.delivery`.
+    func transfer(_ transfer: Transfer, willRetryAfter delay: TimeInterval, attempt: Int, error: Error?)
+    /// The transfer ended; called exactly once, on `CallbackQueues.delivery`, with `batch`
+    /// gathering the completion-queue work of the same network-thread turn.
+    func transfer(_ transfer: Transfer, didFinishWith outcome: TransferOutcome, batch: CompletionBatch)
+}
+
+extension TransferDelegate {
+    /// Records the head and delivers its body as it comes.
+    func transfer(_ transfer: Transfer, willDeliver head: ResponseHead) -> URLConnectionOperation.ResponseDisposition {
+        self.transfer(transfer, didReceive: head)
+        return .allow
+    }
+
+    /// A `304` is taken as it is.
+    func transfer(_ transfer: Transfer, resendsUnconditionallyAfter head: ResponseHead) -> [String]? { nil }
+
+    /// No new body stream: the transfer fails when it needs one.
+    func transfer(_ transfer: Transfer, needsNewBodyStreamFor request: URLRequest) -> InputStream? { nil }
 }

@@ -1,7 +1,13 @@
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// Where a transfer is in its life, and the events that move it (curl's `mstate()` as the anchor:
 /// one funnel, traced). Each event returns what the transfer must do about it; `Transfer.perform(_:)`
 /// carries that out, in one place. The network thread drives the events through the transfer's
-/// transitions (`Transfer+Lifecycle.swift`).
+/// transitions (`Transfer.swift`).
 ///
 /// ```
 /// created ──takeIn──▶ waiting ──admit──▶ active ──delay──▶ delaying
@@ -108,5 +114,142 @@ struct TransferState {
         #else
         preconditionFailure("Transfer: \(event) in \(phase)")
         #endif
+    }
+}
+
+/// How one transfer ended; handed to the delegate once, on the network thread.
+enum TransferOutcome {
+    /// A response was received completely (any status code).
+    case completed
+    /// The transport failed; the error is a `URLError` built by `TransportError`.
+    case failed(Error)
+    /// `cancel` reached the network thread before the transfer ended.
+    case cancelled
+    /// `pause` reached the network thread; the bytes so far stay in the sink.
+    case paused(ResumePoint)
+    /// A response was received completely, but the transfer still failed (a cancelled challenge).
+    case completedWithError(Error)
+    /// The operation answered it from its URL cache without the network (the stored response's head and body).
+    case answeredFromCache(ResponseHead, Data)
+}
+
+/// Where a transfer left off when it was paused, so a later transfer can continue with a Range request.
+struct ResumePoint: Sendable {
+    /// Where in the resource the download continues: the first byte the sink does not hold yet. For a
+    /// request that carried its own `Range: bytes=A-…` (AFNetworking's pattern for appending to a
+    /// partial file) and got a 206, that is A plus the bytes received, not the bytes received alone.
+    var offset: Int64
+    /// The last byte of the caller's closed range (`bytes=A-B`), kept for the continuation.
+    var rangeEnd: Int64? = nil
+    /// The `ETag` (preferred) or `Last-Modified` of the response those bytes came from, sent as `If-Range`.
+    var validator: String?
+    /// Whether the server advertised `Accept-Ranges: bytes`; without it the download restarts from zero.
+    var rangesSupported: Bool
+    /// The resource's full length when a response said it (a 200's `Content-Length`, a 206's
+    /// `Content-Range` total): a continuation must agree with it and end exactly there.
+    var totalLength: Int64? = nil
+}
+
+/// Something that happened to a transfer on the network thread that its delegate must hear of off
+/// that thread. The network thread gathers them over one loop iteration and hands the whole list to
+/// `CallbackQueues.delivery` in one dispatch, in the order they happened.
+enum TransferEvent {
+    /// The transfer ended; the delegate was detached from the transfer by `Transfer.finish()`.
+    case ended(Transfer, TransferOutcome, TransferDelegate)
+    /// Attempt `attempt` will be made after `delay` seconds (`RetryPolicy`); `error` is the failure
+    /// that caused it, `nil` for a retryable status.
+    case willRetry(Transfer, delay: TimeInterval, attempt: Int, error: Error?, TransferDelegate)
+
+    /// Tells each delegate, in order, then sends the completion-queue work they produced, grouped
+    /// per queue. Runs on the delivery queue (or, without a network thread, on the caller's thread).
+    static func deliver(_ events: [TransferEvent]) {
+        let batch = CompletionBatch()
+        // Each event read in place: `for event in events` copied every one, retaining its transfer,
+        // outcome and delegate, only to release them again at the end of the turn.
+        events.withUnsafeBufferPointer { events in
+            for index in events.indices {
+                switch events[index] {
+                case .ended(let transfer, let outcome, let delegate):
+                    delegate.transfer(transfer, didFinishWith: outcome, batch: batch)
+                case .willRetry(let transfer, let delay, let attempt, let error, let delegate):
+                    delegate.transfer(transfer, willRetryAfter: delay, attempt: attempt, error: error)
+                }
+            }
+        }
+        batch.send()
+    }
+}
+
+/// Timing and connection facts of one finished transfer, read from libcurl's `CURLINFO_*` values.
+///
+/// Times are seconds from the start of the transfer (the moment the network thread first handed the
+/// request to curl). After redirects, the phase times are those of the last hop, shifted by the time
+/// the earlier hops took, so every value stays measured from the same start.
+/// - Threading: an immutable value.
+public struct TransferMetrics: Sendable, Equatable {
+    /// Until the host name was resolved.
+    public let nameLookup: TimeInterval
+    /// Until the TCP connection was established.
+    public let connect: TimeInterval
+    /// Until the TLS handshake completed (equal to `connect`-era zero for plain HTTP, as curl reports it).
+    public let tlsHandshake: TimeInterval
+    /// Until the first response byte arrived.
+    public let firstByte: TimeInterval
+    /// Until the transfer ended.
+    public let total: TimeInterval
+    /// The IP address of the server the last hop talked to.
+    public let remoteAddress: String?
+    /// `"1.0"`, `"1.1"`, `"2"` or `"3"`: the HTTP version of the last response.
+    public let httpVersion: String?
+    /// `true` when the last hop reused a connection that was already open.
+    public let connectionReused: Bool
+    /// How many redirects were followed.
+    public let redirectCount: Int
+    /// How many times the request was sent (1 unless a `RetryPolicy` sent it again; 0 when a stored
+    /// response answered without the network).
+    public let attempts: Int
+    /// What the HTTP cache did: `.hit` when a stored response answered (then every time is 0),
+    /// `.revalidated` after a `304`, `.stored`, `.miss`, or `.notConsulted`. Default `.notConsulted`.
+    public let cacheStatus: CacheStatus
+
+    /// Creates metrics; the library fills them in, tests may build their own.
+    public init(nameLookup: TimeInterval, connect: TimeInterval, tlsHandshake: TimeInterval,
+                firstByte: TimeInterval, total: TimeInterval, remoteAddress: String?,
+                httpVersion: String?, connectionReused: Bool, redirectCount: Int, attempts: Int = 1,
+                cacheStatus: CacheStatus = .notConsulted) {
+        self.nameLookup = nameLookup
+        self.connect = connect
+        self.tlsHandshake = tlsHandshake
+        self.firstByte = firstByte
+        self.total = total
+        self.remoteAddress = remoteAddress
+        self.httpVersion = httpVersion
+        self.connectionReused = connectionReused
+        self.redirectCount = redirectCount
+        self.attempts = attempts
+        self.cacheStatus = cacheStatus
+    }
+
+    /// The metrics of a run that never reached the network (answered from the cache, or refused by it).
+    static func withoutNetwork(cacheStatus: CacheStatus) -> TransferMetrics {
+        TransferMetrics(nameLookup: 0, connect: 0, tlsHandshake: 0, firstByte: 0, total: 0, remoteAddress: nil,
+                        httpVersion: nil, connectionReused: false, redirectCount: 0, attempts: 0, cacheStatus: cacheStatus)
+    }
+
+    /// The same metrics with `cacheStatus` in place.
+    func with(cacheStatus: CacheStatus) -> TransferMetrics {
+        TransferMetrics(nameLookup: nameLookup, connect: connect, tlsHandshake: tlsHandshake, firstByte: firstByte,
+                        total: total, remoteAddress: remoteAddress, httpVersion: httpVersion,
+                        connectionReused: connectionReused, redirectCount: redirectCount, attempts: attempts,
+                        cacheStatus: cacheStatus)
+    }
+}
+
+extension Int64 {
+    /// `self + other`, stuck at `Int64.max` instead of trapping: byte counts and offsets come from
+    /// servers and archives, and an absurd one must not stop the process.
+    func saturatingAdd(_ other: Int64) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other < 0 ? .min : .max) : sum
     }
 }

@@ -298,7 +298,7 @@ arguments.removeAll { $0 == "--contract" }
 let readsBody = arguments.contains("--read-body")
 arguments.removeAll { $0 == "--read-body" }
 /// `--ca-cache`: with an `https://` URL, each handle trusts the CA bundle file alone, so libcurl parses it
-/// once per multi handle rather than once per TLS connection (onet's choice, Transfer+Security.swift).
+/// once per multi handle rather than once per TLS connection (onet's choice, Transfer+TLS.swift).
 let cachesCABundle = arguments.contains("--ca-cache")
 arguments.removeAll { $0 == "--ca-cache" }
 /// `--buffer-size N`: with `--url`, each handle's receive buffer is N bytes (onet sets 256 KiB,

@@ -132,6 +132,7 @@ extension Transfer {
     /// The decision for the connection just made or reused (the pinning rules, or the subclass's
     /// `evaluateServerTrust`); records why on refusal.
     func serverIsTrusted(connection: String) -> Bool {
+        assertOnItsThread()
         guard let policy = settings.security, let easy, let url = currentRequest.url else { return true }
         let key = TrustedConnections.Key(policy: policy, connection: connection)
         let chain = presentedChain(easy)
