@@ -57,6 +57,7 @@ struct BackgroundRevalidation {
 ///   the delivery queue and is settled on the processing queue. The machine is behind its own lock.
 final class BackgroundRevalidator: TransferDelegate, Sendable {
     /// A revalidation under way: the cache (alive while its storage is held here) and the key.
+    /// - Threading: an immutable value; kept in `running`, under its lock.
     struct Running: Hashable, Sendable {
         let cache: ObjectIdentifier
         let key: String

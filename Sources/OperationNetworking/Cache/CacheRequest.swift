@@ -117,6 +117,7 @@ struct CacheRequest: Sendable {
 /// - Threading: an immutable value.
 struct CacheControl: Equatable, Sendable {
     /// A directive's argument as parsed.
+    /// - Threading: an immutable value.
     enum Argument: Equatable, Sendable {
         /// No `=` at all.
         case bare
@@ -178,6 +179,7 @@ struct CacheControl: Equatable, Sendable {
     }
 
     /// What `seconds(_:)` found.
+    /// - Threading: an immutable value.
     enum Seconds: Equatable, Sendable {
         case absent
         case invalid
@@ -195,6 +197,7 @@ struct CacheControl: Equatable, Sendable {
     }
 
     /// What a request's `max-stale` allows.
+    /// - Threading: an immutable value.
     enum MaxStale: Equatable, Sendable {
         case absent
         case any

@@ -3,6 +3,7 @@
 ///
 /// An enum rather than an option set: each run ends in exactly one of these, and `stored` already
 /// says "a miss whose response was stored".
+/// - Threading: an immutable value.
 public enum CacheStatus: String, Sendable, Equatable, CustomStringConvertible {
     /// The cache was not asked: caching off (`urlCache == nil`), a method other than GET, a request
     /// made partial or conditional by the caller, an `outputStream`, or a resumed download.

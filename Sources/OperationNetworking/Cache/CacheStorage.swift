@@ -6,6 +6,7 @@ import FoundationNetworking
 /// A response as the cache keeps it, with what RFC 9111 needs to judge it later: its parts, not
 /// Foundation's `HTTPURLResponse`, whose initializer rewrites every field name and costs more than the
 /// rest of a store; one is built only to deliver a stored response (`response`).
+/// - Threading: a value; copied, never shared.
 struct StoredResponse: Sendable {
     /// The URL it came from (its final URL).
     let url: URL
@@ -239,6 +240,7 @@ final class CacheStorage: Sendable {
 
 /// A cache that keeps the library's entries itself (`SQLiteURLCache`): `CacheStorage` reads and
 /// writes them by key, decoded, instead of through `CachedURLResponse` and the JSON of its `userInfo`.
+/// - Threading: any thread; the store keeps its entries behind locks of its own (see `SQLiteURLCache`).
 protocol EntryStore: AnyObject, Sendable {
     /// The entry under `key`, or nil.
     func entry(forKey key: String) -> SQLiteURLCache.Entry?

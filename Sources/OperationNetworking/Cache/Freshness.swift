@@ -115,6 +115,7 @@ struct Freshness: Equatable, Sendable {
 /// - Threading: an immutable value.
 struct FreshnessFacts: Sendable, Equatable {
     /// What `Expires` says.
+    /// - Threading: an immutable value.
     enum Expires: Sendable, Equatable {
         case absent
         /// Not an HTTP date: a time in the past (§5.3).

@@ -354,6 +354,7 @@ extension SQLiteURLCache {
     private static let live = Protected<[ObjectIdentifier: LiveCache]>([:])
 
     /// A cache known to `live`, without keeping it alive.
+    /// - Threading: a value (a weak reference); kept in `live` and read only under its lock.
     private struct LiveCache: Sendable {
         weak var cache: SQLiteURLCache?
     }

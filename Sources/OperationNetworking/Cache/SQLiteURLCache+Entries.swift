@@ -6,6 +6,8 @@ import FoundationNetworking
 extension SQLiteURLCache {
     /// One stored response as the cache keeps it in memory: decoded once, when it was stored or first
     /// read, and handed out as it is (a hit builds nothing).
+    /// - Threading: an immutable value; kept under the cache's memory lock and handed out from it to any
+    ///   thread.
     struct Entry: Sendable {
         /// The response's URL, status and header fields (Foundation's `HTTPURLResponse` is built only
         /// for `cachedResponse`).

@@ -7,6 +7,7 @@ import FoundationNetworking
 ///
 /// Where Foundation has a code of the same meaning, the raw value is that `NSURLError` number (the
 /// code AFNetworking used), so `error.code == NSURLErrorCannotDecodeRawData` keeps working.
+/// - Threading: an immutable value.
 public enum RequestSerializationErrorCode: Int, Sendable {
     /// Parameters that cannot be encoded: NaN or an infinity, a value JSON or a property list cannot
     /// hold (`NSURLErrorCannotDecodeRawData`).
@@ -35,6 +36,7 @@ public enum RequestSerializationErrorCode: Int, Sendable {
 }
 
 /// The codes of errors in `ArchiveErrorDomain`: an archive `SafeArchive.unarchive(_:from:)` refuses.
+/// - Threading: an immutable value.
 public enum ArchiveErrorCode: Int, Sendable {
     /// Larger than `SafeArchive.maximumSize`; refused unread.
     case tooLarge = 1

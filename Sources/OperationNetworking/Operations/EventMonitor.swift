@@ -265,6 +265,7 @@ final class FinishWaiter: Sendable {
 
 /// An error handed to the monitor queue. Errors the transport makes are `URLError`s (Sendable); the
 /// box carries the rest the same way. Immutable, hence `@unchecked Sendable`.
+/// - Threading: immutable; made on the delivery queue, read on `CallbackQueues.monitors`.
 private struct UncheckedError: @unchecked Sendable {
     let error: Error?
     init(_ error: Error?) { self.error = error }

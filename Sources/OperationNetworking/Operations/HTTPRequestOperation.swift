@@ -191,6 +191,8 @@ extension URLConnectionOperation {
     /// What serializing the response gave: the object, and the validation or serialization error
     /// (the object may be set with it: the JSON body of a 404). Made once, never changed; boxed, so
     /// that a queued operation carries one empty reference.
+    /// - Threading: immutable after init; kept in the operation's `state.handling`, under its lock, and
+    ///   read from any thread.
     final class SerializedResponse {
         let object: Any?
         let error: Error?

@@ -46,6 +46,7 @@ struct OperationConfiguration {
     }
 
     /// Settings that never change, so that configurations can share them.
+    /// - Threading: immutable after init; any thread (configurations on many threads share one).
     private final class Shared: Sendable {
         let settings: Settings
         init(_ settings: Settings) { self.settings = settings }

@@ -2,6 +2,7 @@ import Foundation
 
 /// What a paused download keeps for its continuation: where the bytes leave off and, for an
 /// in-memory download, the bytes themselves (an output-stream download keeps them in the stream).
+/// - Threading: a value; kept in the operation's lifecycle phase, under its lock.
 struct KeptDownload: Sendable {
     /// Where the continuation starts, with the validator it sends as `If-Range`.
     var point: ResumePoint
@@ -39,6 +40,7 @@ struct KeptDownload: Sendable {
 /// - Threading: a value; its owner keeps it in its `Protected` state.
 struct OperationState {
     /// What happens once a pause on its way to the network thread settled.
+    /// - Threading: an immutable value.
     enum AfterPause: Equatable, Sendable {
         /// Stay paused, keeping the bytes.
         case stayPaused

@@ -113,6 +113,7 @@ extension URLConnectionOperation {
     /// the operation counts of it. Part of `State`, made at the operation's first use of it (see
     /// `State.run`), and like the rest of `State` read and changed only under the operation's lock:
     /// `State` is never copied, so this reference is never shared.
+    /// - Threading: reached only inside `state.withLock`, from any thread: the operation's lock owns it.
     final class Run {
         /// The request of the transfer under way (after a redirect, the redirected one); `nil` for the
         /// request as given (see `State.currentRequest`).

@@ -166,6 +166,7 @@ extension URLConnectionOperation: TransferDelegate {
 }
 
 /// The sender a `URLAuthenticationChallenge` needs; answers come back through the block's return value.
+/// - Threading: stateless (its methods do nothing); any thread.
 private final class ChallengeSender: NSObject, URLAuthenticationChallengeSender, @unchecked Sendable {   // stateless
     static let shared = ChallengeSender()
     func use(_ credential: URLCredential, for challenge: URLAuthenticationChallenge) {}
@@ -201,6 +202,7 @@ extension URLConnectionOperation {
 extension URLConnectionOperation {
     /// What happens to a response whose head arrived, decided before any byte of its body is written
     /// (see `operationDidReceiveResponse(_:)`).
+    /// - Threading: an immutable value; the caller's block returns it on the network thread.
     public enum ResponseDisposition: Sendable {
         /// Deliver the body as the library does by default. After your own `Range` that the server
         /// answered with a whole `200`, that is the whole body from its first byte: in `responseData`,
@@ -282,6 +284,7 @@ extension URLConnectionOperation {
 }
 
 /// Counts finished members of a batch, from whichever completion queue each one finishes on.
+/// - Threading: the count is owned by a `Protected`; any thread (each member's completion queue).
 private final class BatchCounter: Sendable {
     private let finished = Protected(0)
 

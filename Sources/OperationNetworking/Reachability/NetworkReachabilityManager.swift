@@ -2,6 +2,7 @@ import Foundation
 
 /// Whether the network can be reached, and how (AFNetworking's `AFNetworkReachabilityStatus`): the
 /// four statuses AFN code switches over, meaning what that code assumes.
+/// - Threading: an immutable value.
 public enum NetworkReachabilityStatus: Int, Sendable {
     /// Not known yet (before monitoring delivered the first status), or netlink is unavailable.
     case unknown = -1
@@ -26,6 +27,7 @@ public enum NetworkReachabilityStatus: Int, Sendable {
 
 /// The kind of link a reachable route leaves through (not in AFN, whose status folded it in): for
 /// code that cares whether "reachable via WiFi" is really Wi-Fi.
+/// - Threading: an immutable value.
 public enum NetworkInterfaceKind: String, Sendable {
     /// Ethernet, and any other link that is neither wireless nor cellular (bridge, VPN tunnel, PPP).
     case wired
@@ -38,6 +40,7 @@ public enum NetworkInterfaceKind: String, Sendable {
 }
 
 /// A reachability answer with the link behind it; the monitor reports it when it changes.
+/// - Threading: an immutable value.
 enum ReachabilityState: Equatable, Sendable {
     case unknown
     case notReachable

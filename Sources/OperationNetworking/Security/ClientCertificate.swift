@@ -10,6 +10,7 @@ import Foundation
 /// - Threading: an immutable value.
 public struct ClientCertificate: Sendable, Equatable {
     /// How certificate and key bytes are encoded.
+    /// - Threading: an immutable value.
     public enum Format: String, Sendable {
         /// Base64 text between `-----BEGIN …-----` lines.
         case pem = "PEM"

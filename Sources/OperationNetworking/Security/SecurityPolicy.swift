@@ -4,6 +4,7 @@ import Synchronization
 
 /// How a `SecurityPolicy` pins the server. A pin counts only on the path from the server's leaf,
 /// never because the server appended it (see `SecurityPolicy`'s rules).
+/// - Threading: an immutable value.
 public enum SSLPinningMode: UInt, Sendable {
     /// No pinning: the chain must verify against the system's trust store (and any added anchors).
     case none = 0
@@ -308,6 +309,8 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     private var settings: Snapshot { stored.value }
 
     /// The settings of a policy at one moment; the transport decides from this.
+    /// - Threading: a value; the policy keeps its own behind its lock (`stored`), and a transfer carries a
+    ///   copy to the network thread.
     struct Snapshot: Sendable, Hashable {
         var mode: SSLPinningMode
         var pinned: Set<Data>
@@ -325,6 +328,7 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
 
     /// A subclass instance whose `evaluateServerTrust` decides; equal only to itself (by its serial
     /// number, which no other instance of the process gets).
+    /// - Threading: immutable; the transport calls `policy.evaluateServerTrust` on the network thread.
     struct Evaluator: Sendable, Hashable {
         let policy: SecurityPolicy
         let serialNumber: UInt64

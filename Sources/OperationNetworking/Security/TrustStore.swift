@@ -63,7 +63,8 @@ final class TrustStore: @unchecked Sendable {
         return Bundle(raw: ctrust_bundle_load(path))
     }()
 
-    /// The parsed bundle: read-only once made, so any thread may share it.
+    /// The parsed bundle.
+    /// - Threading: read-only once made (once per process, `systemBundle`); any thread shares it.
     private struct Bundle: @unchecked Sendable {
         let raw: UnsafeMutableRawPointer?
     }

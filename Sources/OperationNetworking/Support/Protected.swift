@@ -5,6 +5,8 @@ import Foundation
 /// ThreadSanitizer misreads on Linux.
 ///
 /// Never call a user block, an open method or another `Protected`'s `withLock` inside `body`.
+/// - Threading: any thread; `withLock` holds its `NSLock`, so one thread at a time reaches the value.
+///   `Sendable` when `State` is.
 final class Protected<State> {
     private let lock = NSLock()
     private var state: State

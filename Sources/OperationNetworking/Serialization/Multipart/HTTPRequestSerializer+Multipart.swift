@@ -58,6 +58,8 @@ extension HTTPRequestSerializer {
 }
 
 /// Copies an input stream to a file once; created on the caller's thread, then run on one queue.
+/// - Threading: made on the caller's thread, then handed once to a global queue, the only one that
+///   uses it; `completion` runs on the library's callback queue.
 private final class StreamCopy: @unchecked Sendable {   // handed over once, then used by one thread
     private let source: InputStream?
     /// The URL of the request whose body is copied: the failing URL of the errors about its stream.

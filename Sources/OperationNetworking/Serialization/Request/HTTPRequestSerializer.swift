@@ -30,6 +30,7 @@ open class HTTPRequestSerializer: NSObject, URLRequestSerialization, @unchecked 
     public typealias QueryStringSerialization = @Sendable (URLRequest, Any) throws -> String
 
     /// How parameters become a query string.
+    /// - Threading: an immutable value.
     public enum QueryStringSerializationStyle: UInt, Sendable {
         /// AFN 2.7's query string, byte for byte: `key[]=` / `key[sub]=` flattening with percent-encoded
         /// brackets, sorted keys, `/` and `?` left alone in values, UTF-8 always. Numbers are written as

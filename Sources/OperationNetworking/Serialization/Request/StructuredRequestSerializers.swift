@@ -7,6 +7,7 @@ import FoundationNetworking
 /// `GET`, `HEAD` and `DELETE` still put them in the query string (AFNetworking's `AFJSONRequestSerializer`).
 /// Parameters that are not valid JSON throw, as do parameters nested deeper than
 /// `maximumParameterNestingDepth` (`nestingTooDeep`); nothing crashes.
+/// - Threading: as `HTTPRequestSerializer`; `writingOptions` live behind a lock of their own. Any thread.
 open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
     private let storedWritingOptions = Protected<JSONSerialization.WritingOptions>([])
 
@@ -75,6 +76,8 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
 /// Sends parameters as a property list body (`Content-Type: application/x-plist`) for methods that carry
 /// a body (AFNetworking's `AFPropertyListRequestSerializer`). Values a property list cannot hold throw,
 /// as do parameters nested deeper than `maximumParameterNestingDepth` (`nestingTooDeep`).
+/// - Threading: as `HTTPRequestSerializer`; the property-list settings live behind a lock of their own.
+///   Any thread.
 open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
     /// The property-list settings (the base class keeps its own).
     private struct Settings {

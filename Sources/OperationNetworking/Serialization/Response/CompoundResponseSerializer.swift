@@ -6,6 +6,8 @@ import FoundationNetworking
 /// Tries several serializers in order; the first that returns an object wins (its error, if it also
 /// reported one, comes with it). When none does, the compound validates and returns the body itself,
 /// as a plain `HTTPResponseSerializer` (AFNetworking's `AFCompoundResponseSerializer`).
+/// - Threading: as `HTTPResponseSerializer`; the component list lives behind a lock of its own and is
+///   copied out before any component runs. Any thread.
 open class CompoundResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     private let storedSerializers = Protected<[HTTPResponseSerializer]>([])
 

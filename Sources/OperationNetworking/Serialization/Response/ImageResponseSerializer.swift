@@ -5,8 +5,10 @@ import FoundationNetworking
 
 /// An image body: its format and pixel size, read from the file header, and the bytes. There is no
 /// UIKit or AppKit on Linux, and no decoding library is needed: hand `data` to one if you need pixels.
+/// - Threading: an immutable value.
 public struct Image: Sendable, Equatable {
     /// The image formats recognised from their headers.
+    /// - Threading: an immutable value.
     public enum Format: String, Sendable {
         /// PNG (`image/png`).
         case png
@@ -48,6 +50,7 @@ public struct Image: Sendable, Equatable {
 /// `image/gif`, `image/bmp`, `image/x-bmp`, `image/x-ms-bmp`, `image/webp`. AFN's TIFF, ICO and XBM
 /// types fail validation (`NSURLErrorCannotDecodeContentData`, the response attached) instead of
 /// failing later in decoding.
+/// - Threading: as `HTTPResponseSerializer` (no settings of its own); any thread.
 open class ImageResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     /// A serializer for the image content types.
     public required init() {

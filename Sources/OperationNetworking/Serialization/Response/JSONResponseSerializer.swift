@@ -7,6 +7,7 @@ import FoundationNetworking
 /// `AFJSONResponseSerializer`). The body is read in the response's charset (else `stringEncoding`) and
 /// parsed as UTF-8. An empty or single-space body is `nil`, not an error. Bytes that are not valid in
 /// that charset are an error (AFN returned `nil` silently).
+/// - Threading: as `HTTPResponseSerializer`; the JSON settings live behind a lock of their own. Any thread.
 open class JSONResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     /// The JSON settings (the base class keeps its own).
     private struct Settings {

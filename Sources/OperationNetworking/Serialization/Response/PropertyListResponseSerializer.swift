@@ -5,6 +5,8 @@ import FoundationNetworking
 
 /// Parses `application/x-plist` bodies (AFNetworking's `AFPropertyListResponseSerializer`).
 /// An empty body is `nil`; a body that is not a property list is an error.
+/// - Threading: as `HTTPResponseSerializer`; the property-list settings live behind a lock of their own.
+///   Any thread.
 open class PropertyListResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     /// The property-list settings (the base class keeps its own).
     private struct Settings {

@@ -16,6 +16,7 @@ import FoundationNetworking
 /// declaration contradicting the byte order mark, a NUL character…): both with
 /// `NSURLErrorCannotDecodeContentData` in `ResponseSerializationErrorDomain`. The parser returned has
 /// `shouldResolveExternalEntities` off and `externalEntityResolvingPolicy` `.never`.
+/// - Threading: as `HTTPResponseSerializer` (no settings of its own); any thread.
 open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     /// A serializer for the XML content types.
     public required init() {
@@ -49,6 +50,7 @@ open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Senda
 /// (`<!DOCTYPE`) or an entity declaration, or whose encoding cannot be read exactly as libxml2 reads
 /// it, is refused with that same error, as `XMLParserResponseSerializer` refuses it; and the document
 /// is parsed with external loading and entity substitution off, whatever `options` say.
+/// - Threading: as `HTTPResponseSerializer`; `options` live behind a lock of their own. Any thread.
 open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     private let storedOptions = Protected<XMLNode.Options>([])
 

@@ -159,6 +159,7 @@ enum CookieAcceptance {
 /// - Threading: the list is loaded once and only read after; any thread.
 enum PublicSuffixList {
     /// libpsl's context, never freed: it lives as long as the process.
+    /// - Threading: made once (`context`), then only read, by libpsl (which is thread-safe); any thread.
     private final class Context: @unchecked Sendable {   // set once at init, only read by libpsl after
         let raw: OpaquePointer?
 

@@ -8,6 +8,7 @@ import FoundationNetworking
 /// Which proxy an operation's requests go through (new, not in AFNetworking; the counterpart of
 /// `URLSessionConfiguration.connectionProxyDictionary`). Set it on the manager, which copies it to every
 /// operation it creates and archives it, or on one operation before it starts.
+/// - Threading: an immutable value.
 public enum ProxySetting: Equatable, Sendable {
     /// The process environment's proxies, by libcurl's rules: `http_proxy` (lower case only),
     /// `https_proxy` / `HTTPS_PROXY`, `all_proxy` / `ALL_PROXY`, and the hosts in `no_proxy` /
@@ -57,6 +58,7 @@ public enum ProxySetting: Equatable, Sendable {
 /// again for every request. An empty variable counts as set, as libcurl counts it: `http_proxy=""`
 /// means no proxy, not `all_proxy`. A class, made only when a variable is set: a transfer holds a
 /// reference, `nil` for the usual environment without any.
+/// - Threading: immutable after init; any thread.
 final class ProxyEnvironment: Sendable {
     /// `http_proxy` (never `HTTP_PROXY`, as libcurl: a CGI sets that from a request header).
     let http: String?

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 
 /// Where one header field lies in a head's byte storage.
+/// - Threading: a value; copied (a `ResponseHead` keeps its own, immutable).
 struct FieldSpan: Sendable {
     var nameStart: Int32, nameEnd: Int32, valueStart: Int32, valueEnd: Int32
 }

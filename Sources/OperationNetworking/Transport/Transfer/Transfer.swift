@@ -337,6 +337,7 @@ extension Transfer {
 
 /// Receives a transfer's events. The methods up to `didSendBytes` are called on the network thread and
 /// must be cheap (store, or hand work to a queue); retries and the end arrive on the delivery queue.
+/// - Threading: the network thread up to `didSendBytes`; `CallbackQueues.delivery` for retries and the end.
 protocol TransferDelegate: AnyObject, Sendable {
     /// A redirect response arrived; return the request to follow or `nil` to deliver the 3xx.
     func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest?

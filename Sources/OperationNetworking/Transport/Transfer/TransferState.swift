@@ -134,6 +134,8 @@ enum TransferOutcome {
 }
 
 /// Where a transfer left off when it was paused, so a later transfer can continue with a Range request.
+/// - Threading: a value; copied from the network thread (or an archive) into the operation's
+///   `Protected` state.
 struct ResumePoint: Sendable {
     /// Where in the resource the download continues: the first byte the sink does not hold yet. For a
     /// request that carried its own `Range: bytes=A-…` (AFNetworking's pattern for appending to a
@@ -153,6 +155,7 @@ struct ResumePoint: Sendable {
 /// Something that happened to a transfer on the network thread that its delegate must hear of off
 /// that thread. The network thread gathers them over one loop iteration and hands the whole list to
 /// `CallbackQueues.delivery` in one dispatch, in the order they happened.
+/// - Threading: made on the network thread and handed over once, in a batch, to `CallbackQueues.delivery`.
 enum TransferEvent {
     /// The transfer ended; the delegate was detached from the transfer by `Transfer.finish()`.
     case ended(Transfer, TransferOutcome, TransferDelegate)
