@@ -163,6 +163,7 @@ let curlCloseSocketCallback: curl_closesocket_callback = { clientp, socket in
 /// from the heap, and a heap keeps up to 8 MiB free at its top. No setting is forced (`mallopt` would
 /// also switch the dynamic thresholds off); on another C library this is one allocation and nothing
 /// more.
+/// - Threading: any thread; its statics are `let`s, each set once per process (`settled` allocates once).
 enum MallocThresholds {
     /// The environment variable that opts the process in, with the value `1`.
     static let environmentVariable = "OPERATIONNETWORKING_MALLOC_TUNING"

@@ -173,6 +173,8 @@ final class MultiHandle {
 
 /// libcurl's process-wide set-up (`curl_global_init`), done once per process before the first
 /// handle, however many network threads are made.
+/// - Threading: any thread; `initialized` is a static `let`, run once however many threads ask, and
+///   `calls` is a `Protected`.
 enum CurlGlobal {
     private static let initialized: CURLcode = {
         calls.withLock { $0 += 1 }
