@@ -198,14 +198,20 @@ extension URLConnectionOperation {
         }
     }
 
-    /// Waits (at most 2 s) for a pause to reach the network thread, so its bytes can be archived.
+    /// Waits (at most 2 s) for a pause to reach the network thread, so its bytes can be archived. The
+    /// pause's settlement is made or found under the operation's lock while the phase says it pauses,
+    /// and waited on with no lock held; the transfer's end takes it under the same lock as it changes
+    /// the phase, so a pause that settles before the wait begins is not missed.
     private func waitForPauseToSettle() {
-        let deadline = Date().addingTimeInterval(2)
-        let settled = pauseSettled
-        settled.lock()
-        defer { settled.unlock() }
-        while state.withLock({ $0.lifecycle.isPausing }) {
-            if !settled.wait(until: deadline) { break }
+        let deadline = DispatchTime.now() + .seconds(2)
+        while let settlement = state.withLock({ state -> PauseSettlement? in
+            guard state.lifecycle.isPausing else { return nil }
+            if let settlement = state.run.pauseSettlement { return settlement }
+            let made = PauseSettlement()
+            state.run.pauseSettlement = made
+            return made
+        }) {
+            if !settlement.wait(until: deadline) { break }
         }
     }
 }

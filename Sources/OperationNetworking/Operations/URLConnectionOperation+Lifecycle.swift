@@ -142,8 +142,9 @@ extension URLConnectionOperation {
         var startedAt: UInt64?
         /// Whether the handlers of the run's end began (a wait from inside them could never end).
         var handlersRunning = false
-        /// Signalled when a pause settled (archiving waits for the kept bytes); made on first use.
-        var pauseSettled: NSCondition?
+        /// Signalled when the pause under way settles (archiving waits for the kept bytes): made by the
+        /// first archiver that waits, taken by the transfer's end, which signals it once the lock is released.
+        var pauseSettlement: PauseSettlement?
     }
 }
 
@@ -165,27 +166,27 @@ extension URLConnectionOperation {
         state.withLock { $0.configuration.securityPolicy }?.snapshot
     }
 
-    /// The condition archiving waits on for a pause to settle (made on first use).
-    var pauseSettled: NSCondition {
-        state.withLock { state in
-            if let condition = state.run.pauseSettled { return condition }
-            let condition = NSCondition()
-            state.run.pauseSettled = condition
-            return condition
-        }
-    }
-
     /// When (`monotonicNow()`) the operation handed its first transfer over, before any byte of it was
     /// sent; `nil` before it started. Monitors measure durations from it.
     var startedAt: UInt64? { state.withLock { $0.run.startedAt } }
 }
 
-extension NSCondition {
-    /// Wakes every waiter (taking the condition's lock around the broadcast, as it requires).
-    func broadcastUnderLock() {
-        lock()
-        broadcast()
-        unlock()
+/// The end of one pause, signalled once (by the transfer's end) and awaited by any number of archivers,
+/// each outside every lock. The semaphore holds the fact itself: a signal before a wait is not lost, and
+/// each waiter that receives it passes it on to the next.
+final class PauseSettlement: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    /// The pause settled (continued, kept its bytes, was cancelled or overtaken by the transfer's end).
+    func settle() {
+        semaphore.signal()
+    }
+
+    /// Waits until the pause settled or `deadline` passed; false when it passed first.
+    func wait(until deadline: DispatchTime) -> Bool {
+        guard semaphore.wait(timeout: deadline) == .success else { return false }
+        semaphore.signal()   // for the next waiter
+        return true
     }
 }
 

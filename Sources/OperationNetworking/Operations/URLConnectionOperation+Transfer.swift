@@ -146,22 +146,24 @@ extension URLConnectionOperation: TransferDelegate {
         // A pause that continues at once makes a new transfer: its policy snapshot is taken first.
         var security: SecurityPolicy.Snapshot?
         if case .paused = outcome { security = securitySnapshot() }
-        let (step, archiver) = state.withLock { state -> (Step?, NSCondition?) in
+        let (step, settlement) = state.withLock { state -> (Step?, PauseSettlement?) in
             guard transfer === state.run.transfer else { return (nil, nil) }   // an earlier run's transfer
             state.run.attempts = max(state.run.attempts, transfer.attempt)
             state.run.bodyBytesDelivered = transfer.bytesReceived   // for monitors, whatever the sink
             if let metrics = transfer.metrics { state.run.metrics = metrics }
             if state.run.head == nil, let head = transfer.head { state.run.head = head }
+            // However a pause ended (settled, continued, cancelled, overtaken by the transfer's end), an
+            // archiver waiting for it is told, after the lock is released, and reads the phase again.
+            let settlement = state.run.pauseSettlement
+            state.run.pauseSettlement = nil
             guard case .paused(let point) = outcome else {
-                return (advance(&state, ending: (outcome, transfer)) { $0.transferEnded() }, state.run.pauseSettled)
+                return (advance(&state, ending: (outcome, transfer)) { $0.transferEnded() }, settlement)
             }
             let kept = KeptDownload(point: point, bytes: state.outputStream == nil ? transfer.body : Data())
-            return (advance(&state, security: security) { $0.transferPaused(kept) }, state.run.pauseSettled)
+            return (advance(&state, security: security) { $0.transferPaused(kept) }, settlement)
         }
         perform(step, batch: batch)
-        // However a pause ended (settled, continued, cancelled, overtaken by the transfer's end), an
-        // archiver waiting for it reads the phase again.
-        archiver?.broadcastUnderLock()
+        settlement?.settle()
     }
 }
 

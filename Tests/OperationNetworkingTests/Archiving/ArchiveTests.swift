@@ -164,6 +164,19 @@ final class ArchiveTests: ServerTestCase {
         operation.cancel()
     }
 
+    func testArchivingAnExecutingOperationReturnsOnceItsPauseSettles() throws {
+        let operation = HTTPRequestOperation(request: request("/bytes/200000?chunkSize=4000&chunkDelayMs=20"))
+        startAndAwaitBytes(operation)
+        let start = Date()
+        let archive = try SafeArchive.archive(operation)   // pauses it, and waits for the kept bytes
+        let elapsed = Date().timeIntervalSince(start)
+        // The wait ends when the transfer's end tells it the pause settled, not at its 2 s bound.
+        XCTAssertLessThan(elapsed, 1, "archiving waited \(elapsed) s for the pause")
+        let restored = try SafeArchive.unarchive(HTTPRequestOperation.self, from: archive)
+        XCTAssertTrue(restored.isPaused, "archived paused, with the bytes kept")
+        operation.cancel()
+    }
+
     func testHostileArchivesAreRefusedWithoutACrash() throws {
         let manager = try ArchiveTests.configuredManager(baseURL: server.baseURL)
         let archive = try SafeArchive.archive(manager)
