@@ -61,8 +61,8 @@ final class SQLiteConnection {
         }
         handle = opened
         sqlite3_extended_result_codes(handle, 1)
-        // Another process using the same file holds its lock for one short statement: wait for it
-        // rather than fail.
+        // How long a statement waits for another connection's lock before it fails with `SQLITE_BUSY`
+        // (the cache gives 0: it never waits while it holds its own lock).
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
         if followingNoLink {
             try run("PRAGMA trusted_schema = OFF")
@@ -121,11 +121,6 @@ final class SQLiteConnection {
         }
         defer { sqlite3_blob_close(blob) }
         return Int(sqlite3_blob_bytes(blob))
-    }
-
-    /// Sets how long a statement waits for another connection's lock before it fails with `SQLITE_BUSY`.
-    func setBusyTimeout(milliseconds: Int32) {
-        sqlite3_busy_timeout(handle, milliseconds)
     }
 
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.

@@ -31,9 +31,9 @@ extension SQLiteURLCache {
         var rowsReadWhole = 0
         /// SQLite's `data_version` when the keys were last read: another process's commit changes it.
         var dataVersion: Int64?
-        /// How many reads met another process's lock past the wait, for the tests of the busy file.
+        /// How many reads met another process's lock through all their tries, for the tests of the busy file.
         var readsFoundBusy = 0
-        /// Whether the last attempt to open the file met another process's lock past the wait.
+        /// Whether the last attempt to open the file met another process's lock.
         private(set) var openFoundBusy = false
 
         /// Makes and checks the folder; `ownedLevels` counts it and the folders above it that are the
@@ -118,7 +118,7 @@ extension SQLiteURLCache {
                     reason = unavailable.description
                     return connect()
                 } catch {
-                    // Out of descriptors, busy past the timeout, a file it may not read: tried again
+                    // Out of descriptors, busy, a file it may not read: tried again
                     // on the next call.
                     openFoundBusy = (error as? SQLiteError)?.isBusy ?? false
                     return nil
@@ -162,8 +162,9 @@ extension SQLiteURLCache {
             if isFile {
                 try CacheFileSafety.prepareFile(path)
             }
-            let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: SQLiteURLCache.busyTimeoutMilliseconds,
-                                                  followingNoLink: isFile)
+            // A busy timeout of 0: a statement that meets another process's lock fails at once, and the
+            // cache tries again with the file's lock released (`retryingWhileBusy`).
+            let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 0, followingNoLink: isFile)
             let complete = try hasOwnSchema(connection, path: path)
             // Damage to the file's pages that SQLite would otherwise meet only on some later read is found
             // here, once per cache, and the file replaced (a later read that meets damage replaces it too).
@@ -220,22 +221,6 @@ extension SQLiteURLCache {
     /// `data_version`), in seconds; then the keys are read again.
     static let versionCheckInterval: UInt64 = 1_000_000_000
 
-    /// How long the file is left alone, in nanoseconds, after a read met another process's lock past
-    /// `busyTimeoutMilliseconds`: lookups meanwhile answer from memory or miss at once, so that one
-    /// lookup a second waits for the file, not every one (each behind the others, on the file's lock).
-    static let busyBackoff: UInt64 = 1_000_000_000
-
-    /// Whether a read met another process's lock less than `busyBackoff` ago.
-    func fileIsBusy(now: UInt64) -> Bool {
-        entries.withLock { now < $0.fileBusyUntil }
-    }
-
-    /// A read met another process's lock past the wait: the file is left alone for `busyBackoff`.
-    func noteFileBusy() {
-        let now = monotonicNow()
-        entries.withLock { $0.fileBusyUntil = now &+ SQLiteURLCache.busyBackoff }
-    }
-
     /// Reads the keys the file holds, at first use and again when another process changed the file
     /// (checked at most once per `versionCheckInterval`). A file that cannot be read now leaves the keys
     /// unread: the next call tries again (after `busyBackoff` when another process held it).
@@ -251,31 +236,24 @@ extension SQLiteURLCache {
         guard due else { return }
         let wasLoaded = entries.withLock { $0.isLoaded }
         var refused = false
-        var busy = false
-        let rows = database.withLock { database -> [(key: String, slot: Entries.Slot)]? in
-            refused = database.isRefused
-            guard !refused else { return nil }
-            if database.openFoundBusy {
-                // Opening it just waited for another process: not a second wait in the same call.
-                busy = true
-                database.readsFoundBusy += 1
-                return nil
+        let rows = retryingWhileBusy { () -> (result: [(key: String, slot: Entries.Slot)]?, busy: Bool) in
+            database.withLock { database in
+                refused = database.isRefused
+                guard !refused else { return (nil, false) }
+                if database.openFoundBusy { return (nil, true) }
+                let known = database.dataVersion
+                let read = database.useTellingBusy { connection -> (rows: [(key: String, slot: Entries.Slot)], version: Int64)? in
+                    guard case .integer(let version) = try connection.run("PRAGMA data_version").first?.first else { return nil }
+                    // Only another connection's commit changes it: this cache's own writes leave it as it is.
+                    guard !wasLoaded || known != version else { return nil }
+                    let rows = try connection.run("SELECT key, size, accessed_at, stored_at FROM entries").compactMap(Self.slot(of:))
+                    return (rows, version)
+                }
+                guard let found = read.result ?? nil else { return (nil, read.busy) }
+                database.dataVersion = found.version
+                return (found.rows, false)
             }
-            let known = database.dataVersion
-            let read = database.useTellingBusy { connection -> (rows: [(key: String, slot: Entries.Slot)], version: Int64)? in
-                guard case .integer(let version) = try connection.run("PRAGMA data_version").first?.first else { return nil }
-                // Only another connection's commit changes it: this cache's own writes leave it as it is.
-                guard !wasLoaded || known != version else { return nil }
-                let rows = try connection.run("SELECT key, size, accessed_at, stored_at FROM entries").compactMap(Self.slot(of:))
-                return (rows, version)
-            }
-            busy = read.busy
-            if busy { database.readsFoundBusy += 1 }
-            guard let found = read.result ?? nil else { return nil }
-            database.dataVersion = found.version
-            return found.rows
         }
-        if busy { noteFileBusy() }
         if refused { entries.withLock { $0.refuse() } }
         guard let rows else { return }
         entries.withLock { entries in
@@ -296,38 +274,36 @@ extension SQLiteURLCache {
         case entry(Entry)
         /// No row, or one larger than the disk capacity, damaged, or not matching its checksum.
         case absent
-        /// Another process held the file past the wait (`busyTimeoutMilliseconds`): nothing is known.
+        /// Another process held the file through every try (`busyTimeoutMilliseconds`): nothing is known.
         case busy
     }
 
     /// The entry the file holds under `key`, decoded; `.absent` when there is none, or its row is larger
     /// than the disk capacity (found before its body is read), damaged, or does not match its checksum
     /// (such a row is deleted in the same hold of the file's lock that found it); `.busy` when another
-    /// process held the file past the wait (the file is then left alone for `busyBackoff`).
+    /// process held the file through every try (`retryingWhileBusy`; the file is then left alone for
+    /// `busyBackoff`).
     func readFromFile(_ key: String) -> FileRead {
         let capacity = entries.withLock { $0.diskCapacity }
-        let read = database.withLock { database -> FileRead in
-            let read = database.useTellingBusy { connection -> [SQLiteValue]? in
-                guard try Self.fits(key: key, capacity: capacity, in: connection) else { return nil }
-                return try connection.run("""
-                    SELECT response_url, status, header_fields, body, metadata, checksum, stored_at FROM entries WHERE key = ?
-                    """, [.text(key)]).first
+        return retryingWhileBusy { () -> (result: FileRead, busy: Bool) in
+            database.withLock { database in
+                let read = database.useTellingBusy { connection -> [SQLiteValue]? in
+                    guard try Self.fits(key: key, capacity: capacity, in: connection) else { return nil }
+                    return try connection.run("""
+                        SELECT response_url, status, header_fields, body, metadata, checksum, stored_at FROM entries WHERE key = ?
+                        """, [.text(key)]).first
+                }
+                if read.busy { return (.busy, true) }
+                guard let found = read.result ?? nil else { return (.absent, false) }
+                database.rowsReadWhole += 1
+                guard case .real(let storedAt) = found.last, let row = try? StoredRow(Array(found.dropLast()), key: key),
+                      let entry = row.entry(key: key, storedAt: storedAt) else {
+                    database.use { connection in try connection.run("DELETE FROM entries WHERE key = ?", [.text(key)]) }
+                    return (.absent, false)
+                }
+                return (.entry(entry), false)
             }
-            if read.busy {
-                database.readsFoundBusy += 1
-                return .busy
-            }
-            guard let found = read.result ?? nil else { return .absent }
-            database.rowsReadWhole += 1
-            guard case .real(let storedAt) = found.last, let row = try? StoredRow(Array(found.dropLast()), key: key),
-                  let entry = row.entry(key: key, storedAt: storedAt) else {
-                database.use { connection in try connection.run("DELETE FROM entries WHERE key = ?", [.text(key)]) }
-                return .absent
-            }
-            return .entry(entry)
         }
-        if case .busy = read { noteFileBusy() }
-        return read
     }
 
     /// Whether the row under `key` takes no more than `capacity` bytes, measured from the row's header

@@ -38,24 +38,26 @@ import FoundationNetworking
 /// changes, never the file). Each process keeps its own memory: what another one stores or removes is
 /// seen once this one checks the file's version, at most about a second later. A lock another process
 /// holds, for however long, delays a lookup by at most `busyTimeoutMilliseconds` (100 ms; the lookup
-/// is then a miss, and the request goes to the network): for the next `busyBackoff` (a second) lookups
-/// leave the file alone, answering from memory or missing at once, so one lookup a second waits, not
-/// each one behind the other. A batch of writes never waits for the lock: it is tried again 0.2 s later,
+/// is then a miss, and the request goes to the network): its read is tried again after short pauses
+/// taken with no lock held, so lookups at the same time wait side by side, never one behind another's
+/// wait; for the next `busyBackoff` (a second) lookups leave the file alone, answering from memory or
+/// missing at once. A batch of writes never waits for the lock: it is tried again 0.2 s later,
 /// its changes answering from memory meanwhile. A store is reported written (`CacheStatus.stored`) once
 /// its batch is; a batch that fails for good (a full disk) drops its stores, and `takeWriteFailure()`
 /// says why to the next operation.
 ///
 /// - Threading: any thread. The memory lock and the file's lock are never held together, nor while
 ///   code outside this type runs; the file's lock is held through a statement or one batch's
-///   transaction, never through a wait longer than `busyTimeoutMilliseconds`.
+///   transaction, never through a wait for another process (SQLite's busy timeout is 0: see
+///   `retryingWhileBusy`).
 /// - Visibility: not part of the library's public API; `onet`'s `--cache-dir` reaches it
 ///   through `@_spi(Tool)`, so the tool's cache is the same store the library defaults to.
 @_spi(Tool) public final class SQLiteURLCache: URLCache, CacheFileWarnings, @unchecked Sendable {
     /// The database's file name inside the cache's directory.
     static let fileName = "cache.sqlite3"
 
-    /// How long a read waits for another process's lock on the file before it gives up (a batch of
-    /// writes does not wait at all).
+    /// How long a read tries again while another process holds a lock on the file before it gives up,
+    /// never holding the file's lock meanwhile (a batch of writes does not wait at all).
     static let busyTimeoutMilliseconds: Int32 = 100
 
     /// The keys, the entries kept in memory and the changes not yet written.
@@ -104,20 +106,19 @@ import FoundationNetworking
         // Once the files were looked at and there is nothing (more) to tell, every lookup asks memory
         // only: the file's lock, which a batch being written holds, stays off the request's path.
         if marking, let settled = entries.withLock({ $0.settledFileState }) { return (settled, nil) }
-        var busy = false
-        let state = database.withLock { database -> (Bool, String?, settled: Bool) in
-            // Looks at the files first when no call has yet, so the first caller learns of a refusal.
-            let refused = database.isRefused
-            busy = database.openFoundBusy
-            if busy { database.readsFoundBusy += 1 }
-            guard marking, !database.warningTaken, let reason = database.reason else {
-                return (refused, nil, database.reason == nil || database.warningTaken)
+        let state = retryingWhileBusy { () -> (result: (Bool, String?, settled: Bool), busy: Bool) in
+            database.withLock { database in
+                // Looks at the files first when no call has yet, so the first caller learns of a refusal.
+                let refused = database.isRefused
+                let busy = database.openFoundBusy
+                guard marking, !database.warningTaken, let reason = database.reason else {
+                    return ((refused, nil, database.reason == nil || database.warningTaken), busy)
+                }
+                database.warningTaken = true
+                return ((refused, reason, true), busy)
             }
-            database.warningTaken = true
-            return (refused, reason, true)
         }
         if marking && state.settled { entries.withLock { $0.settledFileState = state.0 } }
-        if busy { noteFileBusy() }
         return (state.0, state.1)
     }
 
@@ -144,7 +145,7 @@ import FoundationNetworking
         entries.withLock { $0.batchesTried }
     }
 
-    /// How many reads of the file met another process's lock past the wait (each waited
+    /// How many reads of the file met another process's lock through all their tries (each tried for
     /// `busyTimeoutMilliseconds`).
     var readsFoundBusy: Int {
         database.withLock { $0.readsFoundBusy }
@@ -307,8 +308,8 @@ extension SQLiteURLCache {
         writer.sync { _ = writePending() }
     }
 
-    /// Writes the pending changes in one transaction. False when another process held the file past
-    /// the wait: the changes stay pending (readers still see them in memory) and are tried again.
+    /// Writes the pending changes in one transaction. False when another process held the file: the
+    /// changes stay pending (readers still see them in memory) and are tried again.
     /// Runs on `writer`, or in `deinit`; takes the memory lock and the file's lock one after the other,
     /// never both at once.
     @discardableResult
@@ -329,10 +330,8 @@ extension SQLiteURLCache {
         var failure: Error?
         let outcome = database.withLock { database in
             database.useTellingBusy { connection in
-                // The batch never waits for another process's lock while it holds the file's: lookups
-                // that need the file would wait behind it. Busy at once, it is tried again later.
-                connection.setBusyTimeout(milliseconds: 0)
-                defer { connection.setBusyTimeout(milliseconds: SQLiteURLCache.busyTimeoutMilliseconds) }
+                // The batch never waits for another process's lock while it holds the file's (the
+                // connection's busy timeout is 0): busy at once, it is tried again later.
                 do {
                     try SQLiteURLCache.write(batch, rows: rows, on: connection)
                 } catch {

@@ -9,7 +9,7 @@ import XCTest
 /// Another process holding the cache file's lock for as long as it likes: a cached GET in this process
 /// is delayed by at most `SQLiteURLCache.busyTimeoutMilliseconds` (then it goes to the network without
 /// the file and succeeds), a batch of writes never waits for the lock while holding the file's own, and
-/// lookups are not queued one behind the other's wait. The peer is Python's sqlite3 module, which holds
+/// lookups are not queued one behind the other's wait (at the same moment, nor after one gave up). The peer is Python's sqlite3 module, which holds
 /// its transaction until the test closes its standard input; every GET here completes while it still
 /// holds it.
 final class CacheBusyPeerTests: CacheDirectoryTestCase {
@@ -89,6 +89,46 @@ final class CacheBusyPeerTests: CacheDirectoryTestCase {
         let again = get(path, cache)
         XCTAssertEqual(again[0].metrics?.cacheStatus, .hit)
         XCTAssertEqual(again[0].responseString, "held v1 #2")
+        XCTAssertFalse(peer.hasExited, "all of it while the peer held the file")
+    }
+
+    func testLookupsMeetingTheLockAtOnceWaitSideBySideNotOneBehindAnother() throws {
+        do {
+            // A file with the cache's table, and the cache let go of: the peer can take it.
+            let first = openSQLiteCache()
+            get("/cache/side?cc=max-age%3D600", first)
+            first.flush()
+        }
+        let peer = try lockFile(readsToo: true)
+        // A cache opened now, as a new process would: every lookup needs the file, and meets the lock.
+        let cache = openSQLiteCache()
+        let count = 20
+        let ready = DispatchGroup(), finished = DispatchGroup()
+        let gate = DispatchSemaphore(value: 0)
+        let hits = Protected(0)
+        for index in 0..<count {
+            let request = URLRequest(url: server.url("/cache/side\(index)?cc=max-age%3D600"))
+            ready.enter()
+            finished.enter()
+            Thread {
+                ready.leave()
+                gate.wait()
+                if cache.cachedResponse(for: request) != nil { hits.withLock { $0 += 1 } }
+                finished.leave()
+            }.start()
+        }
+        XCTAssertEqual(ready.wait(timeout: .now() + 10), .success, "the lookups' threads started")
+        let start = Date()
+        for _ in 0..<count { gate.signal() }
+        XCTAssertEqual(finished.wait(timeout: .now() + 30), .success, "every lookup returned")
+        let elapsed = Date().timeIntervalSince(start)
+        let wait = Double(SQLiteURLCache.busyTimeoutMilliseconds) / 1000
+        // One behind the other (each waiting inside SQLite's busy handler, holding the cache's lock
+        // for the file), they would take `count` waits: 2 s. Side by side, about one.
+        XCTAssertLessThan(elapsed, Double(count) * wait / 4,
+                          "\(count) lookups took \(elapsed) s, one wait is \(wait) s")
+        XCTAssertEqual(hits.value, 0, "every lookup missed")
+        XCTAssertGreaterThanOrEqual(cache.readsFoundBusy, 1, "the lookups met the peer's lock")
         XCTAssertFalse(peer.hasExited, "all of it while the peer held the file")
     }
 
