@@ -80,6 +80,8 @@ struct CacheState {
     private(set) var answeredStale = false
     /// Whether the run's store is taken and not yet written (`storeWritten()`).
     private var awaitsWrite = false
+    /// Whether the store was reported written before the run's end took it (`storeEnded`).
+    private var writtenBeforeEnd = false
     /// Whether the transfer answered an authentication challenge: its request then carried credentials.
     private var answeredChallenge = false
     private var redirects = 0
@@ -304,18 +306,26 @@ extension CacheState {
 
     /// The store the plan asked for is done: `stored` says whether anything was stored (the cache
     /// response block may have refused it); `pending`, that it is taken but written later (the library's
-    /// store writes its file in batches): `.stored` only once `storeWritten()` says so. Ends the run.
+    /// store writes its file in batches): `.stored` only once `storeWritten()` says so, before or after
+    /// this. Ends the run.
     mutating func storeEnded(stored: Bool, pending: Bool = false) {
         guard case .storing(let status) = phase else { return }
-        awaitsWrite = status == .stored && stored && pending
-        phase = .finished(status == .stored && (!stored || pending) ? .miss : status)
+        let waits = pending && !writtenBeforeEnd
+        awaitsWrite = status == .stored && stored && waits
+        phase = .finished(status == .stored && (!stored || waits) ? .miss : status)
     }
 
-    /// The store a run ended with as pending was written: it now reports `.stored` (once; no effect otherwise).
-    mutating func storeWritten() {
-        guard awaitsWrite else { return }
+    /// The store the plan asked for was written: a run that ended with it pending now reports `.stored`
+    /// (once); one not yet ended does when it ends. Returns whether `status` changed.
+    mutating func storeWritten() -> Bool {
+        if case .storing = phase {
+            writtenBeforeEnd = true
+            return false
+        }
+        guard awaitsWrite else { return false }
         awaitsWrite = false
         phase = .finished(.stored)
+        return true
     }
 
     /// Ends a run that has no store to read or write (no cache set, or a continued download): returns
@@ -376,39 +386,5 @@ extension CacheState {
                                     responseTime: received.responseTime,
                                     trust: CacheTrust.recorded(request.trust, for: keys[0]))
         return Plan(store: (stored, keys), remove: superseded.filter { !keys.contains($0) })
-    }
-}
-
-extension CacheState {
-    /// A response the transfer received whole: its parts, as the head gave them (no Foundation
-    /// `HTTPURLResponse` is built for the cache).
-    struct Received {
-        /// The URL of the hop that answered.
-        let url: URL
-        let statusCode: Int
-        /// Its header fields by lowercased name (repeated fields joined).
-        let fields: [String: String]
-        /// The body, or `nil` when it may not be stored (streamed to an output stream).
-        let body: Data?
-        /// The last hop's request (after redirects), whose fields a `Vary` names.
-        let finalRequest: CacheRequest?
-        /// Whether the body fits the cache (see `Storability.fits`).
-        let fitsCache: Bool
-        let requestTime: Date
-        let responseTime: Date
-
-        /// A response of `url` and `statusCode` with `headers` (any spelling of the names; `fields` when
-        /// they are already by lowercased name).
-        init(url: URL, statusCode: Int, headers: [String: String], body: Data?, finalRequest: CacheRequest?,
-             fitsCache: Bool, requestTime: Date, responseTime: Date, lowercased: Bool = false) {
-            self.url = url
-            self.statusCode = statusCode
-            fields = lowercased ? headers : headers.lowercasedNames
-            self.body = body
-            self.finalRequest = finalRequest
-            self.fitsCache = fitsCache
-            self.requestTime = requestTime
-            self.responseTime = responseTime
-        }
     }
 }

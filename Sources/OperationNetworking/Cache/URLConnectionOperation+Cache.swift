@@ -162,11 +162,25 @@ extension URLConnectionOperation {
 
     // MARK: - After the run
 
-    /// What the end of a run hands the cache, taken under the lock.
+    /// What the end of a run reads of the operation, under its lock, to tell the cache what it received.
+    private struct EndInput {
+        let cache: URLCache?
+        let head: ResponseHead
+        let body: Data?
+        /// The last hop's request, read only after a redirect (otherwise it is the run's own).
+        let finalRequest: URLRequest?
+        let requestTime: Date
+    }
+
+    /// What the cache's part of the end carries out after the lock is released: the plan of its
+    /// `transferEnded` event, on this storage, the cache response block deciding what is stored.
     private struct CacheEnding {
-        let run: CacheRun
-        let received: CacheState.Received?
+        let plan: CacheState.Plan
+        let storage: CacheStorage?
         let block: CacheResponseBlock?
+        /// The run's `requestTime`, which a store's report names it by.
+        let run: Date
+        let withoutNetwork: Bool
     }
 
     /// Whether the end of the run needs a queue of its own, off the one serial delivery queue: when it
@@ -190,37 +204,30 @@ extension URLConnectionOperation {
     /// validated, what RFC 9111 allows is stored (the cache response block deciding last), what an
     /// unsafe request changed is dropped, and the metrics say what happened. A hit or a validated
     /// response reports its body to the download progress block once.
+    ///
+    /// The run's `CacheState` stays in the operation's state and its events run there, under the lock:
+    /// what they return is carried out here after the lock is released (the storage, the app's block).
     func settleCache() {
-        guard !settleRunWithoutCache(), let ending = takeCacheEnding() else { return }
-        var machine = ending.run.machine
-        let withoutNetwork = machine.endedWithoutNetwork
-        let plan = machine.transferEnded(with: ending.received)
-        var (stored, pending) = (false, false)
-        // The library's store writes its file later: the run says `.stored` once it is written (the
-        // report may come before this run's end is in `state`, hence the box read again below).
-        let written = Protected<Bool?>(nil)
-        let run = ending.run.requestTime
-        if let storage = ending.run.storage {
-            for url in plan.remove { storage.removeStoredResponse(for: url) }
-            if let (candidate, keys) = plan.store, let approved = approved(candidate, by: ending.block) {
-                for key in keys {
-                    let outcome = storage.store(approved, forURL: key) { [weak self] ok in
-                        written.withLock { $0 = ok }
-                        if ok { self?.cacheStoreWritten(run: run) }
-                    }
-                    pending = pending || outcome == .pending
-                    stored = stored || outcome != .notStored
-                }
-            }
-        }
-        machine.storeEnded(stored: stored, pending: pending)
-        defer { if written.withLock({ $0 }) == true { cacheStoreWritten(run: run) } }
-        let status = machine.status
+        guard !settleRunWithoutCache() else { return }
+        // What was received, read under the lock and made into the cache's terms outside it: the cache's
+        // capacities are open properties of `URLCache` (the library's own takes a lock of its own).
+        let received = takeEndInput().map(URLConnectionOperation.received(from:))
+        guard let ending = state.withLock({ state -> CacheEnding? in
+            guard let withoutNetwork = state.run.cache?.machine.endedWithoutNetwork,
+                  let plan = state.run.cache?.machine.transferEnded(with: received),
+                  let run = state.run.cache else { return nil }
+            return CacheEnding(plan: plan, storage: run.storage, block: state.configuration.cacheBlock,
+                               run: run.requestTime, withoutNetwork: withoutNetwork)
+        }) else { return }
+        let (stored, pending) = carryOut(ending)
         let deliveredBytes = state.withLock { state -> Int? in
-            state.run.cache?.machine = machine
+            guard state.run.cache?.requestTime == ending.run else { return nil }   // a later run's state is left alone
+            state.run.cache?.machine.storeEnded(stored: stored, pending: pending)
+            let status = state.run.cache?.machine.status ?? .notConsulted
             // A run that never reached the network has no transfer metrics (those left are an earlier run's).
-            state.run.metrics = withoutNetwork ? .withoutNetwork(cacheStatus: status) : state.run.metrics?.with(cacheStatus: status)
-            if let delivered = plan.deliver {
+            state.run.metrics = ending.withoutNetwork ? .withoutNetwork(cacheStatus: status)
+                : state.run.metrics?.with(cacheStatus: status)
+            if let delivered = ending.plan.deliver {
                 // Foundation's response is built from the head only if someone reads it.
                 state.run.head = delivered.response
                 state.run.response = nil
@@ -235,14 +242,35 @@ extension URLConnectionOperation {
         }
     }
 
+    /// Carries out the plan of the run's end, with no lock held: drops what it says, and stores what the
+    /// cache response block approves. Returns whether anything was stored, and whether a store is
+    /// written later (the library's store writes its file in batches and reports each store written).
+    private func carryOut(_ ending: CacheEnding) -> (stored: Bool, pending: Bool) {
+        guard let storage = ending.storage else { return (false, false) }
+        for url in ending.plan.remove { storage.removeStoredResponse(for: url) }
+        guard let (candidate, keys) = ending.plan.store, let approved = approved(candidate, by: ending.block) else {
+            return (false, false)
+        }
+        var (stored, pending) = (false, false)
+        let run = ending.run
+        for key in keys {
+            // The report may come before the run's end took the store (`CacheState` keeps it then).
+            let outcome = storage.store(approved, forURL: key) { [weak self] ok in
+                if ok { self?.cacheStoreWritten(run: run) }
+            }
+            pending = pending || outcome == .pending
+            stored = stored || outcome != .notStored
+        }
+        return (stored, pending)
+    }
+
     /// The store of the run that began at `run` (its `requestTime`) was written: its metrics now say
     /// `.stored`, after the handlers most often (once; a later run's state is left alone).
     private func cacheStoreWritten(run: Date) {
         state.withLock { state in
-            guard state.run.cache?.requestTime == run, var machine = state.run.cache?.machine else { return }
-            machine.storeWritten()
-            state.run.cache?.machine = machine
-            state.run.metrics = state.run.metrics?.with(cacheStatus: machine.status)
+            guard state.run.cache?.requestTime == run, state.run.cache?.machine.storeWritten() == true,
+                  let status = state.run.cache?.machine.status else { return }
+            state.run.metrics = state.run.metrics?.with(cacheStatus: status)
         }
     }
 
@@ -261,31 +289,29 @@ extension URLConnectionOperation {
         }
     }
 
-    /// The run's cache part and the response it received whole (none after a failure or a cancel).
-    private func takeCacheEnding() -> CacheEnding? {
-        let taken = state.withLock { state -> (CacheRun, ResponseHead?, Data?, URLRequest, CacheResponseBlock?)? in
-            guard let run = state.run.cache else { return nil }
-            let succeeded = state.run.error == nil && !state.lifecycle.isCancelled
-            return (run, succeeded ? state.run.head : nil, state.outputStream == nil ? state.run.responseData : nil,
-                    state.currentRequest, state.configuration.cacheBlock)
+    /// What the run received whole, when its end may store or invalidate (none after a failure or a
+    /// cancel, nor for a run that stores nothing: Foundation's `HTTPURLResponse`, which the serializers'
+    /// raw-head validation spares a response nobody reads, is not built for the cache either).
+    private func takeEndInput() -> EndInput? {
+        state.withLock { state -> EndInput? in
+            guard let run = state.run.cache, run.machine.mayWriteStorage, let head = state.run.head,
+                  state.run.error == nil, !state.lifecycle.isCancelled else { return nil }
+            return EndInput(cache: run.urlCache, head: head, body: state.outputStream == nil ? state.run.responseData : nil,
+                            finalRequest: run.machine.wasRedirected ? state.currentRequest : nil,
+                            requestTime: run.requestTime)
         }
-        guard let (run, head, body, finalRequest, block) = taken else { return nil }
-        var received: CacheState.Received?
-        // Only a run that may store or invalidate reads the response, from the head's fields: Foundation's
-        // HTTPURLResponse, which the serializers' raw-head validation spares a response nobody reads, is
-        // not built for the cache either.
-        if run.machine.mayWriteStorage, let head {
-            let fits = run.urlCache.map {
-                Storability.fits(size: body?.count ?? 0, memoryCapacity: $0.memoryCapacity, diskCapacity: $0.diskCapacity)
-            } ?? false
-            // The last hop's request is read only after a redirect: otherwise it is the run's own.
-            received = CacheState.Received(url: head.url, statusCode: head.statusCode,
-                                           headers: head.lowercasedFieldDictionary, body: body,
-                                           finalRequest: run.machine.wasRedirected ? CacheRequest(finalRequest) : nil,
-                                           fitsCache: fits, requestTime: run.requestTime, responseTime: Date(),
-                                           lowercased: true)
-        }
-        return CacheEnding(run: run, received: received, block: block)
+    }
+
+    /// What was received, as the cache takes it: its fields by lowercased name, whether its body fits
+    /// the cache's capacities, and the last hop's request after a redirect.
+    private static func received(from input: EndInput) -> CacheState.Received {
+        let fits = input.cache.map {
+            Storability.fits(size: input.body?.count ?? 0, memoryCapacity: $0.memoryCapacity, diskCapacity: $0.diskCapacity)
+        } ?? false
+        return CacheState.Received(url: input.head.url, statusCode: input.head.statusCode,
+                                   headers: input.head.lowercasedFieldDictionary, body: input.body,
+                                   finalRequest: input.finalRequest.flatMap(CacheRequest.init(_:)), fitsCache: fits,
+                                   requestTime: input.requestTime, responseTime: Date(), lowercased: true)
     }
 
     /// `stored` as the cache response block changes it, or `nil` when the block refuses it (returns

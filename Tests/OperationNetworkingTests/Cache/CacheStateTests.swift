@@ -181,6 +181,27 @@ final class CacheStateTests: LibraryTestCase {
         XCTAssertEqual(refused.status, .miss, "the cache response block refused it")
     }
 
+    /// The library's store reports a store written from its own queue, before or after the run's end
+    /// took it: either way the run says `.stored` once it is written, and not before.
+    func testAStoreReportedWrittenBeforeOrAfterTheRunsEndSaysStored() throws {
+        var later = CacheState()
+        _ = later.consult(try CacheFixture.request(), stored: nil, now: t0)
+        XCTAssertNotNil(later.transferEnded(with: try CacheFixture.received(200, ["Cache-Control": "max-age=60"])).store)
+        later.storeEnded(stored: true, pending: true)
+        XCTAssertEqual(later.status, .miss, "not written yet")
+        XCTAssertTrue(later.storeWritten())
+        XCTAssertEqual(later.status, .stored)
+        XCTAssertFalse(later.storeWritten(), "once")
+
+        var earlier = CacheState()
+        _ = earlier.consult(try CacheFixture.request(), stored: nil, now: t0)
+        XCTAssertNotNil(earlier.transferEnded(with: try CacheFixture.received(200, ["Cache-Control": "max-age=60"])).store)
+        XCTAssertFalse(earlier.storeWritten(), "the run has not ended: nothing changes yet")
+        earlier.storeEnded(stored: true, pending: true)
+        XCTAssertEqual(earlier.status, .stored, "written before the end took it")
+        XCTAssertFalse(earlier.storeWritten())
+    }
+
     func testAuthenticatedExchangesStoreOnlyWhatTheResponseAllows() throws {
         var challenged = CacheState()
         _ = challenged.consult(try CacheFixture.request(), stored: nil, now: t0)
