@@ -23,6 +23,14 @@ extension URLConnectionOperation {
     /// `--proxy-user`). A body stream (a multipart form, a file) is not read: a comment names its size
     /// and the command sends no body.
     ///
+    /// The `-H` options are the header lines the library itself hands libcurl for the request's first
+    /// sending, made by the same code; a continued download's `Range` and the conditional fields of a
+    /// cache revalidation are not part of it. libcurl adds `Host`, `Accept: */*` when the request names
+    /// no `Accept`, the body's `Content-Length` (or `Transfer-Encoding`), and the `Authorization` that
+    /// answers a challenge with the credential, in the library as in curl; headers curl's command line
+    /// adds and the library does not send (`User-Agent`, the form `Content-Type` of `--data-binary`)
+    /// are removed with `-H 'Name:'`.
+    ///
     /// Each argument is single-quoted, so `'`, `"`, `$`, backquotes and newlines reach curl as they are.
     /// - Parameter redactingSecrets: `true` shows the `Authorization`, `Proxy-Authorization` and `Cookie`
     ///   values, the credential's and the proxy credential's passwords and a password in the URL or the
@@ -39,8 +47,10 @@ extension URLConnectionOperation {
     }
 }
 
-/// Builds the command line of `curlDescription(redactingSecrets:)`, mirroring what the transport
-/// puts on the wire (Transfer+Hop.swift): which headers it adds, drops or suppresses.
+/// Builds the command line of `curlDescription(redactingSecrets:)`. What the request sends is asked of
+/// the code that sends it: the body of `OutgoingBody`, the header lines of `HopHeaderLines` (the
+/// transfer's own list, turned into `-H` options); only what curl's command line does on its own and
+/// the library does not is undone here.
 /// - Threading: a value, used on one thread.
 struct CurlCommand {
     let request: URLRequest
@@ -62,8 +72,8 @@ struct CurlCommand {
     /// The command: an optional comment line, then `curl` with one option per continued line.
     var text: String {
         let method = request.uppercasedMethod
-        let headers = request.allHTTPHeaderFields ?? [:]
-        let (body, comment) = bodyToSend(method: method, headers: headers)
+        let outgoing = OutgoingBody(request)
+        let (body, comment) = bodyToSend(outgoing)
         // One option (with its argument) per entry; each goes on a line of its own.
         var arguments: [String] = []
         switch method {
@@ -72,7 +82,7 @@ struct CurlCommand {
         case "POST" where body != nil: break   // curl infers POST from --data-binary
         default: arguments.append("-X \(CurlCommand.quote(method))")
         }
-        arguments += headerArguments(headers, hasBody: body != nil)
+        arguments += headerArguments(outgoing, commandSendsBody: body != nil)
         var pipe = ""
         if let body {
             let (producer, argument) = CurlCommand.bodyArgument(body)
@@ -93,46 +103,40 @@ struct CurlCommand {
         return [comment, command].compactMap { $0 }.joined(separator: "\n")
     }
 
-    /// The body as the transport sends it (HEAD none, POST/PUT/PATCH an empty one at least), or for a
-    /// body stream, which is not read here, the comment that names its size.
-    private func bodyToSend(method: String, headers: [String: String]) -> (Data?, comment: String?) {
-        guard method != "HEAD" else { return (nil, nil) }
-        if let data = request.httpBody { return (data, nil) }
-        if request.httpBodyStream != nil {
-            let size = headers.first { $0.key.lowercased() == "content-length" }.map { "\($0.value) bytes" }
-            return (nil, "# The request body is a stream (\(size ?? "of unknown size")); "
-                + "it is not shown and this command sends none.")
+    /// The body the command sends — the transport's, or for a body stream, which is not read here,
+    /// none and the comment that names its size.
+    private func bodyToSend(_ outgoing: OutgoingBody) -> (Data?, comment: String?) {
+        switch outgoing {
+        case .none: return (nil, nil)
+        case .data(let data): return (data, nil)
+        case .stream(_, let declaredLength):
+            let size = declaredLength.map { "\($0) bytes" } ?? "of unknown size"
+            return (nil, "# The request body is a stream (\(size)); it is not shown and this command sends none.")
         }
-        return (["POST", "PUT", "PATCH"].contains(method) ? Data() : nil, nil)
     }
 
-    /// `-H` options, sorted by name: the request's headers, the cookies the transport adds, and the
-    /// removal (`Name:`) of headers curl's command line would add and the library does not send.
-    private func headerArguments(_ headers: [String: String], hasBody: Bool) -> [String] {
-        let names = Set(headers.keys.map { $0.lowercased() })
-        var lines: [(name: String, line: String)] = []
-        for (name, value) in headers {
-            let lowered = name.lowercased()
-            // curl computes the length of the body it sends; without a body the value would be a lie.
-            if lowered == "content-length" { continue }
-            let shown = redactingSecrets && CurlCommand.secretHeaders.contains(lowered) ? CurlCommand.redacted : value
-            // "Name;" is curl's spelling of a header with an empty value, as the transport sends it.
-            lines.append((lowered, shown.isEmpty ? "\(name);" : "\(name): \(shown)"))
+    /// `-H` options, sorted by name: the lines the transport sends for the request's first hop
+    /// (`HopHeaderLines`, no continuation: the command sends the request from its start), secrets
+    /// redacted, and the removal (`Name:`) of the headers curl's command line would add and libcurl,
+    /// as the library uses it, does not (`User-Agent`; the form `Content-Type` of `--data-binary`).
+    private func headerArguments(_ outgoing: OutgoingBody, commandSendsBody: Bool) -> [String] {
+        let offersEncodings = Transfer.offersEncodings(for: request.allHTTPHeaderFields)
+        let sent = HopHeaderLines(request: request, body: outgoing, offersEncodings: offersEncodings,
+                                  continuation: nil).lines
+        var lines = sent.map { line -> (name: String, line: String) in
+            let lowered = line.name.lowercased()
+            guard redactingSecrets, line.value != nil, CurlCommand.secretHeaders.contains(lowered) else {
+                return (lowered, line.curlLine)
+            }
+            return (lowered, HopHeaderLines.Line(name: line.name, value: CurlCommand.redacted).curlLine)
         }
-        if request.httpShouldHandleCookies && !names.contains("cookie"), let url = request.url,
-           let header = CookieScope.headerValue(in: HTTPCookieStorage.shared, for: url) {
-            lines.append(("cookie", "Cookie: \(redactingSecrets ? CurlCommand.redacted : header)"))
-        }
+        let names = Set(lines.map(\.name))
         if !names.contains("user-agent") { lines.append(("user-agent", "User-Agent:")) }
-        if hasBody && !names.contains("content-type") { lines.append(("content-type", "Content-Type:")) }
-        if hasBody && !names.contains("expect") { lines.append(("expect", "Expect:")) }
-        // The library's own offer, sent as a header so that curl's longer list does not replace it;
-        // `--compressed` below still makes curl inflate the answer.
-        if !names.contains("accept-encoding") {
-            lines.append(("accept-encoding", Transfer.acceptEncodingLine))
-        }
+        if commandSendsBody && !names.contains("content-type") { lines.append(("content-type", "Content-Type:")) }
         var arguments = lines.sorted { $0.name < $1.name }.map { "-H \(CurlCommand.quote($0.line))" }
-        if !names.contains("accept-encoding") { arguments.append("--compressed") }
+        // The library's own Accept-Encoding is one of the lines, so that curl's longer list does not
+        // replace it; `--compressed` makes curl inflate the answer, as the library does.
+        if offersEncodings { arguments.append("--compressed") }
         return arguments
     }
 
