@@ -101,6 +101,13 @@ final class CurlEasyHandle {
         try check(ccurl_easy_setopt_ptr(raw, option, value), option)
     }
 
+    /// Sets `option` through `setter`, one of `CCurlShim`'s typed wrappers given the raw handle (a
+    /// callback function, a blob): for the options the other `set`s do not take, refused as they are.
+    func set(_ option: CURLoption, through setter: (UnsafeMutableRawPointer) -> CURLcode) throws {
+        hasOptions = true
+        try check(setter(raw), option)
+    }
+
     /// Replaces the request header list (`"Name: value"` lines; `"Name:"` removes a header curl would add).
     func setHeaders(_ lines: [String]) throws {
         hasOptions = true
@@ -122,6 +129,8 @@ final class CurlEasyHandle {
         try set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
     }
 
+    /// Throws the `URLError` for an option libcurl refused, naming the option: the one check of every
+    /// option the library sets.
     private func check(_ code: CURLcode, _ option: CURLoption) throws {
         guard code != CURLE_OK else { return }
         throw TransportError.fromCurl(code, message: "libcurl refused option \(option.rawValue): "

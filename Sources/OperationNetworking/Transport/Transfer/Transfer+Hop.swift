@@ -233,17 +233,17 @@ extension Transfer {
         let callbackData = easy.callbackData
         // The network thread finds the transfer of a finished handle through the same owner.
         try easy.set(CURLOPT_PRIVATE, pointer: callbackData)
-        try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
+        try easy.set(CURLOPT_HEADERFUNCTION) { ccurl_easy_setopt_write_function($0, CURLOPT_HEADERFUNCTION, curlHeaderCallback) }
         try easy.set(CURLOPT_HEADERDATA, pointer: callbackData)
-        try check(ccurl_easy_setopt_write_function(easy.raw, CURLOPT_WRITEFUNCTION, curlWriteCallback))
+        try easy.set(CURLOPT_WRITEFUNCTION) { ccurl_easy_setopt_write_function($0, CURLOPT_WRITEFUNCTION, curlWriteCallback) }
         try easy.set(CURLOPT_WRITEDATA, pointer: callbackData)
-        try check(ccurl_easy_setopt_opensocket_function(easy.raw, curlOpenSocketCallback))
+        try easy.set(CURLOPT_OPENSOCKETFUNCTION) { ccurl_easy_setopt_opensocket_function($0, curlOpenSocketCallback) }
         try easy.set(CURLOPT_OPENSOCKETDATA, pointer: callbackData)
-        try check(ccurl_easy_setopt_prereq_function(easy.raw, curlPrerequestCallback))
+        try easy.set(CURLOPT_PREREQFUNCTION) { ccurl_easy_setopt_prereq_function($0, curlPrerequestCallback) }
         try easy.set(CURLOPT_PREREQDATA, pointer: callbackData)
         if let network {
             // The connection keeps these past this transfer: the data is the thread, not the transfer.
-            try check(ccurl_easy_setopt_closesocket_function(easy.raw, curlCloseSocketCallback))
+            try easy.set(CURLOPT_CLOSESOCKETFUNCTION) { ccurl_easy_setopt_closesocket_function($0, curlCloseSocketCallback) }
             try easy.set(CURLOPT_CLOSESOCKETDATA, pointer: Unmanaged.passUnretained(network).toOpaque())
         }
     }
@@ -269,19 +269,13 @@ extension Transfer {
         hop.upload = upload
         try easy.set(CURLOPT_UPLOAD, true)
         try easy.set(CURLOPT_CUSTOMREQUEST, method)
-        try check(ccurl_easy_setopt_read_function(easy.raw, curlReadCallback))
-        try check(ccurl_easy_setopt_seek_function(easy.raw, curlSeekCallback))
+        try easy.set(CURLOPT_READFUNCTION) { ccurl_easy_setopt_read_function($0, curlReadCallback) }
+        try easy.set(CURLOPT_SEEKFUNCTION) { ccurl_easy_setopt_seek_function($0, curlSeekCallback) }
         try easy.set(CURLOPT_READDATA, pointer: easy.callbackData)
         try easy.set(CURLOPT_SEEKDATA, pointer: easy.callbackData)
         if let length = upload.length {
             try easy.set(CURLOPT_INFILESIZE_LARGE, offset: length)
         }
-    }
-
-    /// Throws the `URLError` for a setopt that libcurl refused.
-    func check(_ code: CURLcode) throws {
-        guard code != CURLE_OK else { return }
-        throw TransportError.fromCurl(code, message: nil, url: currentRequest.url)
     }
 
     /// Reads curl's timing for the hop that just ended into `metrics`.

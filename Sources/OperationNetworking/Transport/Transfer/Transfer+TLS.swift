@@ -113,7 +113,7 @@ extension Transfer {
         }
         hop.trustStore = store
         try setBlob(easy, CURLOPT_CAINFO_BLOB, CertificateData.pem(anchors.sorted(by: Transfer.byBytes)))
-        try check(ccurl_easy_setopt_ssl_ctx_function(easy.raw, curlInstallTrustStore))
+        try easy.set(CURLOPT_SSL_CTX_FUNCTION) { ccurl_easy_setopt_ssl_ctx_function($0, curlInstallTrustStore) }
         try easy.set(CURLOPT_SSL_CTX_DATA, pointer: store.raw)
     }
 
@@ -190,6 +190,6 @@ extension Transfer {
     }
 
     private func setBlob(_ easy: CurlEasyHandle, _ option: CURLoption, _ bytes: Data) throws {
-        try check(bytes.withUnsafeBytes { ccurl_easy_setopt_blob(easy.raw, option, $0.baseAddress, $0.count) })
+        try easy.set(option) { raw in bytes.withUnsafeBytes { ccurl_easy_setopt_blob(raw, option, $0.baseAddress, $0.count) } }
     }
 }
