@@ -38,8 +38,8 @@ let package = Package(
         pkgConfigLibrary("CBrotliEncoder", pkgConfig: "libbrotlienc", debian: "libbrotli-dev"),
         // Typed, non-variadic wrappers for curl_easy_setopt / getinfo / curl_multi_setopt.
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
-        // X.509 verification for SecurityPolicy, and trust stores handed to TLS connections, through the
-        // OpenSSL libcurl already uses (libssl-dev).
+        // X.509 verification for SecurityPolicy, trust stores handed to TLS connections, and the protocol
+        // a connection's handshake agreed on (ALPN), through the OpenSSL libcurl already uses (libssl-dev).
         .target(name: "CTrust", linkerSettings: [.linkedLibrary("crypto"), .linkedLibrary("ssl")]),
         // Certificates (P-256 keys, ECDSA signatures) and MD5 for the test server, through the same
         // libcrypto; never linked into the library.

@@ -80,6 +80,12 @@ int ctrust_install_store(void *ssl_ctx, void *store) {
     return 1;
 }
 
+void ctrust_alpn_selected(const void *ssl, const unsigned char **name, unsigned int *length) {
+    *name = NULL;
+    *length = 0;
+    if (ssl) SSL_get0_alpn_selected((const SSL *)ssl, name, length);
+}
+
 static int copy_path(STACK_OF(X509) *chain, ctrust_path *path) {
     int count = sk_X509_num(chain);
     size_t total = 0;

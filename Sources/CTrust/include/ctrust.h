@@ -1,4 +1,5 @@
-// X.509 checks for SecurityPolicy, done by the same OpenSSL that libcurl uses for TLS.
+// X.509 checks for SecurityPolicy, and the ALPN protocol of a libcurl TLS connection, done by the same
+// OpenSSL that libcurl uses for TLS.
 // Certificates are DER bytes. No policy lives here: the rules are SecurityPolicy's; this file only
 // asks OpenSSL.
 #ifndef CTRUST_H
@@ -24,6 +25,11 @@ void ctrust_store_free(void *store);
 /// For CURLOPT_SSL_CTX_FUNCTION: makes `store` the trust store of the SSL_CTX `ssl_ctx` (a reference is
 /// taken; the store itself is not changed). Returns 1 on success.
 int ctrust_install_store(void *ssl_ctx, void *store);
+
+/// The protocol the TLS connection `ssl` (an OpenSSL `SSL *`, as libcurl's CURLINFO_TLS_SSL_PTR gives it)
+/// agreed on by ALPN: `*name` points into the connection (not to be freed), `*length` bytes; `*name` is
+/// NULL and `*length` 0 when the handshake chose none (or has not chosen yet).
+void ctrust_alpn_selected(const void *ssl, const unsigned char **name, unsigned int *length);
 
 /// The certification path OpenSSL built, leaf first, anchor last: DER bytes back to back.
 typedef struct {

@@ -1,5 +1,6 @@
 import CCurl
 import CCurlShim
+import CTrust
 import Foundation
 
 /// Owns one libcurl easy handle and the header list attached to it.
@@ -158,6 +159,25 @@ final class CurlEasyHandle {
         var value: UnsafePointer<CChar>?
         guard ccurl_easy_getinfo_string(raw, item, &value) == CURLE_OK, let value else { return nil }
         return String(cString: value)
+    }
+
+    /// Whether the TLS connection this handle's hop runs on speaks HTTP/1.x (true) or HTTP/2 (false),
+    /// as its handshake settled it (ALPN; a handshake that chose nothing means HTTP/1.1); `nil` while
+    /// the handshake is under way or when it cannot be told. OpenSSL is asked through `CTrust`, which
+    /// links the libssl libcurl uses; with another TLS library (no OpenSSL connection to ask) an origin
+    /// is learned only when its first response ends.
+    var negotiatedHTTP1: Bool? {
+        var pointer: UnsafeMutableRawPointer?
+        guard ccurl_easy_getinfo_ptr(raw, CURLINFO_TLS_SSL_PTR, &pointer) == CURLE_OK, let pointer else { return nil }
+        let session = pointer.assumingMemoryBound(to: curl_tlssessioninfo.self).pointee
+        guard session.backend == CURLSSLBACKEND_OPENSSL, let ssl = session.internals else { return nil }
+        var name: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        ctrust_alpn_selected(ssl, &name, &length)
+        guard let name, length > 0 else {
+            return info(offset: CURLINFO_APPCONNECT_TIME_T) > 0 ? true : nil
+        }
+        return !(length == 2 && name[0] == UInt8(ascii: "h") && name[1] == UInt8(ascii: "2"))
     }
 }
 

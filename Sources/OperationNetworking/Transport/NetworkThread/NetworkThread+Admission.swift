@@ -323,33 +323,3 @@ extension Transfer {
         "\(host.lowercased()):\(port ?? 443)"
     }
 }
-
-extension CurlEasyHandle {
-    /// OpenSSL's `SSL_get0_alpn_selected`, found at run time in the libssl libcurl loaded: the
-    /// library's own C targets do not link it for this, and without it (another TLS library) an origin
-    /// is learned only when its first response ends.
-    private typealias ALPNSelected = @convention(c) (OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
-                                                      UnsafeMutablePointer<UInt32>?) -> Void
-    private static let alpnSelected: ALPNSelected? = {
-        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "SSL_get0_alpn_selected") else { return nil }
-        return unsafeBitCast(symbol, to: ALPNSelected.self)
-    }()
-
-    /// Whether the TLS connection this handle's hop runs on speaks HTTP/1.x (true) or HTTP/2 (false),
-    /// as its handshake settled it (ALPN; a handshake that chose nothing means HTTP/1.1); `nil` while
-    /// the handshake is under way or when it cannot be told.
-    var negotiatedHTTP1: Bool? {
-        var pointer: UnsafeMutableRawPointer?
-        guard let select = CurlEasyHandle.alpnSelected,
-              ccurl_easy_getinfo_ptr(raw, CURLINFO_TLS_SSL_PTR, &pointer) == CURLE_OK, let pointer else { return nil }
-        let session = pointer.assumingMemoryBound(to: curl_tlssessioninfo.self).pointee
-        guard session.backend == CURLSSLBACKEND_OPENSSL, let ssl = session.internals else { return nil }
-        var name: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        select(OpaquePointer(ssl), &name, &length)
-        guard let name, length > 0 else {
-            return info(offset: CURLINFO_APPCONNECT_TIME_T) > 0 ? true : nil
-        }
-        return !(length == 2 && name[0] == UInt8(ascii: "h") && name[1] == UInt8(ascii: "2"))
-    }
-}
