@@ -113,13 +113,11 @@ final class BackgroundRevalidator: TransferDelegate, Sendable {
         // kept off the one delivery queue.
         var received: CacheState.Received?
         if case .completed = outcome, let head = transfer.head {
-            let cache = storage.urlCache
             let body = transfer.body
             received = CacheState.Received(
                 url: head.url, statusCode: head.statusCode, headers: head.lowercasedFieldDictionary, body: body,
                 finalRequest: nil,
-                fitsCache: Storability.fits(size: body.count, memoryCapacity: cache.memoryCapacity,
-                                            diskCapacity: cache.diskCapacity),
+                fitsCache: storage.takes(bodyOfSize: body.count),
                 requestTime: requestTime, responseTime: Date(), lowercased: true)
         }
         CallbackQueues.processing.async { [self, received] in settle(received) }

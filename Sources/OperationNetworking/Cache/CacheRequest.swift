@@ -308,7 +308,7 @@ extension CacheState {
         let body: Data?
         /// The last hop's request (after redirects), whose fields a `Vary` names.
         let finalRequest: CacheRequest?
-        /// Whether the body fits the cache (see `Storability.fits`).
+        /// Whether the body fits the cache (`CacheStorage.takes(bodyOfSize:)`).
         let fitsCache: Bool
         let requestTime: Date
         let responseTime: Date

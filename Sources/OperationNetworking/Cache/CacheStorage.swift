@@ -105,6 +105,21 @@ final class CacheStorage: Sendable {
         entryStore = urlCache as? EntryStore
     }
 
+    /// Whether the cache takes a body of `size` bytes, the one place that decides it: as Apple's URL
+    /// loading does, not over about 5 % of the capacity (the larger of memory and disk), so one download
+    /// cannot evict everything else; nothing without capacity. Asked before a run's plan is made (a body
+    /// too large is not offered to the cache response block, and the entry it would replace is dropped)
+    /// and by `store` of what it is handed (a cache response block may have made the body larger).
+    func takes(bodyOfSize size: Int) -> Bool {
+        CacheStorage.takes(bodyOfSize: size, memoryCapacity: urlCache.memoryCapacity, diskCapacity: urlCache.diskCapacity)
+    }
+
+    /// The rule of `takes(bodyOfSize:)` for a cache of these capacities.
+    static func takes(bodyOfSize size: Int, memoryCapacity: Int, diskCapacity: Int) -> Bool {
+        let capacity = max(memoryCapacity, diskCapacity)
+        return capacity > 0 && size <= capacity / 20
+    }
+
     /// Whether a store or a removal changes memory only, its files written later off the caller's
     /// thread (`SQLiteURLCache`); false for a cache that writes its files in the call.
     var storesInMemoryFirst: Bool { entryStore != nil }
@@ -191,8 +206,7 @@ final class CacheStorage: Sendable {
               let responseURL = URLRedaction.removingUserInfo(from: stored.url) else { return .notStored }
         let key = CacheEntryMetadata.key(for: bare)
         guard !key.isEmpty else { return .notStored }
-        guard Storability.fits(size: stored.body.count, memoryCapacity: urlCache.memoryCapacity,
-                               diskCapacity: urlCache.diskCapacity) else {
+        guard takes(bodyOfSize: stored.body.count) else {
             remove(key: key, url: bare)
             return .notStored
         }

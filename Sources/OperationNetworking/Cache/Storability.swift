@@ -56,14 +56,6 @@ enum Storability {
         }
         return kept
     }
-
-    /// Whether a body of `size` bytes fits the cache: as Apple's URL loading does, a response larger
-    /// than about 5 % of the cache's capacity (the larger of memory and disk) is not stored, so one
-    /// download cannot evict everything else. A cache without capacity stores nothing.
-    static func fits(size: Int, memoryCapacity: Int, diskCapacity: Int) -> Bool {
-        let capacity = max(memoryCapacity, diskCapacity)
-        return capacity > 0 && size <= capacity / 20
-    }
 }
 
 /// The trust an https response was fetched under, as the cache records it with the entry: a stored

@@ -306,7 +306,8 @@ extension URLConnectionOperation {
     /// the cache's capacities, and the last hop's request after a redirect.
     private static func received(from input: EndInput) -> CacheState.Received {
         let fits = input.cache.map {
-            Storability.fits(size: input.body?.count ?? 0, memoryCapacity: $0.memoryCapacity, diskCapacity: $0.diskCapacity)
+            CacheStorage.takes(bodyOfSize: input.body?.count ?? 0, memoryCapacity: $0.memoryCapacity,
+                               diskCapacity: $0.diskCapacity)
         } ?? false
         return CacheState.Received(url: input.head.url, statusCode: input.head.statusCode,
                                    headers: input.head.lowercasedFieldDictionary, body: input.body,

@@ -53,10 +53,10 @@ final class CacheRulesTests: LibraryTestCase {
     }
 
     func testSizeLimitIsAboutFivePercentOfTheCapacity() {
-        XCTAssertTrue(Storability.fits(size: 5_000, memoryCapacity: 0, diskCapacity: 100_000))
-        XCTAssertFalse(Storability.fits(size: 5_001, memoryCapacity: 0, diskCapacity: 100_000))
-        XCTAssertTrue(Storability.fits(size: 5_000, memoryCapacity: 100_000, diskCapacity: 0))
-        XCTAssertFalse(Storability.fits(size: 0, memoryCapacity: 0, diskCapacity: 0), "a cache without capacity stores nothing")
+        XCTAssertTrue(CacheStorage.takes(bodyOfSize: 5_000, memoryCapacity: 0, diskCapacity: 100_000))
+        XCTAssertFalse(CacheStorage.takes(bodyOfSize: 5_001, memoryCapacity: 0, diskCapacity: 100_000))
+        XCTAssertTrue(CacheStorage.takes(bodyOfSize: 5_000, memoryCapacity: 100_000, diskCapacity: 0))
+        XCTAssertFalse(CacheStorage.takes(bodyOfSize: 0, memoryCapacity: 0, diskCapacity: 0), "a cache without capacity stores nothing")
     }
 
     func testVaryMatching() throws {
