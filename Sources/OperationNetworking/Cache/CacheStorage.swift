@@ -121,7 +121,8 @@ final class CacheStorage: Sendable {
     }
 
     /// Whether a store or a removal changes memory only, its files written later off the caller's
-    /// thread (`SQLiteURLCache`); false for a cache that writes its files in the call.
+    /// thread: true for an `EntryStore` (as that protocol promises); false for a cache that writes its
+    /// files in the call.
     var storesInMemoryFirst: Bool { entryStore != nil }
 
     /// The entry stored for `request`'s URL, or `nil` on a miss or an entry whose metadata is damaged
@@ -254,6 +255,9 @@ final class CacheStorage: Sendable {
 
 /// A cache that keeps the library's entries itself (`SQLiteURLCache`): `CacheStorage` reads and
 /// writes them by key, decoded, instead of through `CachedURLResponse` and the JSON of its `userInfo`.
+/// A store or a removal changes memory at once and reaches the cache's files later, off the caller's
+/// thread (the store's `report` tells when): what `CacheStorage.storesInMemoryFirst` says of a cache
+/// that conforms. The adapter asks the conformance, never the class.
 /// - Threading: any thread; the store keeps its entries behind locks of its own (see `SQLiteURLCache`).
 protocol EntryStore: AnyObject, Sendable {
     /// The entry under `key`, or nil.
