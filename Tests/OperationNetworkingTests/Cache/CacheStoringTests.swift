@@ -73,6 +73,14 @@ final class CacheStoringTests: CacheTestCase {
 
     func testTheCookiesAResponseSetsAreNeverStored() throws {
         let path = "/cache/cookie?cc=max-age=600&cookie=session=secret-value"
+        // The response's cookie lands in the shared storage: taken out again, so tests after this one
+        // in the same process (CookieScopeTests) start without it.
+        let cookieURL = server.url(path)
+        addTeardownBlock {
+            for cookie in HTTPCookieStorage.shared.cookies(for: cookieURL) ?? [] {
+                HTTPCookieStorage.shared.deleteCookie(cookie)
+            }
+        }
         let first = fetch(path)
         XCTAssertEqual(first.response?.value(forHTTPHeaderField: "Set-Cookie"), "session=secret-value")
         let record = try XCTUnwrap(stored(path))

@@ -223,8 +223,7 @@ extension Transfer {
     /// `any → finished`: ends the transfer and hands back its delegate, to be told of the outcome once;
     /// `nil` when the transfer had already ended. The transfer drops its own reference to the delegate.
     func finish() -> TransferDelegate? {
-        // Before `takeIn` the transfer is its submitter's (ended there when no network thread runs).
-        assert(network?.isCurrentThread ?? true, "a transfer ends on its network thread")
+        assertOnItsThread()
         let delegate = self.delegate
         return perform(state.finish()) ? delegate : nil
     }
@@ -262,10 +261,12 @@ extension Transfer {
     }
 
     /// Stops a debug build when called anywhere but on the network thread that took the transfer in:
-    /// the hand-over that licenses `@unchecked Sendable`, checked rather than trusted.
+    /// the hand-over that licenses `@unchecked Sendable`, checked rather than trusted. Before `takeIn`
+    /// the transfer is still its creator's, which may prepare or end it (ended there when no network
+    /// thread runs).
     @inline(__always)
     func assertOnItsThread(file: StaticString = #fileID, line: UInt = #line) {
-        assert(network?.isCurrentThread == true, "called off the transfer's network thread", file: file, line: line)
+        assert(network?.isCurrentThread ?? true, "called off the transfer's network thread", file: file, line: line)
     }
 
     /// A socket curl asked for was opened (`descriptor`), or could not be (`error`, its errno).
