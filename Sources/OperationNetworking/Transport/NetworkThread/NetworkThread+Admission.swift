@@ -72,6 +72,7 @@ extension NetworkThread {
     /// a request's timeout runs from when it was queued, so the k-th request to a dead endpoint ends
     /// at its own timeout rather than after k of them.
     func failStalled(now: UInt64) {
+        assertOnNetworkThread()
         // lastActivity may lie ahead: a throttled upload counts its planned pause as activity.
         let stalled = active.filter { now > $0.latestActivity && now - $0.latestActivity > $0.timeoutNanoseconds }
         for transfer in stalled {
@@ -92,6 +93,7 @@ extension NetworkThread {
     /// Puts transfers whose retry delay is over back in the FIFO (a cancel or pause during the delay
     /// already ended them: those are dropped).
     func requeueDueRetries(now: UInt64) {
+        assertOnNetworkThread()
         guard !delayed.isEmpty else { return }
         let due = delayed.filter { $0.at <= now }
         guard !due.isEmpty else { return }
@@ -109,6 +111,7 @@ extension NetworkThread {
 
     /// Unpauses throttled uploads whose delay is over (`curl_easy_pause` may call the read callback).
     func resumeDueUploads(now: UInt64) {
+        assertOnNetworkThread()
         guard !pausedUploads.isEmpty else { return }
         let due = pausedUploads.filter { $0.at <= now }
         pausedUploads.removeAll { $0.at <= now }
@@ -124,6 +127,7 @@ extension NetworkThread {
     /// Records a transfer curl now runs, and lifts the per-host cap when it needs a connection of its
     /// own; restores the cap a run of such transfers left lifted when this one can multiplex.
     func putOnCurl(_ transfer: Transfer, easy: CurlEasyHandle) {
+        assertOnNetworkThread()
         transfer.activeIndex = active.count
         active.append(transfer)
         let serial = transfer.tlsOrigin.map { origins.serial.contains($0) } ?? true
@@ -149,6 +153,7 @@ extension NetworkThread {
     /// (nothing changes then).
     @discardableResult
     func takeOffCurl(_ transfer: Transfer) -> Bool {
+        assertOnNetworkThread()
         let index = transfer.activeIndex
         guard index >= 0, index < active.count, active[index] === transfer else { return false }
         // The last one takes its place.
@@ -187,6 +192,7 @@ extension NetworkThread {
     /// Frees what the thread owns in libcurl once its loop ended: the pooled easy handles, the multi
     /// handle (with the connections it keeps and its wake-up socket pair) and the share handle.
     func releaseHandles() {
+        assertOnNetworkThread()
         for transfer in active {
             guard let easy = transfer.easy else { continue }
             multi.remove(easy.raw)
@@ -206,6 +212,7 @@ extension NetworkThread {
     /// libcurl closes a multi handle's connections only when asked for a new one or when the handle
     /// goes, so for the lifetime the handle is made again (TLS sessions stay in the share handle).
     func closeIdleConnectionsIfDue(now: UInt64) {
+        assertOnNetworkThread()
         guard active.isEmpty, waitingHead >= waiting.count, delayed.isEmpty, pausedUploads.isEmpty else {
             idleConnections.busy(now: now) { localPortsInUse() }
             return
@@ -288,6 +295,7 @@ extension NetworkThread {
     /// Makes `transfer`, just configured for its first hop, the probe of its https origin when nothing
     /// is known of that origin and no other transfer probes it.
     func probeIfUnknown(_ transfer: Transfer) {
+        assertOnNetworkThread()
         guard let origin = transfer.tlsOrigin, !origins.knows(origin), origins.probes[origin] == nil else { return }
         origins.probes[origin] = transfer
     }
@@ -296,6 +304,7 @@ extension NetworkThread {
     /// transfers held for it go (to the FIFO's end, in the order they came). Called after each
     /// `curl_multi_perform` while a probe runs.
     func learnProbedOrigins() {
+        assertOnNetworkThread()
         for (origin, probe) in origins.probes {
             if let easy = probe.easy, probe.tlsOrigin == origin {
                 guard let http1 = easy.negotiatedHTTP1 else { continue }   // handshake not done yet

@@ -298,7 +298,8 @@ final class NetworkThread: @unchecked Sendable {
     /// An easy handle for a transfer about to start: a pooled one, else a new one (`nil` if libcurl
     /// could not make one).
     func takeEasyHandle() -> CurlEasyHandle? {
-        pool.popLast() ?? CurlEasyHandle(share: share)
+        assertOnNetworkThread()
+        return pool.popLast() ?? CurlEasyHandle(share: share)
     }
 
     /// Keeps a handle, reset, for the next transfer.
@@ -389,6 +390,7 @@ extension NetworkThread {
 
     /// Hands this turn's events to the delivery queue in one dispatch, in the order they happened.
     func flushEvents() {
+        assertOnNetworkThread()
         guard !events.isEmpty else { return }
         let batch = events
         events = []
