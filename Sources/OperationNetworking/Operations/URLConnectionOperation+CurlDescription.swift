@@ -72,7 +72,7 @@ struct CurlCommand {
     /// The command: an optional comment line, then `curl` with one option per continued line.
     var text: String {
         let method = request.uppercasedMethod
-        let outgoing = OutgoingBody(request)
+        let outgoing = OutgoingBody(request, method: method)
         let (body, comment) = bodyToSend(outgoing)
         // One option (with its argument) per entry; each goes on a line of its own.
         var arguments: [String] = []

@@ -110,7 +110,7 @@ final class CurlEasyHandle {
     }
 
     /// Replaces the request header list (`"Name: value"` lines; `"Name:"` removes a header curl would add).
-    func setHeaders(_ lines: [String]) throws {
+    func setHeaders<Lines: Sequence<String>>(_ lines: Lines) throws {
         hasOptions = true
         var list: UnsafeMutablePointer<curl_slist>?
         for line in lines {

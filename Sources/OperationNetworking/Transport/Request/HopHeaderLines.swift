@@ -18,16 +18,15 @@ enum OutgoingBody {
     /// sent chunked).
     case stream(InputStream, declaredLength: Int64?)
 
-    /// The body `request` sends.
-    init(_ request: URLRequest) {
-        let method = request.uppercasedMethod
+    /// The body `request` sends; `method` is its method as sent (`uppercasedMethod`).
+    init(_ request: URLRequest, method: String) {
         if method == "HEAD" {
             self = .none
         } else if let data = request.httpBody {
             self = .data(data)
         } else if let stream = request.httpBodyStream {
             self = .stream(stream, declaredLength: request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) })
-        } else if ["POST", "PUT", "PATCH"].contains(method) {
+        } else if method == "POST" || method == "PUT" || method == "PATCH" {
             self = .data(Data())
         } else {
             self = .none
@@ -59,11 +58,21 @@ struct HopHeaderLines {
         let value: String?
 
         /// The line as libcurl takes it: `Name: value`; `Name;` for an empty value (`Name:` would remove
-        /// the field); `Name:` for a suppressed one.
-        var curlLine: String {
-            guard let value else { return "\(name):" }
-            return value.isEmpty ? "\(name);" : "\(name): \(value)"
+        /// the field); `Name:` for a suppressed one. Made with the line, once.
+        let curlLine: String
+
+        init(name: String, value: String?) {
+            self.name = name
+            self.value = value
+            if let value {
+                curlLine = value.isEmpty ? "\(name);" : "\(name): \(value)"
+            } else {
+                curlLine = "\(name):"
+            }
         }
+
+        /// The library's `Accept-Encoding`, the same on every request, so made once.
+        static let acceptEncoding = Line(name: "Accept-Encoding", value: Transfer.offeredEncodings)
     }
 
     /// The lines, the request's own fields first (in the order its dictionary gives them), then the
@@ -103,7 +112,7 @@ struct HopHeaderLines {
         // No 100-continue round trip unless asked for (only a request with a body can have one).
         if !hasExpect && hasBody { lines.append(Line(name: "Expect", value: nil)) }
         // Sent as a line of its own, not through CURLOPT_ACCEPT_ENCODING, so libcurl does not decode.
-        if offersEncodings { lines.append(Line(name: "Accept-Encoding", value: Transfer.offeredEncodings)) }
+        if offersEncodings { lines.append(.acceptEncoding) }
         // The value passes the check every header passes (`CookieScope.headerValue`).
         if request.httpShouldHandleCookies && !hasCookie, let url = request.url,
            let header = CookieScope.headerValue(in: Transfer.cookieStorage, for: url) {

@@ -217,9 +217,10 @@ extension Transfer {
         // (after a transfer that failed, say), and reads no more than that buffer holds.
         _ = ccurl_easy_setopt_long(easy.raw, CURLOPT_BUFFERSIZE, Transfer.receiveBufferSize)
         try configureCallbacks(easy)
-        let body = OutgoingBody(request)
-        try configureMethodAndBody(easy, method: request.uppercasedMethod, body: body)
-        try easy.setHeaders(headerLines(for: request, body: body, url: url))
+        let method = request.uppercasedMethod
+        let body = OutgoingBody(request, method: method)
+        try configureMethodAndBody(easy, method: method, body: body)
+        try easy.setHeaders(headerLines(for: request, body: body, url: url).lazy.map(\.curlLine))
         if hop.asksForEncodings {
             // The header itself is one of `headerLines`; this only keeps libcurl from decoding.
             try easy.set(CURLOPT_HTTP_CONTENT_DECODING, false)
@@ -305,12 +306,12 @@ extension Transfer {
     /// The hop's header lines as curl takes them (`HopHeaderLines`, the list `curlDescription` shows);
     /// reads the caller's `Range` into `hop.callerRange`. Throws `invalidHeader` for a field that would
     /// break the request's head.
-    func headerLines(for request: URLRequest, body: OutgoingBody, url: URL) throws -> [String] {
+    func headerLines(for request: URLRequest, body: OutgoingBody, url: URL) throws -> [HopHeaderLines.Line] {
         let headers = HopHeaderLines(request: request, body: body, offersEncodings: hop.asksForEncodings,
                                      continuation: resumeFrom)
         if let name = headers.invalidFieldName { throw LibraryError.invalidHeader(name, url: url) }
         hop.callerRange = headers.callerRange
         hop.sentRange = headers.sendsContinuationRange
-        return headers.lines.map(\.curlLine)
+        return headers.lines
     }
 }
