@@ -114,11 +114,9 @@ final class BackgroundRevalidator: TransferDelegate, Sendable {
         var received: CacheState.Received?
         if case .completed = outcome, let head = transfer.head {
             let body = transfer.body
-            received = CacheState.Received(
-                url: head.url, statusCode: head.statusCode, headers: head.lowercasedFieldDictionary, body: body,
-                finalRequest: nil,
-                fitsCache: storage.takes(bodyOfSize: body.count),
-                requestTime: requestTime, responseTime: Date(), lowercased: true)
+            received = CacheState.Received(head: head, body: body, finalRequest: nil,
+                                           fitsCache: storage.takes(bodyOfSize: body.count),
+                                           requestTime: requestTime, responseTime: Date())
         }
         CallbackQueues.processing.async { [self, received] in settle(received) }
     }
@@ -128,10 +126,11 @@ final class BackgroundRevalidator: TransferDelegate, Sendable {
     private func settle(_ received: CacheState.Received?) {
         let plan = machine.withLock { $0.transferEnded(with: received) }
         for url in plan.remove { storage.removeStoredResponse(for: url) }
-        if let (stored, keys) = plan.store {
+        let candidate = plan.storeCandidate
+        if let (stored, keys) = candidate {
             for key in keys { storage.store(stored, forURL: key) }
         }
-        machine.withLock { $0.storeEnded(stored: plan.store != nil) }
+        machine.withLock { $0.storeEnded(stored: candidate != nil) }
         _ = BackgroundRevalidator.running.withLock { $0.remove(registration) }
     }
 }

@@ -26,7 +26,6 @@ extension Dictionary where Key == String, Value == String {
     /// when `name` is lowercase and so are the keys (the cache's own dictionaries of fields).
     func headerValue(_ name: String) -> String? {
         if let exact = self[name] { return exact }
-        let wanted = asciiLowercased(name)
-        return first { asciiLowercased($0.key) == wanted }?.value
+        return first { asciiCaseInsensitiveEquals($0.key, name) }?.value
     }
 }

@@ -15,9 +15,8 @@ struct CacheRequest: Sendable {
     /// The request's `Cache-Control` directives; `Pragma: no-cache` counts as `no-cache` when the
     /// request has no `Cache-Control` (RFC 7234 §5.4, kept by RFC 9111 for old clients).
     let control: CacheControl
-    /// The header fields as the transfer sends them, by lowercased name: the request's own, plus the
-    /// `Accept-Encoding` the library adds when the request has none (a response's `Vary` names it often).
-    let headers: [String: String]
+    /// The request's own header fields, names as the caller spelled them (read by name with `header(_:)`).
+    private let ownFields: [String: String]
     /// The trust identity of the operation's security policy (`CacheTrust`): an `https` entry answers
     /// only the identity it was fetched under, and a response is stored under this one.
     var trust = CacheTrust.system
@@ -46,20 +45,55 @@ struct CacheRequest: Sendable {
         self.url = url
         method = request.uppercasedMethod
         policy = request.cachePolicy
-        var headers: [String: String] = [:]
-        for (name, value) in request.allHTTPHeaderFields ?? [:] {
-            headers[asciiLowercased(name)] = value
+        let fields = request.allHTTPHeaderFields ?? [:]
+        ownFields = fields
+        // The few fields the cache decides by, found in one pass over the names (by length first), without
+        // a dictionary of lowercased names: most requests carry none of them.
+        var cacheControl: String?, pragma: String?, host: String?, authorization = false, precondition = false
+        for (name, value) in fields {
+            switch name.utf8.count {
+            case 4 where asciiCaseInsensitiveEquals(name, "host"): host = value
+            case 6 where asciiCaseInsensitiveEquals(name, "pragma"): pragma = value
+            case 13 where asciiCaseInsensitiveEquals(name, "cache-control"): cacheControl = value
+            case 13 where asciiCaseInsensitiveEquals(name, "authorization"): authorization = true
+            default: precondition = precondition || CacheRequest.isCallerPrecondition(name)
+            }
         }
-        if headers["accept-encoding"] == nil { headers["accept-encoding"] = Transfer.offeredEncodings }
-        self.headers = headers
-        usesCache = CacheRequest.cacheUsable(method: method, headers: headers, url: url)
-        if let field = headers["cache-control"] {
-            control = CacheControl(field)
-        } else if let pragma = headers["pragma"],
-                  CacheControl.listMembers(pragma).contains(where: { asciiLowercased($0) == "no-cache" }) {
+        hasAuthorizationField = authorization
+        usesCache = CacheRequest.cacheableMethods.contains(method) && !precondition
+            && !CacheRequest.namesAnotherHost(host, url: url)
+        if let cacheControl {
+            control = CacheControl(cacheControl)
+        } else if let pragma, CacheControl.listMembers(pragma).contains(where: { asciiLowercased($0) == "no-cache" }) {
             control = CacheControl("no-cache")
         } else {
             control = .empty
+        }
+    }
+
+    /// The value of the field `name` (lowercase) as the transfer sends it: the request's own, in any
+    /// spelling, or the `Accept-Encoding` the library adds when the request has none (a response's
+    /// `Vary` names it often).
+    func header(_ name: String) -> String? {
+        if let own = ownFields.headerValue(name) { return own }
+        return name == "accept-encoding" ? Transfer.offeredEncodings : nil
+    }
+
+    /// The header fields as the transfer sends them, by lowercased name (made when read).
+    var headers: [String: String] {
+        var headers = ownFields.lowercasedNames
+        if headers["accept-encoding"] == nil { headers["accept-encoding"] = Transfer.offeredEncodings }
+        return headers
+    }
+
+    /// Whether the request has an `Authorization` field of its own.
+    private let hasAuthorizationField: Bool
+
+    private static func isCallerPrecondition(_ name: String) -> Bool {
+        // Every one of them is 5, 8, 13, 17 or 19 bytes long.
+        switch name.utf8.count {
+        case 5, 8, 13, 17, 19: return callerPreconditions.contains { asciiCaseInsensitiveEquals(name, $0) }
+        default: return false
         }
     }
 
@@ -69,14 +103,9 @@ struct CacheRequest: Sendable {
     /// Decided once, when the request is read: the cache asks it several times a run.
     let usesCache: Bool
 
-    private static func cacheUsable(method: String, headers: [String: String], url: URL) -> Bool {
-        cacheableMethods.contains(method) && !headers.keys.contains { callerPreconditions.contains($0) }
-            && !namesAnotherHost(headers: headers, url: url)
-    }
-
     /// Whether the request's own `Host` field names something other than its URL's authority.
-    private static func namesAnotherHost(headers: [String: String], url: URL) -> Bool {
-        guard let field = headers["host"] else { return false }
+    private static func namesAnotherHost(_ field: String?, url: URL) -> Bool {
+        guard let field else { return false }
         let named = asciiLowercased(CacheControl.trimmingOWS(field))
         guard let host = url.host.map(asciiLowercased) else { return true }
         let bracketed = host.contains(":") ? "[\(host)]" : host
@@ -102,7 +131,7 @@ struct CacheRequest: Sendable {
 
     /// Whether the request carries credentials of its own (§3.5): an `Authorization` field, or a user
     /// name or password in its URL (which libcurl sends as one).
-    var hasAuthorization: Bool { headers["authorization"] != nil || url.user != nil || url.password != nil }
+    var hasAuthorization: Bool { hasAuthorizationField || url.user != nil || url.password != nil }
 }
 
 /// The directives of a `Cache-Control` field (RFC 9111 §5.2), parsed once.
@@ -296,14 +325,11 @@ struct CacheControl: Equatable, Sendable {
 }
 
 extension CacheState {
-    /// A response the transfer received whole: its parts, as the head gave them (no Foundation
-    /// `HTTPURLResponse` is built for the cache).
+    /// A response the transfer received whole: its head as it came (no Foundation `HTTPURLResponse`
+    /// is built for the cache, nor a dictionary of its fields unless a rule reads more than a few of
+    /// them: see `fields`).
     struct Received {
-        /// The URL of the hop that answered.
-        let url: URL
-        let statusCode: Int
-        /// Its header fields by lowercased name (repeated fields joined).
-        let fields: [String: String]
+        let head: ResponseHead
         /// The body, or `nil` when it may not be stored (streamed to an output stream).
         let body: Data?
         /// The last hop's request (after redirects), whose fields a `Vary` names.
@@ -313,18 +339,32 @@ extension CacheState {
         let requestTime: Date
         let responseTime: Date
 
-        /// A response of `url` and `statusCode` with `headers` (any spelling of the names; `fields` when
-        /// they are already by lowercased name).
-        init(url: URL, statusCode: Int, headers: [String: String], body: Data?, finalRequest: CacheRequest?,
-             fitsCache: Bool, requestTime: Date, responseTime: Date, lowercased: Bool = false) {
-            self.url = url
-            self.statusCode = statusCode
-            fields = lowercased ? headers : headers.lowercasedNames
+        /// The URL of the hop that answered.
+        var url: URL { head.url }
+        var statusCode: Int { head.statusCode }
+
+        /// Its header fields by lowercased name (repeated fields joined), made from the head each time
+        /// it is read: only a store, a `304` and an invalidation read them; whether a response may be
+        /// stored reads `Cache-Control`, `Expires` and `Vary` from the head itself.
+        var fields: [String: String] { head.lowercasedFieldDictionary }
+
+        init(head: ResponseHead, body: Data?, finalRequest: CacheRequest?, fitsCache: Bool, requestTime: Date,
+             responseTime: Date) {
+            self.head = head
             self.body = body
             self.finalRequest = finalRequest
             self.fitsCache = fitsCache
             self.requestTime = requestTime
             self.responseTime = responseTime
+        }
+
+        /// A response of `url` and `statusCode` with `headers` (any spelling of the names).
+        init(url: URL, statusCode: Int, headers: [String: String], body: Data?, finalRequest: CacheRequest?,
+             fitsCache: Bool, requestTime: Date, responseTime: Date) {
+            self.init(head: ResponseHead(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1",
+                                         fields: headers.map { ($0.key, $0.value) }),
+                      body: body, finalRequest: finalRequest, fitsCache: fitsCache, requestTime: requestTime,
+                      responseTime: responseTime)
         }
     }
 }

@@ -71,8 +71,40 @@ struct CacheState {
         var deliver: (response: ResponseHead, body: Data)?
         /// Store this, under each URL (after the cache response block had its say).
         var store: (stored: StoredResponse, keys: [URL])?
+        /// The response only repeats the stored one the run found, where nothing depends on when it
+        /// came: that entry stays, used now, while the storage still holds it; `store` is `nil` then.
+        var repeated: Repeat?
         /// Drop what is stored under these URLs.
         var remove: [URL] = []
+
+        /// What to store, the response that repeats an entry built now (to offer it to the cache
+        /// response block, or to a storage that no longer holds the entry).
+        var storeCandidate: (stored: StoredResponse, keys: [URL])? {
+            store ?? repeated.map { ($0.response, [$0.entry.key]) }
+        }
+    }
+
+    /// A response received that repeats the stored one the run found (`StoredResponse.isRepeated`): the
+    /// same status, URL, body, trust and secondary key, the same head but `Date`, and fields that give
+    /// it no freshness lifetime and no time to serve it stale, or a bare `no-cache` — validated (or
+    /// fetched again) before every use, or read as it is (`.returnCacheDataElseLoad`), so writing it
+    /// again would change nothing a request can see. The usual API response without cache fields,
+    /// fetched again and again, is decided so from its head and the entry, without a dictionary of its
+    /// fields or an entry of its own being built.
+    struct Repeat {
+        /// The entry repeated, and where the storage holds it (`StoredResponse.place`).
+        let entry: Entry
+        let place: StoredResponse.Place
+        let received: Received
+        let body: Data
+        let varying: [String: String]
+        let trust: String?
+        let control: CacheControl
+
+        /// The response as it would be stored were the entry gone (replaced or removed meanwhile).
+        var response: StoredResponse {
+            CacheState.stored(received, body: body, varying: varying, trust: trust, control: control)
+        }
     }
 
     private(set) var phase: Phase = .idle
@@ -184,16 +216,16 @@ struct CacheState {
         let responseControl = entry.stored.facts.control
         let validateFirst = request.control.has("no-cache") || responseControl.has("no-cache")
             || SecondaryKey.isAuthenticated(entry.stored)
-        if !validateFirst,
-           Freshness(of: entry.stored, now: now).satisfies(request.control, responseControl: responseControl) {
+        let freshness = validateFirst ? nil : Freshness(of: entry.stored, now: now)
+        if let freshness, freshness.satisfies(request.control, responseControl: responseControl) {
             return answer(request, with: entry, now: now)
         }
         if onlyIfCached { return gatewayTimeout(request) }
         // RFC 5861 §3, for a request that asks nothing of the age (`max-age`, `min-fresh`): served stale
         // at once, while a run of its own revalidates it as this one would have.
-        if !validateFirst, request.mayRevalidateInBackground,
+        if let freshness, request.mayRevalidateInBackground,
            !request.control.has("max-age"), !request.control.has("min-fresh"),
-           Freshness(of: entry.stored, now: now).withinStaleWhileRevalidate(responseControl) {
+           freshness.withinStaleWhileRevalidate(responseControl) {
             let (head, body) = answered(request, with: entry, now: now)
             answeredStale = true
             return .deliverStale(head, body, revalidation: CacheState.revalidation(of: entry, for: request))
@@ -293,7 +325,7 @@ extension CacheState {
             phase = .finished(.notConsulted)
             guard let invalidating, let received else { return Plan() }
             return Plan(remove: Validation.invalidatedURLs(request: invalidating, status: received.statusCode,
-                                                           finalURL: received.url, headers: received.fields))
+                                                           finalURL: received.url, field: received.head.joinedValue(for:)))
         case .revalidating(let request, let entry):
             guard let received else { return end(.miss) }
             guard received.statusCode == 304 else { return replace(entry, request: request, with: received) }
@@ -347,8 +379,9 @@ extension CacheState {
     /// delivered as received and the stored response dropped (a transfer whose owner heard of it in
     /// time, `notModifiedArrived`, sent the request again instead).
     private mutating func validated(_ entry: Entry, by received: Received) -> Plan {
-        guard Validation.notModified(received.fields, isAbout: entry.stored),
-              case let freshened = Validation.freshened(entry.stored, by: received.fields,
+        let fields = received.fields
+        guard Validation.notModified(fields, isAbout: entry.stored),
+              case let freshened = Validation.freshened(entry.stored, by: fields,
                                                         requestTime: received.requestTime,
                                                         responseTime: received.responseTime) else {
             return end(.miss, removing: [entry.key])
@@ -360,7 +393,9 @@ extension CacheState {
     }
 
     /// A full response (§4.3.3, or to an unconditional request): stored when §3 allows it, under the URL
-    /// it came from; what it replaces is dropped when it is not stored.
+    /// it came from; what it replaces is dropped when it is not stored. Whether it may be stored is read
+    /// from its head (`Cache-Control`, `Expires`, `Vary`): one that may not (`no-store`) builds nothing,
+    /// and one that repeats the entry found (`Repeat`) builds no entry of its own.
     ///
     /// After a redirect it is stored under its own URL only, never under the request's: a later request
     /// for the original URL goes to the network and meets the redirect again, so the operation's redirect
@@ -371,20 +406,34 @@ extension CacheState {
         let keys = [redirects == 0 ? request.url : finalURL]
         let superseded = entry.map { [$0.key] } ?? []
         let authenticated = answeredChallenge || (received.finalRequest ?? request).hasAuthorization
+        let control = CacheControl(received.head.joinedValue(for: "Cache-Control"))
         guard let body = received.body, received.fitsCache,
-              Storability.mayStore(request: request, status: received.statusCode, headers: received.fields,
-                                   authenticated: authenticated),
-              let varying = SecondaryKey.record(vary: received.fields["vary"],
+              Storability.mayStore(request: request, status: received.statusCode, control: control,
+                                   hasExpires: { received.head.hasField("Expires") }, authenticated: authenticated),
+              let varying = SecondaryKey.record(vary: received.head.joinedValue(for: "Vary"),
                                                 request: received.finalRequest ?? request, authenticated: authenticated)
         else {
             return end(.miss, removing: superseded)
         }
         phase = .storing(.stored)
-        let stored = StoredResponse(url: finalURL, statusCode: received.statusCode,
-                                    headers: Storability.storedFields(of: received.fields), body: body,
-                                    varyingRequestHeaders: varying, requestTime: received.requestTime,
-                                    responseTime: received.responseTime,
-                                    trust: CacheTrust.recorded(request.trust, for: keys[0]))
+        let trust = CacheTrust.recorded(request.trust, for: keys[0])
+        if let entry, redirects == 0, let place = entry.stored.place,
+           entry.stored.isRepeated(by: received.head, body: body, varying: varying, trust: trust) {
+            return Plan(repeated: Repeat(entry: entry, place: place, received: received, body: body, varying: varying,
+                                         trust: trust, control: control))
+        }
+        let stored = CacheState.stored(received, body: body, varying: varying, trust: trust, control: control)
         return Plan(store: (stored, keys), remove: superseded.filter { !keys.contains($0) })
+    }
+
+    /// The response `received` as the cache stores it, its `Cache-Control` parsed as `control`.
+    static func stored(_ received: Received, body: Data, varying: [String: String], trust: String?,
+                       control: CacheControl) -> StoredResponse {
+        let fields = Storability.storedFields(of: received.fields)
+        return StoredResponse(url: received.url, statusCode: received.statusCode, headers: fields, body: body,
+                              varyingRequestHeaders: varying, requestTime: received.requestTime,
+                              responseTime: received.responseTime, trust: trust, fields: fields,
+                              facts: FreshnessFacts(fields, control: control),
+                              head: received.head.hasSetCookie ? nil : received.head)
     }
 }

@@ -31,12 +31,28 @@ struct StoredResponse: Sendable {
     /// The trust identity of the connection that fetched it (`CacheTrust`); `nil` for a URL that is not
     /// `https`, or an entry stored without metadata.
     var trust: String?
+    /// The head it came with, when it came from the network in this process without `Set-Cookie`: its
+    /// fields but `Date` give `fields` (a response that came again with the same head but `Date` has
+    /// the same fields but `Date`). `nil` for one read from the file, stored by the app, or freshened
+    /// by a `304`.
+    private(set) var head: ResponseHead?
+    /// Where the library's store holds it: read from there, it is the entry stored under `key` at
+    /// `storedAt`, which a later store of the key replaces. `nil` for a response not read from it.
+    var place: Place?
+
+    /// Where a stored response was found in the library's store (`SQLiteURLCache`).
+    struct Place: Sendable {
+        let key: String
+        let storedAt: Double
+    }
 
     /// A stored response of `url`, `statusCode` and `headers` (any spelling of the names); `fields`,
     /// when given, are already `headers` by lowercased name.
     init(url: URL, statusCode: Int, headers: [String: String], body: Data, varyingRequestHeaders: [String: String],
          requestTime: Date, responseTime: Date, trust: String? = nil, fields: [String: String]? = nil,
-         facts: FreshnessFacts? = nil) {
+         facts: FreshnessFacts? = nil, head: ResponseHead? = nil, place: Place? = nil) {
+        self.head = head
+        self.place = place
         self.url = url
         self.statusCode = statusCode
         let fields = fields ?? headers.lowercasedNames
@@ -58,10 +74,23 @@ struct StoredResponse: Sendable {
                   trust: trust)
     }
 
-    /// Replaces the header fields.
+    /// Replaces the header fields (it no longer has the head it came with).
     mutating func replaceHeaders(_ headers: [String: String]) {
         fields = headers.lowercasedNames
         facts = FreshnessFacts(fields)
+        head = nil
+    }
+
+    /// Whether a response received with `head` and `body`, stored with `varying` and `trust`, only
+    /// repeats this one where nothing depends on when it came (`CacheState.Repeat`): the same status,
+    /// URL, body, trust and secondary key, the same head but `Date` (compared as bytes, with the head
+    /// this one came with), and fields that give no freshness lifetime and no time to serve it stale
+    /// (`FreshnessFacts.carriesNoTime`) or say a bare `no-cache`. False when this one has no head.
+    func isRepeated(by head: ResponseHead, body: Data, varying: [String: String], trust: String?) -> Bool {
+        guard let mine = self.head, facts.carriesNoTime || facts.alwaysValidated, statusCode == head.statusCode,
+              self.body.count == body.count, self.trust == trust, varyingRequestHeaders == varying,
+              mine.hasSameFields(as: head, except: "Date"), url == head.url else { return false }
+        return self.body == body
     }
 
     /// Foundation's response for it, to deliver or to hand an app (nil when Foundation will not build it).
@@ -139,8 +168,10 @@ final class CacheStorage: Sendable {
                 entryStore.removeEntry(forKey: key, ifStoredAt: entry.storedAt)
                 return nil
             }
-            return stored(entry.url, entry.statusCode, entry.headers, entry.body, entry.metadata, key: key,
-                          request: request, fields: entry.fields, facts: entry.facts)
+            var found = stored(entry.url, entry.statusCode, entry.headers, entry.body, entry.metadata, key: key,
+                               request: request, fields: entry.fields, facts: entry.facts, head: entry.head)
+            found?.place = StoredResponse.Place(key: key, storedAt: entry.storedAt)
+            return found
         }
         guard let cached = urlCache.cachedResponse(for: request) else { return nil }
         guard let response = cached.response as? HTTPURLResponse, let responseURL = response.url else {
@@ -162,7 +193,8 @@ final class CacheStorage: Sendable {
     /// The stored response of an entry found under `key`, by what its metadata says.
     private func stored(_ url: URL, _ statusCode: Int, _ headers: [String: String], _ body: Data,
                         _ reading: SQLiteURLCache.Entry.MetadataReading, key: String, request: URLRequest,
-                        fields: [String: String]? = nil, facts: FreshnessFacts? = nil) -> StoredResponse? {
+                        fields: [String: String]? = nil, facts: FreshnessFacts? = nil,
+                        head: ResponseHead? = nil) -> StoredResponse? {
         let metadata: CacheEntryMetadata
         switch reading {
         case .found(let found):
@@ -180,7 +212,8 @@ final class CacheStorage: Sendable {
         guard metadata.requestURL == key else { return nil }
         return StoredResponse(url: url, statusCode: statusCode, headers: headers, body: body,
                               varyingRequestHeaders: metadata.varyingRequestHeaders, requestTime: metadata.requestTime,
-                              responseTime: metadata.responseTime, trust: metadata.trust, fields: fields, facts: facts)
+                              responseTime: metadata.responseTime, trust: metadata.trust, fields: fields, facts: facts,
+                              head: head)
     }
 
     private func remove(key: String, url: URL) {
@@ -218,7 +251,8 @@ final class CacheStorage: Sendable {
         if let entryStore {
             // Replaced in memory at once and in the file later, in one statement: a reader never misses it.
             entryStore.store(SQLiteURLCache.Entry(url: responseURL, statusCode: stored.statusCode, headers: stored.headers,
-                                                  fields: stored.fields, facts: stored.facts, body: stored.body,
+                                                  fields: stored.fields, facts: stored.facts, head: stored.head,
+                                                  body: stored.body,
                                                   metadata: metadata, key: key,
                                                   storedAt: Date().timeIntervalSinceReferenceDate), forKey: key,
                              report: written)
@@ -236,6 +270,16 @@ final class CacheStorage: Sendable {
         urlCache.removeCachedResponse(for: request)
         urlCache.storeCachedResponse(cached, for: request)
         return .stored
+    }
+
+    /// Keeps the entry a response only repeats (`CacheState.Repeat`) as it is, used now, when the
+    /// library's store still holds it where the run found it (`place`): `.pending` then, `written` told
+    /// once the entry is in the file (at once when it is already). `nil` when the store holds another
+    /// entry there now, none, or the cache is not the library's: the response is then stored.
+    func keepRepeated(at place: StoredResponse.Place, written: SQLiteURLCache.WriteReport? = nil) -> StoreOutcome? {
+        guard let entryStore, entryStore.keepRepeated(forKey: place.key, storedAt: place.storedAt, report: written)
+        else { return nil }
+        return .pending
     }
 
     /// What a store did (see `store(_:forURL:written:)`).
@@ -264,6 +308,10 @@ protocol EntryStore: AnyObject, Sendable {
     func entry(forKey key: String) -> SQLiteURLCache.Entry?
     /// Stores `entry` under `key`, replacing what is there; `report` is told whether it reached the file.
     func store(_ entry: SQLiteURLCache.Entry, forKey key: String, report: SQLiteURLCache.WriteReport?)
+    /// Keeps the entry under `key` as it is, used now, if it is the one stored at `storedAt` (a response
+    /// repeats it); `report` is told whether it is in the file, at once when it is. False, reporting
+    /// nothing, when another entry or none is there.
+    func keepRepeated(forKey key: String, storedAt: Double, report: SQLiteURLCache.WriteReport?) -> Bool
     /// Removes the entry under `key`.
     func removeEntry(forKey key: String)
     /// Removes the entry under `key` if it is still the one stored at `storedAt` (a damaged one found
@@ -381,9 +429,11 @@ struct CacheEntryMetadata: Codable, Equatable {
     static func key(for url: URL) -> String {
         // Most URLs are written so already: kept as they are, without taking them apart and putting them
         // together again (URLComponents costs more than the rest of a lookup).
+        let text = url.absoluteString
+        if isKeyForm(url: text) { return text }
         if url.user == nil, url.password == nil, url.fragment == nil, let scheme = url.scheme, let host = url.host,
            isKeyForm(scheme), isKeyForm(host) {
-            return url.absoluteString
+            return text
         }
         let asWritten = url.user == nil && url.password == nil ? url.absoluteString : ""
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return asWritten }
@@ -395,8 +445,35 @@ struct CacheEntryMetadata: Codable, Equatable {
         return components.string ?? asWritten
     }
 
+    /// Whether `text`, a URL's absolute string, is already its key, read from its bytes without taking
+    /// the URL apart: `scheme://authority…` with no uppercase letter or percent escape in the scheme and
+    /// the authority, no user information (`@`) there, and no fragment (`#`). Anything else (false) is
+    /// decided from the URL's parts.
+    private static func isKeyForm(url text: String) -> Bool {
+        var sawScheme = false, inAuthority = false, slashes = 0, authority = 0
+        for byte in text.utf8 {
+            if byte == 0x23 { return false }   // '#': a fragment
+            if !sawScheme {
+                if byte == 0x3A { sawScheme = true; continue }   // ':'
+                if (0x41...0x5A).contains(byte) || byte == 0x25 { return false }
+            } else if !inAuthority {
+                guard byte == 0x2F else { return false }   // "://" is required
+                slashes += 1
+                if slashes == 2 { inAuthority = true }
+            } else if byte == 0x2F || byte == 0x3F {   // '/' or '?': the authority ends
+                return authority > 0 && !text.utf8.contains(0x23)
+            } else if (0x41...0x5A).contains(byte) || byte == 0x25 || byte == 0x40 {   // A-Z, '%', '@'
+                return false
+            } else {
+                authority += 1
+            }
+        }
+        return authority > 0
+    }
+
     /// Whether a scheme or host is already as a key writes it: no uppercase letter, no percent escape.
     private static func isKeyForm(_ text: String) -> Bool {
-        !text.utf8.contains { (0x41...0x5A).contains($0) || $0 == 0x25 }
+        for byte in text.utf8 where (0x41...0x5A).contains(byte) || byte == 0x25 { return false }
+        return true
     }
 }

@@ -142,9 +142,10 @@ struct FreshnessFacts: Sendable, Equatable {
     /// whatever its age: its `Date` then changes nothing a cache decides either.
     var alwaysValidated: Bool { control.hasBare("no-cache") }
 
-    /// The facts of `fields` (by lowercased name); `now` places a two-digit year.
-    init(_ fields: [String: String], now: Date = Date()) {
-        control = CacheControl(fields["cache-control"])
+    /// The facts of `fields` (by lowercased name); `now` places a two-digit year. `control`, when
+    /// given, is their `Cache-Control` already parsed.
+    init(_ fields: [String: String], control: CacheControl? = nil, now: Date = Date()) {
+        self.control = control ?? CacheControl(fields["cache-control"])
         date = HTTPDate.parse(fields["date"], now: now)
         expires = fields["expires"].map { HTTPDate.parse($0, now: now).map(Expires.at) ?? .invalid } ?? .absent
         lastModified = HTTPDate.parse(fields["last-modified"], now: now)

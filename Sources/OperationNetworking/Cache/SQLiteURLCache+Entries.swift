@@ -18,6 +18,10 @@ extension SQLiteURLCache {
         let fields: [String: String]
         /// What the fields say about freshness, parsed once.
         let facts: FreshnessFacts
+        /// The head the response came with, or repeated by one that came with it
+        /// (`StoredResponse.head`): `nil` for an entry read from the file or stored by the app, until a
+        /// response repeats it.
+        var head: ResponseHead? = nil
         let body: Data
         /// The library's metadata, as stored beside the response.
         let metadata: MetadataReading
@@ -64,7 +68,7 @@ extension SQLiteURLCache {
 
         /// An entry kept in memory, with its place in the recency order.
         struct Kept {
-            let entry: Entry
+            var entry: Entry
             var lastUse: UInt64
         }
 
@@ -130,9 +134,9 @@ extension SQLiteURLCache {
                 touch(key, now: now)
                 return .entry(entry)
             }
-            if let found = kept[key] {
-                touch(key, now: now)
-                return .entry(found.entry)
+            if let index = kept.index(forKey: key) {
+                touch(key, now: now, keptAt: index)
+                return .entry(kept.values[index].entry)
             }
             guard isLoaded else { return .inFile }
             guard slots[key] != nil else { return .absent }
@@ -140,11 +144,14 @@ extension SQLiteURLCache {
             return .inFile
         }
 
-        private mutating func touch(_ key: String, now: Double) {
+        /// Notes `key` as used now; `keptAt` and `slotAt`, when the caller found them, spare a second
+        /// hash of the key.
+        private mutating func touch(_ key: String, now: Double, keptAt: Dictionary<String, Kept>.Index? = nil,
+                                    slotAt: Dictionary<String, Slot>.Index? = nil) {
             useCounter += 1
             // Changed in place through `values`: `kept[key]?.lastUse = …` copies the whole entry out and back.
-            if let index = kept.index(forKey: key) { kept.values[index].lastUse = useCounter }
-            guard let index = slots.index(forKey: key) else { return }
+            if let index = keptAt ?? kept.index(forKey: key) { kept.values[index].lastUse = useCounter }
+            guard let index = slotAt ?? slots.index(forKey: key) else { return }
             slots.values[index].accessedAt = now
             touched[key] = now
         }
@@ -181,15 +188,10 @@ extension SQLiteURLCache {
         mutating func store(_ entry: Entry, for key: String, now: Double, report: WriteReport? = nil) -> StoreOutcome {
             guard !isRefused else { return .refused }
             if let current = entryInMemory(key), entry.repeatsWithoutTime(current.entry) {
+                if current.entry.head == nil, let head = entry.head { attach(head, to: key) }
                 touch(key, now: now)
                 guard let number = current.pendingNumber else { return .repeated(written: true) }
-                if let report {
-                    let earlier = reports[number]
-                    reports[number] = { written in
-                        earlier?(written)
-                        report(written)
-                    }
-                }
+                chain(report, to: number)
                 return .repeated(written: false)
             }
             drop(key)
@@ -203,6 +205,43 @@ extension SQLiteURLCache {
             return .stored
         }
 
+        /// Keeps the entry under `key` as it is, used now, if it is the one stored at `storedAt` (a
+        /// response only repeats it, `CacheState.Repeat`), in memory or in the file alone (it is not read
+        /// to be compared: the run that found it compared it). `nil` when another entry or none is
+        /// there; `report` waits for the entry's write when it is pending, as `store`'s does.
+        mutating func keepRepeated(_ key: String, storedAt: Double, now: Double, report: WriteReport?) -> StoreOutcome? {
+            guard !isRefused else { return nil }
+            if let (write, number) = pending[key] {
+                guard case .store(let entry) = write, entry.storedAt == storedAt else { return nil }
+                touch(key, now: now)
+                chain(report, to: number)
+                return .repeated(written: false)
+            }
+            guard isLoaded, let slot = slots.index(forKey: key), slots.values[slot].storedAt == storedAt else { return nil }
+            touch(key, now: now, slotAt: slot)
+            return .repeated(written: true)
+        }
+
+        /// `report` is told, after the reports already waiting, what the write of change `number` did.
+        private mutating func chain(_ report: WriteReport?, to number: UInt64) {
+            guard let report else { return }
+            let earlier = reports[number]
+            reports[number] = { written in
+                earlier?(written)
+                report(written)
+            }
+        }
+
+        /// The entry under `key` in memory now has `head`, which repeated it (`Entry.head`): a later
+        /// response is compared with it as bytes.
+        private mutating func attach(_ head: ResponseHead, to key: String) {
+            if let (write, number) = pending[key], case .store(var entry) = write {
+                entry.head = head
+                pending[key] = (.store(entry), number)
+            }
+            if let index = kept.index(forKey: key) { kept.values[index].entry.head = head }
+        }
+
         /// The entry under `key` if memory holds it, with the number of its change when it waits to be
         /// written.
         private func entryInMemory(_ key: String) -> (entry: Entry, pendingNumber: UInt64?)? {
@@ -211,6 +250,15 @@ extension SQLiteURLCache {
                 return (entry, number)
             }
             return kept[key].map { ($0.entry, nil) }
+        }
+
+        /// Removes `key`'s entry as `remove` does; false, changing nothing, when it is known that there
+        /// is none: the keys were read and neither the file nor a pending change holds it (a successful
+        /// POST invalidates its URL, most often one nothing was stored for: no write follows).
+        mutating func removeIfHeld(_ key: String) -> Bool {
+            if isLoaded, slots[key] == nil, pending[key] == nil { return false }
+            remove(key)
+            return true
         }
 
         /// Removes `key`'s entry, in memory and (once written) in the file.
@@ -406,19 +454,21 @@ extension SQLiteURLCache.Entry {
               case .found(let mine) = metadata, case .found(let theirs) = current.metadata,
               mine.requestURL == theirs.requestURL, mine.trust == theirs.trust,
               mine.varyingRequestHeaders == theirs.varyingRequestHeaders, body == current.body else { return false }
+        // Both with a `Date` or both without: otherwise one other field of `current` could stand in for it.
+        guard (fields["date"] == nil) == (current.fields["date"] == nil) else { return false }
         return fields.allSatisfy { name, value in name == "date" || current.fields[name] == value }
     }
 
     /// An entry for `response` and `body` with `metadata`, stored under `key` now; its size counts
     /// the URL, the header fields, the body, the key and the metadata's fields.
     init(url: URL, statusCode: Int, headers: [String: String], fields: [String: String], facts: FreshnessFacts,
-         body: Data, metadata: CacheEntryMetadata, key: String, storedAt: Double) {
+         head: ResponseHead? = nil, body: Data, metadata: CacheEntryMetadata, key: String, storedAt: Double) {
         let fieldBytes = fields.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         let varying = metadata.varyingRequestHeaders.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         // The metadata's JSON adds its field names and dates to what it holds: about 128 bytes.
         let size = url.absoluteString.utf8.count + fieldBytes + body.count + key.utf8.count
             + metadata.requestURL.utf8.count + varying + (metadata.trust?.utf8.count ?? 0) + 128
-        self.init(url: url, statusCode: statusCode, headers: headers, fields: fields, facts: facts, body: body,
+        self.init(url: url, statusCode: statusCode, headers: headers, fields: fields, facts: facts, head: head, body: body,
                   metadata: .found(metadata),
                   size: size, storedAt: storedAt)
     }

@@ -254,6 +254,19 @@ extension SQLiteURLCache: EntryStore {
         }
     }
 
+    /// Keeps the entry under `key` as it is, used now, if it is the one stored at `storedAt`: a response
+    /// only repeats it. False when another entry or none is there (the response is then stored).
+    func keepRepeated(forKey key: String, storedAt: Double, report: WriteReport?) -> Bool {
+        loadKeysIfNeeded()
+        let now = Date().timeIntervalSinceReferenceDate
+        switch entries.withLock({ $0.keepRepeated(key, storedAt: storedAt, now: now, report: report) }) {
+        case nil: return false
+        case .repeated(let written)?: if written { report?(true) }
+        case .refused?, .stored?: break
+        }
+        return true
+    }
+
     /// Why the last batch that failed for good failed, to the first caller after it (an operation's
     /// lookup, for `LoggingEventMonitor`); nil otherwise.
     func takeWriteFailure() -> String? {
@@ -265,8 +278,7 @@ extension SQLiteURLCache: EntryStore {
 
     /// Removes the entry under `key`: from memory now, from the file with the next batch.
     func removeEntry(forKey key: String) {
-        entries.withLock { $0.remove(key) }
-        scheduleWrite()
+        if entries.withLock({ $0.removeIfHeld(key) }) { scheduleWrite() }
     }
 
     /// Removes the entry under `key` if it is still the one stored at `storedAt`.

@@ -31,10 +31,11 @@ enum SecondaryKey {
     /// The fields of `request` that `vary` names, as sent; `nil` when the response cannot be stored
     /// under a secondary key (`Vary: *`, or a secret field).
     static func record(vary: String?, request: CacheRequest, authenticated: Bool) -> [String: String]? {
+        if vary == nil { return authenticated ? [authenticatedMarker: ""] : [:] }
         guard let names = varyingNames(vary), !names.contains(where: secretFields.contains) else { return nil }
         var recorded: [String: String] = [:]
         for name in names {
-            if let value = request.headers[name] { recorded[name] = value }
+            if let value = request.header(name) { recorded[name] = value }
         }
         if authenticated { recorded[authenticatedMarker] = "" }
         return recorded
@@ -43,10 +44,11 @@ enum SecondaryKey {
     /// Whether `stored` may answer `request` as far as `Vary` goes (§4.1): every named field absent
     /// from both, or present in both with values equal once normalised.
     static func matches(_ stored: StoredResponse, _ request: CacheRequest) -> Bool {
-        guard let names = varyingNames(stored.fields["vary"]) else { return false }
+        guard let vary = stored.fields["vary"] else { return true }   // most responses: nothing to compare
+        guard let names = varyingNames(vary) else { return false }
         for name in names where !secretFields.contains(name) {
             let before = stored.varyingRequestHeaders[name].map { normalised(name, $0) }
-            let now = request.headers[name].map { normalised(name, $0) }
+            let now = request.header(name).map { normalised(name, $0) }
             if before != now { return false }
         }
         return true

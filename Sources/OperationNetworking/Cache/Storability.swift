@@ -30,9 +30,17 @@ enum Storability {
     /// `s-maxage` (§3.5); and with explicit freshness, `public`, `private` or a status cacheable by
     /// default. `headers`: the response's fields by lowercased name.
     static func mayStore(request: CacheRequest, status: Int, headers: [String: String], authenticated: Bool) -> Bool {
+        mayStore(request: request, status: status, control: CacheControl(headers["cache-control"]),
+                 hasExpires: { headers["expires"] != nil }, authenticated: authenticated)
+    }
+
+    /// `mayStore(request:status:headers:authenticated:)` for a response whose `Cache-Control` is
+    /// `control`; `hasExpires` tells whether it has an `Expires` field, asked only when nothing else
+    /// decided.
+    static func mayStore(request: CacheRequest, status: Int, control: CacheControl, hasExpires: () -> Bool,
+                         authenticated: Bool) -> Bool {
         guard request.usesCache, !request.control.has("no-store"), (200...599).contains(status), status != 206,
               status != 304, !redirectStatuses.contains(status) else { return false }
-        let control = CacheControl(headers["cache-control"])
         if control.has("must-understand") {
             guard understoodStatuses.contains(status) else { return false }
         } else if control.has("no-store") {
@@ -42,7 +50,7 @@ enum Storability {
             guard control.has("public") || control.has("must-revalidate") || control.has("s-maxage") else { return false }
         }
         return control.has("max-age") || control.has("public") || control.has("private")
-            || headers["expires"] != nil || Freshness.heuristicallyCacheableStatuses.contains(status)
+            || Freshness.heuristicallyCacheableStatuses.contains(status) || hasExpires()
     }
 
     /// The header fields a cache keeps of `fields` (by lowercased name, as the cache keeps them): without
@@ -106,14 +114,19 @@ enum CacheTrust {
     /// operation whose identity is `current`, for the entry's URL `url`: always for a URL that is not
     /// `https` (no connection trust protected it), else only under the same identity.
     static func admits(recorded: String?, current: String, for url: URL) -> Bool {
-        guard url.scheme?.lowercased() == "https" else { return true }
+        guard isHTTPS(url) else { return true }
         return (recorded ?? system) == current
     }
 
     /// The identity an entry records for a response to `url` fetched under `current`: `nil` for a URL
     /// that is not `https`.
     static func recorded(_ current: String, for url: URL) -> String? {
-        url.scheme?.lowercased() == "https" ? current : nil
+        isHTTPS(url) ? current : nil
+    }
+
+    /// Whether `url`'s scheme is `https`, in any case.
+    private static func isHTTPS(_ url: URL) -> Bool {
+        url.scheme.map { asciiCaseInsensitiveEquals($0, "https") } ?? false
     }
 
     /// A random number drawn once per process, so that an overriding instance's number never matches

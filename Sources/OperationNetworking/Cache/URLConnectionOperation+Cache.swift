@@ -189,15 +189,14 @@ extension URLConnectionOperation {
     /// and writes its files later, in batches, on its own queue: its end is settled where it is.
     /// (A cache without capacity holds nothing to write or drop.)
     var cacheEndNeedsItsOwnQueue: Bool {
-        let found = state.withLock { state -> (URLCache, CacheStorage?, Bool)? in
-            guard state.run.error == nil, let run = state.run.cache, run.machine.mayWriteStorage,
-                  let cache = run.urlCache else { return nil }
-            return (cache, run.storage, state.configuration.cacheBlock != nil)
+        // The run's parts are read in place: copying the run out copies the stored response it holds.
+        let found = state.withLock { state -> (URLCache, inMemoryFirst: Bool, hasBlock: Bool)? in
+            guard state.run.error == nil, state.run.cache?.machine.mayWriteStorage == true,
+                  let cache = state.run.cache?.urlCache else { return nil }
+            return (cache, state.run.cache?.storage?.storesInMemoryFirst == true, state.configuration.cacheBlock != nil)
         }
-        guard let (cache, storage, hasBlock) = found, cache.memoryCapacity > 0 || cache.diskCapacity > 0 else {
-            return false
-        }
-        return hasBlock || storage?.storesInMemoryFirst != true
+        guard let (cache, inMemoryFirst, hasBlock) = found, hasBlock || !inMemoryFirst else { return false }
+        return cache.memoryCapacity > 0 || cache.diskCapacity > 0
     }
 
     /// The cache's part of the end, before the handlers: a `304` becomes the stored response it
@@ -215,9 +214,9 @@ extension URLConnectionOperation {
         guard let ending = state.withLock({ state -> CacheEnding? in
             guard let withoutNetwork = state.run.cache?.machine.endedWithoutNetwork,
                   let plan = state.run.cache?.machine.transferEnded(with: received),
-                  let run = state.run.cache else { return nil }
-            return CacheEnding(plan: plan, storage: run.storage, block: state.configuration.cacheBlock,
-                               run: run.requestTime, withoutNetwork: withoutNetwork)
+                  let requestTime = state.run.cache?.requestTime else { return nil }
+            return CacheEnding(plan: plan, storage: state.run.cache?.storage, block: state.configuration.cacheBlock,
+                               run: requestTime, withoutNetwork: withoutNetwork)
         }) else { return }
         let (stored, pending) = carryOut(ending)
         let deliveredBytes = state.withLock { state -> Int? in
@@ -248,16 +247,23 @@ extension URLConnectionOperation {
     private func carryOut(_ ending: CacheEnding) -> (stored: Bool, pending: Bool) {
         guard let storage = ending.storage else { return (false, false) }
         for url in ending.plan.remove { storage.removeStoredResponse(for: url) }
-        guard let (candidate, keys) = ending.plan.store, let approved = approved(candidate, by: ending.block) else {
+        let run = ending.run
+        let report: SQLiteURLCache.WriteReport = { [weak self] ok in
+            if ok { self?.cacheStoreWritten(run: run) }
+        }
+        // A response that only repeats the entry the run found keeps it, when no block decides and the
+        // storage still holds it: nothing is built or written.
+        if let repeated = ending.plan.repeated, ending.block == nil,
+           let outcome = storage.keepRepeated(at: repeated.place, written: report) {
+            return (outcome != .notStored, outcome == .pending)
+        }
+        guard let (candidate, keys) = ending.plan.storeCandidate, let approved = approved(candidate, by: ending.block) else {
             return (false, false)
         }
         var (stored, pending) = (false, false)
-        let run = ending.run
         for key in keys {
             // The report may come before the run's end took the store (`CacheState` keeps it then).
-            let outcome = storage.store(approved, forURL: key) { [weak self] ok in
-                if ok { self?.cacheStoreWritten(run: run) }
-            }
+            let outcome = storage.store(approved, forURL: key, written: report)
             pending = pending || outcome == .pending
             stored = stored || outcome != .notStored
         }
@@ -294,11 +300,12 @@ extension URLConnectionOperation {
     /// raw-head validation spares a response nobody reads, is not built for the cache either).
     private func takeEndInput() -> EndInput? {
         state.withLock { state -> EndInput? in
-            guard let run = state.run.cache, run.machine.mayWriteStorage, let head = state.run.head,
-                  state.run.error == nil, !state.lifecycle.isCancelled else { return nil }
-            return EndInput(cache: run.urlCache, head: head, body: state.outputStream == nil ? state.run.responseData : nil,
-                            finalRequest: run.machine.wasRedirected ? state.currentRequest : nil,
-                            requestTime: run.requestTime)
+            guard state.run.cache?.machine.mayWriteStorage == true, let requestTime = state.run.cache?.requestTime,
+                  let head = state.run.head, state.run.error == nil, !state.lifecycle.isCancelled else { return nil }
+            return EndInput(cache: state.run.cache?.urlCache, head: head,
+                            body: state.outputStream == nil ? state.run.responseData : nil,
+                            finalRequest: state.run.cache?.machine.wasRedirected == true ? state.currentRequest : nil,
+                            requestTime: requestTime)
         }
     }
 
@@ -309,10 +316,9 @@ extension URLConnectionOperation {
             CacheStorage.takes(bodyOfSize: input.body?.count ?? 0, memoryCapacity: $0.memoryCapacity,
                                diskCapacity: $0.diskCapacity)
         } ?? false
-        return CacheState.Received(url: input.head.url, statusCode: input.head.statusCode,
-                                   headers: input.head.lowercasedFieldDictionary, body: input.body,
+        return CacheState.Received(head: input.head, body: input.body,
                                    finalRequest: input.finalRequest.flatMap(CacheRequest.init(_:)), fitsCache: fits,
-                                   requestTime: input.requestTime, responseTime: Date(), lowercased: true)
+                                   requestTime: input.requestTime, responseTime: Date())
     }
 
     /// `stored` as the cache response block changes it, or `nil` when the block refuses it (returns

@@ -69,12 +69,18 @@ enum Validation {
     /// `Content-Location` within the origin of the response that names them (after a redirect, the
     /// final URL's: a server may not invalidate another origin's entries).
     static func invalidatedURLs(request: CacheRequest, status: Int, finalURL: URL?, headers: [String: String]) -> [URL] {
+        invalidatedURLs(request: request, status: status, finalURL: finalURL, field: { headers[$0] })
+    }
+
+    /// `invalidatedURLs(request:status:finalURL:headers:)` reading the response's fields with `field`
+    /// (by lowercased name): only `Location` and `Content-Location` are read.
+    static func invalidatedURLs(request: CacheRequest, status: Int, finalURL: URL?, field: (String) -> String?) -> [URL] {
         guard request.isUnsafe, (200...399).contains(status) else { return [] }
         var urls = [request.url]
         if let finalURL, finalURL != request.url { urls.append(finalURL) }
         let base = finalURL ?? request.url
         for name in ["location", "content-location"] {
-            guard let value = headers[name], let target = URL(string: value, relativeTo: base)?.absoluteURL,
+            guard let value = field(name), let target = URL(string: value, relativeTo: base)?.absoluteURL,
                   Transfer.sameOrigin(target, base), !urls.contains(target) else { continue }
             urls.append(target)
         }

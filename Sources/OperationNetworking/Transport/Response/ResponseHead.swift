@@ -138,6 +138,42 @@ final class ResponseHead: Sendable {
             .map { HeaderBytes.text(bytes, $0.valueStart, $0.valueEnd) }
     }
 
+    /// The value of the fields named `name` (ASCII case-insensitive), repeated ones joined with `", "`
+    /// as `lowercasedFieldDictionary` joins them; `nil` without one. Made in one pass over the spans
+    /// (a name of another length is passed over without reading a byte), the one value's `String` only.
+    func joinedValue(for name: String) -> String? {
+        var joined: String?
+        for span in spans where HeaderBytes.nameMatches(name, bytes, span) {
+            let value = HeaderBytes.text(bytes, span.valueStart, span.valueEnd)
+            joined = joined.map { $0 + ", " + value } ?? value
+        }
+        return joined
+    }
+
+    /// Whether a field named `name` (ASCII case-insensitive) came.
+    func hasField(_ name: String) -> Bool {
+        HeaderBytes.first(named: name, in: bytes, spans) != nil
+    }
+
+    /// Whether `other` came with the same fields in the same order, names and values the same bytes,
+    /// but for the values of the fields named `except` (ASCII case-insensitive): compared in place,
+    /// without a `String` or a dictionary. False for the same fields in another order or spelling.
+    func hasSameFields(as other: ResponseHead, except name: String) -> Bool {
+        guard spans.count == other.spans.count else { return false }
+        return bytes.withUnsafeBufferPointer { mine in
+            other.bytes.withUnsafeBufferPointer { theirs in
+                for (one, two) in zip(spans, other.spans) {
+                    guard HeaderBytes.same(mine, one.nameStart, one.nameEnd, theirs, two.nameStart, two.nameEnd)
+                    else { return false }
+                    if HeaderBytes.nameMatches(name, bytes, one) { continue }
+                    guard HeaderBytes.same(mine, one.valueStart, one.valueEnd, theirs, two.valueStart, two.valueEnd)
+                    else { return false }
+                }
+                return true
+            }
+        }
+    }
+
     /// Fields as Foundation wants them: repeated names joined with `", "`, the first spelling kept.
     var headerDictionary: [String: String] {
         var result: [String: String] = [:]
@@ -192,6 +228,17 @@ enum HeaderBytes {
     /// The place of the first field named `name` (ASCII case-insensitive).
     static func first(named name: String, in bytes: [UInt8], _ spans: [FieldSpan]) -> FieldSpan? {
         spans.first { nameMatches(name, bytes, $0) }
+    }
+
+    /// Whether `one[oneStart..<oneEnd]` and `other[otherStart..<otherEnd]` are the same bytes (false for
+    /// a range outside its storage).
+    static func same(_ one: UnsafeBufferPointer<UInt8>, _ oneStart: Int32, _ oneEnd: Int32,
+                     _ other: UnsafeBufferPointer<UInt8>, _ otherStart: Int32, _ otherEnd: Int32) -> Bool {
+        let count = Int(oneEnd) - Int(oneStart)
+        guard count >= 0, count == Int(otherEnd) - Int(otherStart), oneStart >= 0, otherStart >= 0,
+              Int(oneEnd) <= one.count, Int(otherEnd) <= other.count else { return false }
+        guard count > 0, let first = one.baseAddress, let second = other.baseAddress else { return true }
+        return memcmp(first + Int(oneStart), second + Int(otherStart), count) == 0
     }
 
     /// Whether two fields have the same value, byte for byte.
