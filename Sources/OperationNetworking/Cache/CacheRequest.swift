@@ -286,7 +286,8 @@ struct CacheControl: Equatable, Sendable {
 
     /// One `name[=argument]` member: the lowercased name and the argument.
     private static func directive(_ member: String) -> (String, Argument) {
-        guard let equals = member.firstIndex(of: "=") else {
+        // Found among the bytes, not the characters: `=` is ASCII.
+        guard let equals = member.utf8.firstIndex(of: UInt8(ascii: "=")) else {
             return (asciiLowercased(member), .bare)
         }
         let name = asciiLowercased(trimmingOWS(member[..<equals]))

@@ -450,8 +450,13 @@ struct CacheEntryMetadata: Codable, Equatable {
     /// the authority, no user information (`@`) there, and no fragment (`#`). Anything else (false) is
     /// decided from the URL's parts.
     private static func isKeyForm(url text: String) -> Bool {
+        var text = text
+        return text.withUTF8(isKeyForm(url:))
+    }
+
+    private static func isKeyForm(url text: UnsafeBufferPointer<UInt8>) -> Bool {
         var sawScheme = false, inAuthority = false, slashes = 0, authority = 0
-        for byte in text.utf8 {
+        for byte in text {
             if byte == 0x23 { return false }   // '#': a fragment
             if !sawScheme {
                 if byte == 0x3A { sawScheme = true; continue }   // ':'
@@ -461,7 +466,7 @@ struct CacheEntryMetadata: Codable, Equatable {
                 slashes += 1
                 if slashes == 2 { inAuthority = true }
             } else if byte == 0x2F || byte == 0x3F {   // '/' or '?': the authority ends
-                return authority > 0 && !text.utf8.contains(0x23)
+                return authority > 0 && !text.contains(0x23)
             } else if (0x41...0x5A).contains(byte) || byte == 0x25 || byte == 0x40 {   // A-Z, '%', '@'
                 return false
             } else {

@@ -160,7 +160,10 @@ struct ResponseHeaderParser {
 
 /// `string` with ASCII letters lowered (other bytes kept).
 func asciiLowercased(_ string: String) -> String {
-    String(decoding: string.utf8.map(asciiLower), as: UTF8.self)
+    // Most names and directives are lowercase already: kept as they are, without a copy.
+    var string = string
+    let isLowercase = string.withUTF8 { utf8 in !utf8.contains { (0x41...0x5A).contains($0) } }
+    return isLowercase ? string : String(decoding: string.utf8.map(asciiLower), as: UTF8.self)
 }
 
 /// Whether `one` and `other` are the same ignoring ASCII case (header names), without making a string.
