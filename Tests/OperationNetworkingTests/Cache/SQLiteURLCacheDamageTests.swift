@@ -75,23 +75,29 @@ final class SQLiteURLCacheDamageTests: CacheDirectoryTestCase {
             }
             storage.store(StoredResponses.article(), for: StoredResponses.request)
         }
-        // The table's leftmost leaf holds the first fillers; the entry asked for, stored last, is on another.
+        // A leaf of the table that does not hold the entry asked for: which one does depends on how the
+        // write batches fell, so each leaf is damaged in turn until the entry still reads.
         let key = CacheEntryMetadata.key(for: try XCTUnwrap(StoredResponses.request.url))
-        let (leaf, size) = try {
+        let (leaves, size) = try {
             let inspector = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000)
-            return (try inspector.run("SELECT pageno FROM dbstat WHERE name = 'entries' AND path = '/000/'"),
+            return (try inspector.run("SELECT pageno FROM dbstat WHERE name = 'entries' AND pagetype = 'leaf'"),
                     try inspector.run("PRAGMA page_size"))
         }()
-        guard case .integer(let page)? = leaf.first?.first, case .integer(let pageSize)? = size.first?.first else {
-            return XCTFail("the table has no second leaf: \(leaf), page size \(size)")
+        guard case .integer(let pageSize)? = size.first?.first, leaves.count > 1 else {
+            return XCTFail("the table has no second leaf: \(leaves), page size \(size)")
         }
-        var bytes = try Data(contentsOf: databaseFile)
-        bytes[Int(page - 1) * Int(pageSize)] = 0  // the leaf's page type
-        try bytes.write(to: databaseFile)
-        // The entry itself still reads: only a check of the whole file finds the damage.
-        let direct = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000)
-            .run("SELECT length(body) FROM entries WHERE key = ?", [.text(key)])
-        XCTAssertEqual(direct.count, 1, "the damage reached the entry asked for")
+        let intact = try Data(contentsOf: databaseFile)
+        var damagedOneAway = false
+        for case .integer(let page)? in leaves.map(\.first) where !damagedOneAway {
+            var bytes = intact
+            bytes[Int(page - 1) * Int(pageSize)] = 0  // the leaf's page type
+            try bytes.write(to: databaseFile)
+            // The entry itself still reads: only a check of the whole file finds the damage.
+            let direct = try? SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000)
+                .run("SELECT length(body) FROM entries WHERE key = ?", [.text(key)])
+            damagedOneAway = direct?.count == 1
+        }
+        XCTAssertTrue(damagedOneAway, "every leaf's damage reached the entry asked for")
 
         let reopened = openSQLiteStorage()
         XCTAssertNil(reopened.storedResponse(for: StoredResponses.request), "a damaged file was kept")
