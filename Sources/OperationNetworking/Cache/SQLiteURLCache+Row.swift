@@ -168,3 +168,78 @@ extension SQLiteURLCache.Entry {
         return CachedURLResponse(response: response, data: body, userInfo: userInfo, storagePolicy: .allowed)
     }
 }
+
+// MARK: - The entry a row holds
+
+extension SQLiteURLCache {
+    /// One stored response as the cache keeps it in memory: decoded once, when it was stored or first
+    /// read, and handed out as it is (a hit builds nothing).
+    /// - Threading: an immutable value; kept under the cache's memory lock and handed out from it to any
+    ///   thread.
+    struct Entry: Sendable {
+        /// The response's URL, status and header fields (Foundation's `HTTPURLResponse` is built only
+        /// for `cachedResponse`).
+        let url: URL
+        let statusCode: Int
+        let headers: [String: String]
+        /// The same fields by lowercased name (`StoredResponse.fields`).
+        let fields: [String: String]
+        /// What the fields say about freshness, parsed once.
+        let facts: FreshnessFacts
+        /// The head the response came with, or repeated by one that came with it
+        /// (`StoredResponse.head`): `nil` for an entry read from the file or stored by the app, until a
+        /// response repeats it.
+        var head: ResponseHead? = nil
+        let body: Data
+        /// The library's metadata, as stored beside the response.
+        let metadata: MetadataReading
+        /// The bytes it counts for (`StoredRow.size` plus its key).
+        let size: Int
+        /// When it was stored (`removeCachedResponses(since:)`), as a time since the reference date.
+        let storedAt: Double
+
+        /// What an entry holds of the library's metadata.
+        enum MetadataReading {
+            case found(CacheEntryMetadata)
+            /// Stored without it (through `storeCachedResponse` by someone else).
+            case absent
+            /// Stored with metadata this version cannot read (kept as it came).
+            case damaged(Data)
+        }
+    }
+}
+
+
+extension SQLiteURLCache.Entry {
+    /// Whether this entry says nothing `current` does not, where nothing depends on when it was
+    /// received: the same URL, status, body, trust and secondary key, the same fields but `Date`, and
+    /// fields that give no freshness lifetime and no time to serve it stale, or that say `no-cache`.
+    /// Such a response is validated (or fetched again) before every use, or read as it is
+    /// (`.returnCacheDataElseLoad`); writing it again would change nothing a request can see, so the
+    /// stored one stays: the usual API response without cache fields, fetched again and again, and a
+    /// `no-cache` response validated by a `304` each time, cost no write.
+    func repeatsWithoutTime(_ current: SQLiteURLCache.Entry) -> Bool {
+        guard facts.carriesNoTime || facts.alwaysValidated, statusCode == current.statusCode,
+              body.count == current.body.count, fields.count == current.fields.count, url == current.url,
+              case .found(let mine) = metadata, case .found(let theirs) = current.metadata,
+              mine.requestURL == theirs.requestURL, mine.trust == theirs.trust,
+              mine.varyingRequestHeaders == theirs.varyingRequestHeaders, body == current.body else { return false }
+        // Both with a `Date` or both without: otherwise one other field of `current` could stand in for it.
+        guard (fields["date"] == nil) == (current.fields["date"] == nil) else { return false }
+        return fields.allSatisfy { name, value in name == "date" || current.fields[name] == value }
+    }
+
+    /// An entry for `response` and `body` with `metadata`, stored under `key` now; its size counts
+    /// the URL, the header fields, the body, the key and the metadata's fields.
+    init(url: URL, statusCode: Int, headers: [String: String], fields: [String: String], facts: FreshnessFacts,
+         head: ResponseHead? = nil, body: Data, metadata: CacheEntryMetadata, key: String, storedAt: Double) {
+        let fieldBytes = fields.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        let varying = metadata.varyingRequestHeaders.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        // The metadata's JSON adds its field names and dates to what it holds: about 128 bytes.
+        let size = url.absoluteString.utf8.count + fieldBytes + body.count + key.utf8.count
+            + metadata.requestURL.utf8.count + varying + (metadata.trust?.utf8.count ?? 0) + 128
+        self.init(url: url, statusCode: statusCode, headers: headers, fields: fields, facts: facts, head: head, body: body,
+                  metadata: .found(metadata),
+                  size: size, storedAt: storedAt)
+    }
+}
