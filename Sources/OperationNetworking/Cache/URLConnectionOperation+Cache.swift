@@ -122,8 +122,9 @@ extension URLConnectionOperation {
     }
 
     /// Puts the cache's part of a new run in `state`: returns the request the transfer sends (with the
-    /// conditional fields of a revalidation; the operation's `request` stays as it was) and how the run
-    /// ends without the network, if it does. Call inside `state.withLock`.
+    /// conditional fields of a revalidation; the operation's `request` stays as it was) and the answer
+    /// that ends the run without the network (and without a transfer), if the cache gives one. Call
+    /// inside `state.withLock`.
     static func beginCacheRun(in state: inout State, continuing: Bool, lookup: CacheLookup?) -> (URLRequest, TransferOutcome?) {
         var sent = state.request
         guard !continuing else {

@@ -14,17 +14,21 @@ struct KeptDownload: Sendable {
 /// action the operation carries out (outside its lock) out. Every (phase, event) pair is written out.
 ///
 /// ```
-///            start                    transfer ends                handlers ran
-///   ready ───────────▶ executing ─────────────────────▶ completing ─────────────▶ finished
-///   │  ▲ resume          │ ▲  │ cancel                     ▲
-///   │  │ (not started)   │ │  ▼                            │ the transfer's end, whatever it was,
-///   ▼  │         pause   │ │ cancelling ───────────────────┤ is delivered as a cancel
-///   parked               │ │ resume (continues              │
-///   (kept bytes after    ▼ │  from the kept bytes)         │
-///    a restore)        pausing(then:) ── paused ──────────┤ cancel
-///   │ start (no kept bytes)                                │
-///   ▼            resume: executing                         │
-///   startedParked ─────────────────────────────────────────┘ cancel
+///          start                        transfer's end                            handlers ran
+///   ready ───────────▶ executing ──────────────────────────────────▶ completing ─────────────▶ finished
+///   │  ▲ resume        │ ▲ │ │ answeredWithoutNetwork                ▲  ▲  ▲
+///   │  │ (not started) │ │ │ ▼ (the cache answered)                  │  │  │
+///   │  │               │ │ │ answering ─ the answer arrives ─────────┘  │  │
+///   │  │               │ │ │   (cancel → cancelling,                    │  │
+///   │  │               │ │ │    pause → pausing(then:))                 │  │
+///   │  │               │ │ ▼ cancel                                     │  │
+///   ▼  │      pause    │ │ cancelling ─ its end, as a cancel ───────────┘  │
+///   parked             │ │ resume (continues                               │
+///   (kept bytes after  ▼ │  from the kept bytes)                           │
+///    a restore)      pausing(then:) ── paused ─────────────────────────────┤ cancel
+///   │ start (no kept bytes)                                                │
+///   ▼            resume: executing                                         │
+///   startedParked ─────────────────────────────────────────────────────────┘ cancel
 /// ```
 ///
 /// AFNetworking 2.x's states (ready → executing → finished, executing ⇄ paused) with its races
@@ -34,7 +38,10 @@ struct KeptDownload: Sendable {
 /// one made after it changes nothing (not even `isCancelled`); the kept bytes of a pause live in
 /// the phase, so they are consumed by exactly one continuation and never outlive it; a `start()`
 /// that finds the operation parked (its queue read the readiness just before a `pause()` landed) is
-/// remembered (`startedParked`), since a queue never starts an operation twice.
+/// remembered (`startedParked`), since a queue never starts an operation twice. A run the HTTP cache
+/// answers makes no transfer (`answering`): the answer goes from the start straight to the delivery
+/// queue, and a `cancel()` or `pause()` meanwhile meets it here, under the operation's lock, as it
+/// would meet a transfer's end.
 /// Whether a `cancel()` took effect is part of the phase too (`ready(cancelled:)`, `cancelling`,
 /// `pausing(then: .cancel)`, `completing(cancelled:)`, `finished(cancelled:)`), never a flag beside it.
 /// - Threading: a value; its owner keeps it in its `Protected` state.
@@ -65,6 +72,10 @@ struct OperationState {
         case startedParked
         /// Its transfer is on (or on its way to) the network thread.
         case executing
+        /// Started, and answered without the network (the HTTP cache answered, or refused to load):
+        /// no transfer exists, and the answer is on its way to the delivery queue, where it ends the
+        /// run as a transfer's end does (`transferEnded()`).
+        case answering
         /// `cancel()` was sent to the running transfer; whatever its end, it is delivered as a cancel.
         case cancelling
         /// `pause()` was sent to the running transfer and has not settled yet.
@@ -80,11 +91,16 @@ struct OperationState {
 
     /// What the owner does after an event. An event after which nothing is to be done returns `nil`.
     enum Action {
-        /// Put a (new) transfer on the network thread, continuing `kept` when there is one.
+        /// Begin a run with the cache's decision (for a run from nothing) and put a (new) transfer on
+        /// the network thread, continuing `kept` when there is one; when the cache answered, make no
+        /// transfer and tell the machine (`answeredWithoutNetwork(_:)`, in the same acquisition of the lock).
         case startTransfer(KeptDownload?)
+        /// Send the answer the run got without the network to the delivery queue, where it ends the run.
+        case deliverAnswer(TransferOutcome)
         /// Ask the network thread to stop the running transfer (cancel).
         case cancelTransfer
-        /// Ask the network thread to stop the running transfer, keeping its bytes (pause).
+        /// Ask the network thread to stop the running transfer, keeping its bytes, and announce the
+        /// pause (a run answered without the network has no transfer to stop).
         case pauseTransfer
         /// End as cancelled without (more) network traffic.
         case completeCancelled
@@ -115,14 +131,15 @@ struct OperationState {
         switch phase {
         case .ready(let cancelled), .completing(let cancelled), .finished(let cancelled): return cancelled
         case .cancelling, .pausing(.cancel): return true
-        case .parked, .startedParked, .executing, .pausing(.stayPaused), .pausing(.resume), .paused: return false
+        case .parked, .startedParked, .executing, .answering, .pausing(.stayPaused), .pausing(.resume), .paused:
+            return false
         }
     }
 
     /// `isExecuting`: started, not paused, not yet finished.
     var isExecuting: Bool {
         switch phase {
-        case .executing, .cancelling, .completing: return true
+        case .executing, .answering, .cancelling, .completing: return true
         case .pausing(let then): return then != .stayPaused
         case .ready, .parked, .startedParked, .paused, .finished: return false
         }
@@ -139,7 +156,7 @@ struct OperationState {
         switch phase {
         case .parked, .startedParked, .paused: return true
         case .pausing(let then): return then == .stayPaused
-        case .ready, .executing, .cancelling, .completing, .finished: return false
+        case .ready, .executing, .answering, .cancelling, .completing, .finished: return false
         }
     }
 
@@ -160,7 +177,7 @@ struct OperationState {
     var hasEnded: Bool {
         switch phase {
         case .completing, .finished: return true
-        case .ready, .parked, .startedParked, .executing, .cancelling, .pausing, .paused: return false
+        case .ready, .parked, .startedParked, .executing, .answering, .cancelling, .pausing, .paused: return false
         }
     }
 
@@ -168,7 +185,7 @@ struct OperationState {
     var hasStarted: Bool {
         switch phase {
         case .ready, .parked: return false
-        case .startedParked, .executing, .cancelling, .pausing, .paused, .completing, .finished: return true
+        case .startedParked, .executing, .answering, .cancelling, .pausing, .paused, .completing, .finished: return true
         }
     }
 
@@ -200,7 +217,7 @@ struct OperationState {
             // it): remember the start, which no one makes again, for `resume()` or `cancel()`.
             phase = .startedParked
             return nil
-        case .startedParked, .executing, .cancelling, .pausing, .paused, .completing, .finished:
+        case .startedParked, .executing, .answering, .cancelling, .pausing, .paused, .completing, .finished:
             return nil
         }
     }
@@ -217,6 +234,9 @@ struct OperationState {
         case .executing:
             phase = .cancelling
             return .cancelTransfer
+        case .answering:
+            phase = .cancelling
+            return nil   // no transfer to stop: the answer on its way is delivered as a cancel
         case .pausing(.stayPaused), .pausing(.resume):
             phase = .pausing(then: .cancel)
             return nil   // the pause settling ends it
@@ -236,6 +256,10 @@ struct OperationState {
             phase = .parked(nil)
             return .readinessChanged
         case .executing:
+            phase = .pausing(then: .stayPaused)
+            return .pauseTransfer
+        case .answering:
+            // As a pause that a transfer's end overtakes: announced, then the answer ends the run.
             phase = .pausing(then: .stayPaused)
             return .pauseTransfer
         case .pausing(.resume):
@@ -265,12 +289,26 @@ struct OperationState {
         case .paused(let kept):
             phase = .executing
             return .startTransfer(kept)
-        case .ready, .executing, .cancelling, .pausing(.resume), .pausing(.cancel), .completing, .finished:
+        case .ready, .executing, .answering, .cancelling, .pausing(.resume), .pausing(.cancel), .completing, .finished:
             return nil
         }
     }
 
     // MARK: - Library events
+
+    /// The run that `startTransfer` began was answered without the network (`answer`: the stored
+    /// response, or the cache's refusal to load): no transfer is made, and the answer goes to the
+    /// delivery queue. Comes in the same acquisition of the lock as the start, so no other event sees
+    /// the run executing without a transfer.
+    mutating func answeredWithoutNetwork(_ answer: TransferOutcome) -> Action? {
+        switch phase {
+        case .executing:
+            phase = .answering
+            return .deliverAnswer(answer)
+        case .ready, .parked, .startedParked, .answering, .cancelling, .pausing, .paused, .completing, .finished:
+            invalid("answeredWithoutNetwork")
+        }
+    }
 
     /// The network thread confirmed a pause; `kept` is where the bytes leave off.
     mutating func transferPaused(_ kept: KeptDownload) -> Action? {
@@ -284,16 +322,17 @@ struct OperationState {
         case .pausing(.cancel):
             phase = .completing(cancelled: true)
             return .completeCancelled
-        case .ready, .parked, .startedParked, .executing, .cancelling, .paused, .completing, .finished:
+        case .ready, .parked, .startedParked, .executing, .answering, .cancelling, .paused, .completing, .finished:
             invalid("transferPaused")
         }
     }
 
-    /// The running transfer ended (completed, failed or cancelled on the network thread), or never
-    /// reached it (answered from the cache, an output stream that would not open).
+    /// The running transfer ended (completed, failed or cancelled on the network thread, or at once
+    /// because its output stream would not open), or the answer made without the network arrived on
+    /// the delivery queue.
     mutating func transferEnded() -> Action? {
         switch phase {
-        case .executing, .pausing(.stayPaused), .pausing(.resume):
+        case .executing, .answering, .pausing(.stayPaused), .pausing(.resume):
             // A transfer that ended before its pause reached the network thread ends the operation.
             phase = .completing(cancelled: false)
             return .deliver(cancelled: false)
@@ -327,8 +366,8 @@ struct OperationState {
     var acceptsArchivedState: Bool {
         switch phase {
         case .ready(cancelled: false): return true
-        case .ready(cancelled: true), .parked, .startedParked, .executing, .cancelling, .pausing, .paused, .completing,
-             .finished:
+        case .ready(cancelled: true), .parked, .startedParked, .executing, .answering, .cancelling, .pausing, .paused,
+             .completing, .finished:
             return false
         }
     }
@@ -341,7 +380,7 @@ struct OperationState {
             return .finish
         case .finished:
             return nil
-        case .ready, .parked, .startedParked, .executing, .cancelling, .pausing, .paused:
+        case .ready, .parked, .startedParked, .executing, .answering, .cancelling, .pausing, .paused:
             invalid("handlersRan")
         }
     }

@@ -57,13 +57,14 @@ extension URLConnectionOperation {
             run.responseData = nil
         }
 
-        /// Stores how the operation's transfer ended.
-        mutating func record(_ outcome: TransferOutcome, of transfer: Transfer) {
+        /// Stores how the operation's run ended: how its transfer ended, or (without a transfer) the
+        /// answer it got without the network.
+        mutating func record(_ outcome: TransferOutcome, of transfer: Transfer?) {
             switch outcome {
             case .completed:
-                if outputStream == nil { run.responseData = State.keptBody(of: transfer) }
+                if outputStream == nil { run.responseData = transfer.map(State.keptBody(of:)) }
             case .completedWithError(let failure):
-                if outputStream == nil { run.responseData = State.keptBody(of: transfer) }
+                if outputStream == nil { run.responseData = transfer.map(State.keptBody(of:)) }
                 run.error = failure
             case .answeredFromCache(let cached, let data):
                 // Foundation's response is built from the head only if someone reads it.
@@ -197,14 +198,15 @@ extension URLConnectionOperation {
     /// acquisition as the event that produced it.
     enum Step {
         /// Hand `transfer` to the network thread; `stream` is the caller's output stream to open first
-        /// (the first start only), `observers` are told of the start; `local` is how the cache ends the
-        /// run without the network, if it does.
-        case startTransfer(Transfer, request: URLRequest, stream: OutputStream?, observers: OperationObservers?,
-                           local: TransferOutcome?)
+        /// (the first start only), `observers` are told of the start.
+        case startTransfer(Transfer, request: URLRequest, stream: OutputStream?, observers: OperationObservers?)
+        /// The run was answered without the network: tell `observers` of the start, then send `answer`
+        /// to the delivery queue, where it ends the run (`runAnswered(_:batch:)`).
+        case deliverAnswer(TransferOutcome, observers: OperationObservers?)
         /// Ask the network thread to stop `transfer`, dropping its bytes.
         case cancelTransfer(Transfer)
-        /// Ask the network thread to stop `transfer`, keeping its bytes.
-        case pauseTransfer(Transfer)
+        /// Ask the network thread to stop `transfer` (if the run has one), keeping its bytes; announce the pause.
+        case pauseTransfer(Transfer?)
         /// The outcome is stored: run the handlers on `queue` inside `group`, then finish.
         case end(queue: DispatchQueue, group: DispatchGroup)
         /// Readiness changed.
@@ -219,9 +221,10 @@ extension URLConnectionOperation {
     /// - Parameters:
     ///   - security: the policy's snapshot (see `securitySnapshot()`), for an event that may start a transfer.
     ///   - cache: the cache's decision (see `cacheLookup(security:for:)`), for an event that may start a run from nothing.
-    ///   - ending: the transfer that ended and how, for `transferEnded`.
+    ///   - ending: how the run ended, for `transferEnded`: its transfer's outcome, or (without a
+    ///     transfer) the answer it got without the network.
     func advance(_ state: inout State, security: SecurityPolicy.Snapshot? = nil, cache: CacheLookup? = nil,
-                 ending: (outcome: TransferOutcome, transfer: Transfer)? = nil,
+                 ending: (outcome: TransferOutcome, transfer: Transfer?)? = nil,
                  _ event: (inout OperationState) -> OperationState.Action?) -> Step? {
         guard let action = event(&state.lifecycle) else { return nil }
         // The two settings the end needs, read in place: copying the whole configuration retains and
@@ -229,18 +232,33 @@ extension URLConnectionOperation {
         let queue = state.configuration.effectiveCompletionQueue, group = state.configuration.effectiveCompletionGroup
         switch action {
         case .startTransfer(let kept):
-            let (transfer, local) = makeTransfer(in: &state, continuing: kept, security: security, cache: cache)
+            let (sent, answer) = beginRun(in: &state, continuing: kept, cache: cache)
             let stream = state.run.outputStreamOpened ? nil : state.outputStream
             if stream != nil { state.run.outputStreamOpened = true }
             if state.run.startedAt == nil { state.run.startedAt = monotonicNow() }
             state.run.attempts = max(state.run.attempts, 1)
-            return .startTransfer(transfer, request: state.request, stream: stream, observers: state.observers, local: local)
+            // Answered without the network: no transfer. The machine hears of it in this acquisition of
+            // the lock, so a cancel or pause from here on meets a run without one.
+            if let answer {
+                state.run.transfer = nil
+                return advance(&state) { $0.answeredWithoutNetwork(answer) }
+            }
+            let transfer = Transfer(request: sent, outputStream: state.outputStream, resumeFrom: kept?.point,
+                                    initialBody: kept?.bytes ?? Data(), security: security,
+                                    clientCertificate: state.configuration.clientCertificate,
+                                    maximumBodySize: state.configuration.maximumResponseSize,
+                                    retryPolicy: state.configuration.retryPolicy, proxy: state.configuration.proxy,
+                                    delegate: self)
+            state.run.transfer = transfer
+            return .startTransfer(transfer, request: state.request, stream: stream, observers: state.observers)
+        case .deliverAnswer(let answer):
+            return .deliverAnswer(answer, observers: state.observers)
         case .cancelTransfer:
             guard let transfer = state.run.transfer else { return nil }
             transfer.requestCancel()   // from now on no request of it starts
             return .cancelTransfer(transfer)
         case .pauseTransfer:
-            return state.run.transfer.map { .pauseTransfer($0) }
+            return .pauseTransfer(state.run.transfer)
         case .completeCancelled:
             state.recordCancel()
             state.run.transfer = nil
@@ -270,23 +288,25 @@ extension URLConnectionOperation {
     func perform(_ step: consuming Step?, batch: CompletionBatch? = nil) {
         guard let step else { return }
         switch step {
-        case .startTransfer(let transfer, let request, let stream, let observers, let local):
-            // An answer from the cache, or an output stream that will not open, still goes through
-            // the network thread, so that a pause or cancel already on its way meets it there.
-            if let local = local ?? streamOutcome(for: request, opening: stream) { transfer.endOnArrival(local) }
-            willChangeValue(forKey: "isExecuting")
-            didChangeValue(forKey: "isExecuting")
-            // Before the transfer leaves: the start is queued ahead of anything the transfer causes,
-            // on the queues that later carry the finish.
-            observers?.transferDidStart(self)
-            CallbackWork.shared.async(group: nil) { [self] in
-                NotificationCenter.default.post(name: .operationDidStart, object: self)
-            }
+        case .startTransfer(let transfer, let request, let stream, let observers):
+            // An output stream that will not open ends the transfer as the network thread takes it in,
+            // so that a pause or cancel already on its way meets it there.
+            if let failure = streamOutcome(for: request, opening: stream) { transfer.endOnArrival(failure) }
+            announceStart(to: observers)
             NetworkThread.shared.submit(.add(transfer))
+        case .deliverAnswer(let answer, let observers):
+            announceStart(to: observers)
+            // Straight to the delivery queue, where a transfer's end goes: the network thread never
+            // hears of the run. A cancel or pause made meanwhile was decided under the lock.
+            CallbackQueues.delivery.async { [self] in
+                let batch = CompletionBatch()
+                runAnswered(answer, batch: batch)
+                batch.send()
+            }
         case .cancelTransfer(let transfer):
             NetworkThread.shared.submit(.cancel(transfer))
         case .pauseTransfer(let transfer):
-            NetworkThread.shared.submit(.pause(transfer))
+            if let transfer { NetworkThread.shared.submit(.pause(transfer)) }
             post(.operationDidFinish)
         case .end(let queue, let group):
             transferDidEnd(on: queue, group: group, batch: batch)
@@ -305,10 +325,22 @@ extension URLConnectionOperation {
         }
     }
 
-    /// Builds the transfer for a start or a continuation of `kept`, resetting the outcome of an
-    /// earlier run, and how the cache ends it without the network, if it does. Call inside `state.withLock`.
-    private func makeTransfer(in state: inout State, continuing kept: KeptDownload?, security: SecurityPolicy.Snapshot?,
-                              cache: CacheLookup?) -> (Transfer, TransferOutcome?) {
+    /// Tells of a run's start (KVO, monitors, `operationDidStart`) before anything the run causes is
+    /// queued: on the queues that later carry its finish, so the start always precedes the finish.
+    private func announceStart(to observers: OperationObservers?) {
+        willChangeValue(forKey: "isExecuting")
+        didChangeValue(forKey: "isExecuting")
+        observers?.transferDidStart(self)
+        CallbackWork.shared.async(group: nil) { [self] in
+            NotificationCenter.default.post(name: .operationDidStart, object: self)
+        }
+    }
+
+    /// Begins a start or a continuation of `kept`, resetting the outcome of an earlier run: returns the
+    /// request its transfer sends, and the answer when the cache ends the run without the network.
+    /// Call inside `state.withLock`.
+    private func beginRun(in state: inout State, continuing kept: KeptDownload?,
+                          cache: CacheLookup?) -> (URLRequest, TransferOutcome?) {
         state.run.currentRequest = nil   // the request as given, until a redirect
         // A run's outcome belongs to that run: a restored finished operation runs again from nothing.
         state.run.error = nil
@@ -318,15 +350,7 @@ extension URLConnectionOperation {
             state.run.responseData = nil
             state.run.metrics = nil
         }
-        let (sent, local) = URLConnectionOperation.beginCacheRun(in: &state, continuing: kept != nil, lookup: cache)
-        let transfer = Transfer(request: sent, outputStream: state.outputStream, resumeFrom: kept?.point,
-                                initialBody: kept?.bytes ?? Data(), security: security,
-                                clientCertificate: state.configuration.clientCertificate,
-                                maximumBodySize: state.configuration.maximumResponseSize,
-                                retryPolicy: state.configuration.retryPolicy, proxy: state.configuration.proxy,
-                                delegate: self)
-        state.run.transfer = transfer
-        return (transfer, local)
+        return URLConnectionOperation.beginCacheRun(in: &state, continuing: kept != nil, lookup: cache)
     }
 }
 

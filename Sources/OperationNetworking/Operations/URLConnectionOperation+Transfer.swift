@@ -167,6 +167,23 @@ extension URLConnectionOperation: TransferDelegate {
     }
 }
 
+extension URLConnectionOperation {
+    /// The run's answer made without the network (`OperationState.answeredWithoutNetwork(_:)`) arrived on
+    /// the delivery queue: it ends the run as a transfer's end does, through the same event and the
+    /// same end (as a cancel when a `cancel()` came first). A run without a transfer moved no bytes.
+    func runAnswered(_ answer: TransferOutcome, batch: CompletionBatch) {
+        let (step, settlement) = state.withLock { state -> (Step?, PauseSettlement?) in
+            state.run.bodyBytesDelivered = 0
+            // A pause made meanwhile is overtaken by the answer, as by a transfer's end: its archiver is told.
+            let settlement = state.run.pauseSettlement
+            state.run.pauseSettlement = nil
+            return (advance(&state, ending: (answer, nil)) { $0.transferEnded() }, settlement)
+        }
+        perform(step, batch: batch)
+        settlement?.settle()
+    }
+}
+
 /// The sender a `URLAuthenticationChallenge` needs; answers come back through the block's return value.
 /// - Threading: stateless (its methods do nothing); any thread.
 private final class ChallengeSender: NSObject, URLAuthenticationChallengeSender, @unchecked Sendable {   // stateless

@@ -16,6 +16,7 @@ final class OperationStateTests: LibraryTestCase {
         "parked·started": [.pause, .start],
         "parked+kept": [.restorePaused],
         "executing": [.start],
+        "answering": [.start, .answeredWithoutNetwork],
         "cancelling": [.start, .cancel],
         "pausing": [.start, .pause],
         "pausing→resume": [.start, .pause, .resume],
@@ -28,64 +29,71 @@ final class OperationStateTests: LibraryTestCase {
     ]
 
     private enum Event: String, CaseIterable {
-        case start, cancel, pause, resume, transferPaused, transferEnded, restorePaused, restoreFinished, handlersRan
+        case start, cancel, pause, resume, answeredWithoutNetwork, transferPaused, transferEnded, restorePaused, restoreFinished,
+             handlersRan
     }
 
     /// `phase action [cancelled]`, or `invalid`.
     private static let table: [String: [Event: String]] = [
         "ready": [.start: "executing start(fresh)", .cancel: "ready none cancelled", .pause: "parked readiness",
-                  .resume: "ready none", .transferPaused: "invalid", .transferEnded: "invalid",
+                  .resume: "ready none", .answeredWithoutNetwork: "invalid", .transferPaused: "invalid", .transferEnded: "invalid",
                   .restorePaused: "parked+kept -", .restoreFinished: "finished -",
                   .handlersRan: "invalid"],
         "ready·cancelled": [.start: "completing completeCancelled cancelled", .cancel: "ready none cancelled",
-                            .pause: "ready none cancelled", .resume: "ready none cancelled", .transferPaused: "invalid",
+                            .pause: "ready none cancelled", .resume: "ready none cancelled", .answeredWithoutNetwork: "invalid", .transferPaused: "invalid",
                             .transferEnded: "invalid", .restorePaused: "ready refused cancelled", .restoreFinished: "ready refused cancelled", .handlersRan: "invalid"],
         "parked": [.start: "parked·started none", .cancel: "ready readiness cancelled", .pause: "parked none",
-                   .resume: "ready readiness", .transferPaused: "invalid", .transferEnded: "invalid",
+                   .resume: "ready readiness", .answeredWithoutNetwork: "invalid", .transferPaused: "invalid", .transferEnded: "invalid",
                    .restorePaused: "parked refused", .restoreFinished: "parked refused", .handlersRan: "invalid"],
         // The queue read the readiness before the pause landed (or the caller started it): the start is
         // remembered, and resume() or cancel() carries the operation on (a queue never starts it again).
         "parked·started": [.start: "parked·started none", .cancel: "completing completeCancelled cancelled",
-                           .pause: "parked·started none", .resume: "executing start(fresh)", .transferPaused: "invalid",
+                           .pause: "parked·started none", .resume: "executing start(fresh)", .answeredWithoutNetwork: "invalid", .transferPaused: "invalid",
                            .transferEnded: "invalid", .restorePaused: "parked·started refused", .restoreFinished: "parked·started refused", .handlersRan: "invalid"],
         "parked+kept": [.start: "executing start(kept)", .cancel: "ready readiness cancelled", .pause: "parked+kept none",
-                        .resume: "executing start(kept)", .transferPaused: "invalid", .transferEnded: "invalid",
+                        .resume: "executing start(kept)", .answeredWithoutNetwork: "invalid", .transferPaused: "invalid", .transferEnded: "invalid",
                         .restorePaused: "parked+kept refused", .restoreFinished: "parked+kept refused", .handlersRan: "invalid"],
         "executing": [.start: "executing none", .cancel: "cancelling cancelTransfer cancelled", .pause: "pausing pauseTransfer",
-                      .resume: "executing none", .transferPaused: "invalid", .transferEnded: "completing deliver",
+                      .resume: "executing none", .answeredWithoutNetwork: "answering deliverAnswer", .transferPaused: "invalid", .transferEnded: "completing deliver",
                       .restorePaused: "executing refused", .restoreFinished: "executing refused", .handlersRan: "invalid"],
+        // Answered without the network (the cache): no transfer to stop or pause; the answer on its way
+        // is delivered as a cancel after a cancel, and overtakes a pause as a transfer's end does.
+        "answering": [.start: "answering none", .cancel: "cancelling none cancelled", .pause: "pausing pauseTransfer",
+                      .resume: "answering none", .answeredWithoutNetwork: "invalid", .transferPaused: "invalid",
+                      .transferEnded: "completing deliver", .restorePaused: "answering refused",
+                      .restoreFinished: "answering refused", .handlersRan: "invalid"],
         "cancelling": [.start: "cancelling none cancelled", .cancel: "cancelling none cancelled",
-                       .pause: "cancelling none cancelled", .resume: "cancelling none cancelled", .transferPaused: "invalid",
+                       .pause: "cancelling none cancelled", .resume: "cancelling none cancelled", .answeredWithoutNetwork: "invalid", .transferPaused: "invalid",
                        .transferEnded: "completing deliverCancelled cancelled", .restorePaused: "cancelling refused cancelled", .restoreFinished: "cancelling refused cancelled",
                        .handlersRan: "invalid"],
         "pausing": [.start: "pausing none", .cancel: "pausing→cancel none cancelled", .pause: "pausing none",
-                    .resume: "pausing→resume none", .transferPaused: "paused none",
+                    .resume: "pausing→resume none", .answeredWithoutNetwork: "invalid", .transferPaused: "paused none",
                     .transferEnded: "completing deliver", .restorePaused: "pausing refused", .restoreFinished: "pausing refused", .handlersRan: "invalid"],
         "pausing→resume": [.start: "pausing→resume none", .cancel: "pausing→cancel none cancelled", .pause: "pausing none",
-                           .resume: "pausing→resume none", .transferPaused: "executing start(kept)",
+                           .resume: "pausing→resume none", .answeredWithoutNetwork: "invalid", .transferPaused: "executing start(kept)",
                            .transferEnded: "completing deliver", .restorePaused: "pausing→resume refused", .restoreFinished: "pausing→resume refused", .handlersRan: "invalid"],
         "pausing→cancel": [.start: "pausing→cancel none cancelled", .cancel: "pausing→cancel none cancelled",
                            .pause: "pausing→cancel none cancelled", .resume: "pausing→cancel none cancelled",
-                           .transferPaused: "completing completeCancelled cancelled",
+                           .answeredWithoutNetwork: "invalid", .transferPaused: "completing completeCancelled cancelled",
                            .transferEnded: "completing deliverCancelled cancelled", .restorePaused: "pausing→cancel refused cancelled", .restoreFinished: "pausing→cancel refused cancelled",
                            .handlersRan: "invalid"],
         "paused": [.start: "paused none", .cancel: "completing completeCancelled cancelled", .pause: "paused none",
-                   .resume: "executing start(kept)", .transferPaused: "invalid", .transferEnded: "invalid",
+                   .resume: "executing start(kept)", .answeredWithoutNetwork: "invalid", .transferPaused: "invalid", .transferEnded: "invalid",
                    .restorePaused: "paused refused", .restoreFinished: "paused refused", .handlersRan: "invalid"],
         "completing": [.start: "completing none", .cancel: "completing none", .pause: "completing none",
-                       .resume: "completing none", .transferPaused: "invalid", .transferEnded: "invalid",
+                       .resume: "completing none", .answeredWithoutNetwork: "invalid", .transferPaused: "invalid", .transferEnded: "invalid",
                        .restorePaused: "completing refused", .restoreFinished: "completing refused", .handlersRan: "finished finish"],
         "finished": [.start: "finished none", .cancel: "finished none", .pause: "finished none", .resume: "finished none",
-                     .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "finished refused", .restoreFinished: "finished refused",
+                     .answeredWithoutNetwork: "invalid", .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "finished refused", .restoreFinished: "finished refused",
                      .handlersRan: "finished none"],
         // Cancellation is part of the phase: it outlives the transfer's end and the finish.
         "completing·cancelled": [.start: "completing none cancelled", .cancel: "completing none cancelled",
                                  .pause: "completing none cancelled", .resume: "completing none cancelled",
-                                 .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "completing refused cancelled", .restoreFinished: "completing refused cancelled",
+                                 .answeredWithoutNetwork: "invalid", .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "completing refused cancelled", .restoreFinished: "completing refused cancelled",
                                  .handlersRan: "finished finish cancelled"],
         "finished·cancelled": [.start: "finished none cancelled", .cancel: "finished none cancelled",
                                .pause: "finished none cancelled", .resume: "finished none cancelled",
-                               .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "finished refused cancelled", .restoreFinished: "finished refused cancelled",
+                               .answeredWithoutNetwork: "invalid", .transferPaused: "invalid", .transferEnded: "invalid", .restorePaused: "finished refused cancelled", .restoreFinished: "finished refused cancelled",
                                .handlersRan: "finished none cancelled"],
     ]
 
@@ -99,6 +107,7 @@ final class OperationStateTests: LibraryTestCase {
         case .cancel: return label(state.cancel())
         case .pause: return label(state.pause())
         case .resume: return label(state.resume())
+        case .answeredWithoutNetwork: return label(state.answeredWithoutNetwork(.failed(URLError(.resourceUnavailable))))
         case .transferPaused: return label(state.transferPaused(OperationStateTests.kept))
         case .transferEnded: return label(state.transferEnded())
         case .restorePaused: return state.restorePaused(OperationStateTests.kept) ? "-" : "refused"
@@ -113,6 +122,7 @@ final class OperationStateTests: LibraryTestCase {
         case .startTransfer(let kept):
             guard let kept else { return "start(fresh)" }
             return kept.point.offset == 7 && kept.bytes.count == 7 ? "start(kept)" : "start(other bytes)"
+        case .deliverAnswer: return "deliverAnswer"
         case .cancelTransfer: return "cancelTransfer"
         case .pauseTransfer: return "pauseTransfer"
         case .completeCancelled: return "completeCancelled"
@@ -128,6 +138,7 @@ final class OperationStateTests: LibraryTestCase {
         case .parked(let kept): return kept == nil ? "parked" : "parked+kept"
         case .startedParked: return "parked·started"
         case .executing: return "executing"
+        case .answering: return "answering"
         case .cancelling: return "cancelling"
         case .pausing(.stayPaused): return "pausing"
         case .pausing(.resume): return "pausing→resume"
@@ -164,7 +175,7 @@ final class OperationStateTests: LibraryTestCase {
                 checked += 1
             }
         }
-        XCTAssertEqual(checked, 102, "valid pairs checked")
+        XCTAssertEqual(checked, 110, "valid pairs checked")
     }
 
     /// The flags the operation's properties read, per phase.
@@ -173,6 +184,7 @@ final class OperationStateTests: LibraryTestCase {
             ("ready", false, false, false, true), ("parked", false, true, false, false),
             ("parked·started", false, true, false, true),
             ("parked+kept", false, true, false, true), ("executing", true, false, false, true),
+            ("answering", true, false, false, true),
             ("cancelling", true, false, false, true), ("pausing", false, true, false, true),
             ("pausing→resume", true, false, false, true), ("pausing→cancel", true, false, false, true),
             ("paused", false, true, false, true), ("completing", true, false, false, true),

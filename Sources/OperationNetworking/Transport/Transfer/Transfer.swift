@@ -82,8 +82,9 @@ final class Transfer: @unchecked Sendable {
     /// Filled when a hop ended (`collectMetrics`, the one writer).
     var metrics: TransferMetrics?
     var placement = Placement()
-    /// An end decided before the transfer reached the network thread (a cache answer, an output
-    /// stream that would not open): set before `submit`, read when the network thread takes it in.
+    /// An end decided before the transfer reached the network thread (an output stream that would not
+    /// open): set before `submit`, read when the network thread takes it in. (A run the cache answers
+    /// makes no transfer at all.)
     private(set) var outcomeOnArrival: TransferOutcome?
     /// Set (from any thread) by the operation's `cancel()` before it returns; from then on no request
     /// of this transfer starts: the network thread and the pre-request callback check it.

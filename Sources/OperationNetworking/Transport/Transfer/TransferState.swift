@@ -129,7 +129,9 @@ enum TransferOutcome {
     case paused(ResumePoint)
     /// A response was received completely, but the transfer still failed (a cancelled challenge).
     case completedWithError(Error)
-    /// The operation answered it from its URL cache without the network (the stored response's head and body).
+    /// Never a transfer's: the run was answered from its URL cache (the stored response's head and
+    /// body), so no transfer was made, and the operation ends the run with this as a transfer's end
+    /// (`OperationState.answeredWithoutNetwork(_:)`).
     case answeredFromCache(ResponseHead, Data)
 }
 
