@@ -198,10 +198,12 @@ final class CacheHitWithoutNetworkThreadTests: ServerTestCase {
             }
         }
         // A pause that landed before its start parked the operation: it continues when resumed.
-        XCTAssertTrue(eventually(timeout: 10) {
+        let finished = eventually(timeout: 10) {
             for operation in operations where operation.isPaused { operation.resume() }
             return operations.allSatisfy { $0.isFinished }
-        }, "every hit finished while the network thread was held")
+        }
+        XCTAssertTrue(finished, "every hit finished while the network thread was held")
+        guard finished else { return }
         drainLibraryQueues()
 
         let cancelled = Set(cancelTookEffect.all)
