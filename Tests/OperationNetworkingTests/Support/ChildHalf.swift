@@ -9,6 +9,16 @@ extension XCTestCase {
     /// given, is a command (and its arguments) the bundle runs under, such as `setpriv`.
     @discardableResult
     func runChildHalf(_ test: String, environment: [String: String], launcher: [String] = []) throws -> String {
+        let (child, text) = try runChild(test, environment: environment, launcher: launcher)
+        XCTAssertEqual(child.terminationStatus, 0, text)
+        let method = test.split(separator: "/").last.map(String.init) ?? test
+        XCTAssertTrue(text.contains("\(method)' passed"), "the child half did not pass: \(text)")
+        return text
+    }
+
+    /// Runs `test` in a child process as `runChildHalf` does and returns the ended process and what it
+    /// printed, however it ended (for a child that must stop on an assertion).
+    func runChild(_ test: String, environment: [String: String], launcher: [String] = []) throws -> (Process, String) {
         let command = launcher + [try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
                                   "OperationNetworkingTests.\(test)"]
         let child = Process()
@@ -23,10 +33,6 @@ extension XCTestCase {
         let printed = PipeReader(output.fileHandleForReading)
         try child.run()
         wait(for: [exited], timeout: 120)
-        let text = printed.wait()
-        XCTAssertEqual(child.terminationStatus, 0, text)
-        let method = test.split(separator: "/").last.map(String.init) ?? test
-        XCTAssertTrue(text.contains("\(method)' passed"), "the child half did not pass: \(text)")
-        return text
+        return (child, printed.wait())
     }
 }

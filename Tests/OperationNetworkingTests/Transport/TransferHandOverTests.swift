@@ -85,19 +85,7 @@ final class TransferHandOverTests: ServerTestCase {
 
     private func expectTrap(in childTest: String) throws {
         #if DEBUG
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        child.arguments = ["OperationNetworkingTests.TransferHandOverTests/\(childTest)"]
-        child.environment = ProcessInfo.processInfo.environment.merging([Self.childVariable: "1"]) { $1 }
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = output
-        let exited = expectation(description: "\(childTest) exited")
-        child.terminationHandler = { _ in exited.fulfill() }
-        let printed = PipeReader(output.fileHandleForReading)
-        try child.run()
-        wait(for: [exited], timeout: 120)
-        let text = printed.wait()
+        let (child, text) = try runChild("TransferHandOverTests/\(childTest)", environment: [Self.childVariable: "1"])
         // A trap ends the child by its signal. (A sanitizer's crash handler may end it with an exit
         // status instead, or hang: scripts/test runs this class only in the plain debug pass.)
         XCTAssertFalse(child.terminationReason == .exit && child.terminationStatus == 0, "the child did not trap: \(text)")
