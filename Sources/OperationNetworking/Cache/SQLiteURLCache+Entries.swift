@@ -28,12 +28,14 @@ extension SQLiteURLCache {
             var size: Int
             var accessedAt: Double
             var storedAt: Double
+            /// Its place in `slotOrder` (-1 until the slot is added to the slots).
+            var place: RecencyOrder<String>.Place = -1
         }
 
-        /// An entry kept in memory, with its place in the recency order.
+        /// An entry kept in memory, with its place in `keptOrder`.
         struct Kept {
             var entry: Entry
-            var lastUse: UInt64
+            var place: RecencyOrder<String>.Place
         }
 
         var memoryCapacity: Int
@@ -47,7 +49,10 @@ extension SQLiteURLCache {
         private(set) var diskUsage = 0
         private(set) var kept: [String: Kept] = [:]
         private(set) var memoryUsage = 0
-        private var useCounter: UInt64 = 0
+        /// The slots' keys and the kept entries' keys, least recently used first: eviction takes from
+        /// their fronts instead of sorting every key.
+        private var slotOrder = RecencyOrder<String>()
+        private var keptOrder = RecencyOrder<String>()
         /// Changes not yet in the file, each with the number it was made under: a write that finishes
         /// takes out only the changes it wrote, not newer ones made meanwhile.
         private(set) var pending: [String: (write: PendingWrite, number: UInt64)] = [:]
@@ -103,8 +108,8 @@ extension SQLiteURLCache {
                 return .entry(kept.values[index].entry)
             }
             guard isLoaded else { return .inFile }
-            guard slots[key] != nil else { return .absent }
-            touch(key, now: now)
+            guard let slot = slots.index(forKey: key) else { return .absent }
+            touch(key, now: now, slotAt: slot)
             return .inFile
         }
 
@@ -112,11 +117,11 @@ extension SQLiteURLCache {
         /// hash of the key.
         private mutating func touch(_ key: String, now: Double, keptAt: Dictionary<String, Kept>.Index? = nil,
                                     slotAt: Dictionary<String, Slot>.Index? = nil) {
-            useCounter += 1
-            // Changed in place through `values`: `kept[key]?.lastUse = …` copies the whole entry out and back.
-            if let index = keptAt ?? kept.index(forKey: key) { kept.values[index].lastUse = useCounter }
+            if let index = keptAt ?? kept.index(forKey: key) { keptOrder.use(kept.values[index].place) }
             guard let index = slotAt ?? slots.index(forKey: key) else { return }
+            // Changed in place through `values`: `slots[key]?.accessedAt = …` would hash the key again.
             slots.values[index].accessedAt = now
+            slotOrder.use(slots.values[index].place)
             touched[key] = now
         }
 
@@ -162,7 +167,7 @@ extension SQLiteURLCache {
             changeCounter += 1
             pending[key] = (.store(entry), changeCounter)
             if let report { reports[changeCounter] = report }
-            slots[key] = Slot(size: entry.size, accessedAt: now, storedAt: entry.storedAt)
+            slots[key] = Slot(size: entry.size, accessedAt: now, storedAt: entry.storedAt, place: slotOrder.append(key))
             diskUsage += entry.size
             keep(entry, for: key)
             evict(toFit: diskCapacity)
@@ -251,6 +256,8 @@ extension SQLiteURLCache {
         mutating func removeAll() {
             slots = [:]
             kept = [:]
+            slotOrder.removeAll()
+            keptOrder.removeAll()
             pending = [:]
             touched = [:]
             diskUsage = 0
@@ -286,18 +293,24 @@ extension SQLiteURLCache {
             let waiting = pending
             slots = [:]
             kept = [:]
+            slotOrder.removeAll()
+            keptOrder.removeAll()
             memoryUsage = 0
             diskUsage = 0
-            for (key, slot) in rows where waiting[key] == nil && !clearAll && slot.storedAt <= clearSince ?? .infinity {
+            var found = rows.filter { waiting[$0.key] == nil && !clearAll && $0.slot.storedAt <= clearSince ?? .infinity }
+            var waitingEntries: [(key: String, entry: Entry)] = []
+            for (key, change) in waiting {
+                guard case .store(let entry) = change.write else { continue }
+                found.append((key, Slot(size: entry.size, accessedAt: entry.storedAt, storedAt: entry.storedAt)))
+                waitingEntries.append((key, entry))
+            }
+            // The order of use, rebuilt once from the recency the file kept.
+            for (key, var slot) in found.sorted(by: { $0.slot.accessedAt < $1.slot.accessedAt }) {
+                slot.place = slotOrder.append(key)
                 slots[key] = slot
                 diskUsage += slot.size
             }
-            for (key, change) in waiting {
-                guard case .store(let entry) = change.write else { continue }
-                slots[key] = Slot(size: entry.size, accessedAt: entry.storedAt, storedAt: entry.storedAt)
-                diskUsage += entry.size
-                keep(entry, for: key)
-            }
+            for (key, entry) in waitingEntries { keep(entry, for: key) }
             isLoaded = true
             evict(toFit: diskCapacity)
         }
@@ -364,42 +377,48 @@ extension SQLiteURLCache {
         // MARK: - Bookkeeping
 
         private mutating func drop(_ key: String) {
-            if let slot = slots.removeValue(forKey: key) { diskUsage -= slot.size }
-            if let found = kept.removeValue(forKey: key) { memoryUsage -= found.entry.size }
+            if let slot = slots.removeValue(forKey: key) {
+                diskUsage -= slot.size
+                slotOrder.remove(slot.place)
+            }
+            if let found = kept.removeValue(forKey: key) {
+                memoryUsage -= found.entry.size
+                keptOrder.remove(found.place)
+            }
             touched[key] = nil
         }
 
         private mutating func keep(_ entry: Entry, for key: String) {
             guard entry.size <= memoryCapacity else { return }
-            useCounter += 1
-            if let old = kept.updateValue(Kept(entry: entry, lastUse: useCounter), forKey: key) {
-                memoryUsage -= old.entry.size
+            if let index = kept.index(forKey: key) {
+                memoryUsage -= kept.values[index].entry.size
+                kept.values[index].entry = entry
+                keptOrder.use(kept.values[index].place)
+            } else {
+                kept[key] = Kept(entry: entry, place: keptOrder.append(key))
             }
             memoryUsage += entry.size
             trimMemory()
         }
 
         /// Lets go of the least recently used entries in memory beyond `memoryCapacity` (down to nine
-        /// tenths of it, so that a full memory does not sort on every store).
+        /// tenths of it, so that a full memory makes room for a few stores at once).
         private mutating func trimMemory() {
             guard memoryUsage > memoryCapacity else { return }
             let target = memoryCapacity - memoryCapacity / 10
-            for (key, found) in kept.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
-                guard memoryUsage > target else { return }
-                kept[key] = nil
+            while memoryUsage > target, let key = keptOrder.leastRecent, let found = kept.removeValue(forKey: key) {
+                keptOrder.remove(found.place)
                 memoryUsage -= found.entry.size
             }
         }
 
         /// Removes the least recently used entries when the entries take more than `capacity` bytes, down
-        /// to nine tenths of it (so that a full cache does not sort its keys on every store).
+        /// to nine tenths of it (so that the file's deletions come in a few batches, not one per store).
+        /// Each removal costs the same however many entries there are: nothing is sorted.
         private mutating func evict(toFit capacity: Int) {
             guard diskUsage > capacity else { return }
             let target = capacity - capacity / 10
-            for (key, _) in slots.sorted(by: { $0.value.accessedAt < $1.value.accessedAt }) {
-                guard diskUsage > target else { return }
-                remove(key)
-            }
+            while diskUsage > target, let key = slotOrder.leastRecent, slots.index(forKey: key) != nil { remove(key) }
         }
     }
 }
