@@ -54,6 +54,11 @@ struct Bench: ParsableCommand {
             + "as a program that sets nothing runs (with --sink memory)."))
     var defaultCache = false
 
+    @Option(name: .customLong("distinct-from"), help: ArgumentHelp(
+        "Give request k the query ?n=FROM+k, a URL of its own (how a cache's cost is measured against its size).",
+        valueName: "from"))
+    var distinctFrom: Int?
+
     @Flag(name: .customLong("enqueue-all"),
           help: "Make every request at once through a manager onto its suspended queue, then run them; prints memory per queued operation.")
     var enqueueAll = false
@@ -145,8 +150,13 @@ struct Bench: ParsableCommand {
             template.httpBody = body
             template.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
         }
+        let nextDistinct = distinctFrom.map { Locked($0) }
         let makeOperation: @Sendable (Feeder) -> HTTPRequestOperation? = { [url, sink, template, policy, cache, defaultCache] feeder in
             var request = template
+            if let nextDistinct {
+                let number = nextDistinct.update { next in defer { next += 1 }; return next }
+                request.url = URL(string: url + (url.contains("?") ? "&" : "?") + "n=\(number)")
+            }
             if let uploadURL {
                 guard let multipart = try? serializer.multipartFormRequest(method: "POST", urlString: url, parameters: nil, constructingBodyWith: {
                     try $0.appendPart(withFileURL: uploadURL, name: "file")

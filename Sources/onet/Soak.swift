@@ -23,6 +23,8 @@ struct Soak: ParsableCommand {
     var checkpoints = "10000,50000,100000"
     @Option(help: "Descriptors the process may gain between the first checkpoint and the end.")
     var descriptorSlack = 32
+    @Flag(name: .customLong("no-cache"), help: "Operations without an HTTP cache (urlCache = nil); by default they keep the library's default cache.")
+    var noCache = false
 
     func validate() throws {
         guard operations > 0, concurrency > 0 else { throw ValidationError("--operations and --concurrency must be positive.") }
@@ -40,10 +42,11 @@ struct Soak: ParsableCommand {
         let serializer = HTTPRequestSerializer()
         let start = DispatchTime.now()
         var reports: [Resources] = []
-        print("# onet soak operations=\(operations) concurrency=\(concurrency) server=\(server.baseURL.absoluteString)")
+        print("# onet soak operations=\(operations) concurrency=\(concurrency) cache=\(noCache ? "none" : "default") server=\(server.baseURL.absoluteString)")
         for index in 0..<operations {
             window.wait()
             let operation = Soak.operation(index, server: server, serializer: serializer)
+            if noCache { operation.urlCache = nil }
             operation.setCompletionBlockWithSuccess({ _, _ in
                 ledger.record(index, ok: true)
                 window.signal()
