@@ -387,7 +387,7 @@ extension CacheState {
     /// The response `received` as the cache stores it, its `Cache-Control` parsed as `control`.
     static func stored(_ received: Received, body: Data, varying: [String: String], trust: String?,
                        control: CacheControl) -> StoredResponse {
-        let fields = Storability.storedFields(of: received.fields)
+        let fields = Storability.storedFields(of: received.head)
         return StoredResponse(url: received.url, statusCode: received.statusCode, headers: fields, body: body,
                               varyingRequestHeaders: varying, requestTime: received.requestTime,
                               responseTime: received.responseTime, trust: trust, fields: fields,

@@ -53,9 +53,19 @@ enum Storability {
             || Freshness.heuristicallyCacheableStatuses.contains(status) || hasExpires()
     }
 
-    /// The header fields a cache keeps of `fields` (by lowercased name, as the cache keeps them): without
-    /// `neverStoredFields` and those `Connection` names (§3.1). The common response loses
-    /// one or two: they are taken out of a copy rather than the rest put into a new dictionary.
+    /// The header fields a cache keeps of `head` (by lowercased name, as the cache keeps them): without
+    /// `neverStoredFields` and those `Connection` names (§3.1), the first left out as the dictionary is
+    /// made from the head's bytes.
+    static func storedFields(of head: ResponseHead) -> [String: String] {
+        var (kept, connection) = head.lowercasedFields(skipping: neverStoredFields)
+        if let connection {
+            for member in CacheControl.listMembers(connection) { kept.removeValue(forKey: asciiLowercased(member)) }
+        }
+        return kept
+    }
+
+    /// `storedFields(of:)` for fields already in a dictionary by lowercased name (a `304`'s): the common
+    /// response loses one or two, taken out of a copy.
     static func storedFields(of fields: [String: String]) -> [String: String] {
         var kept = fields
         for name in fields.keys where neverStoredFields.contains(name) { kept.removeValue(forKey: name) }

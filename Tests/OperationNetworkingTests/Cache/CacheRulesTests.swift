@@ -50,6 +50,12 @@ final class CacheRulesTests: LibraryTestCase {
                                                        "Transfer-Encoding": "chunked", "ETag": "\"a\"", "X-Kept": "yes"])
         let fields = Storability.storedFields(of: response.headerFields.lowercasedNames)
         XCTAssertEqual(Set(fields.keys.map { $0.lowercased() }), ["etag", "x-kept"])
+        // From the head's bytes (what a transfer stores): two Connection fields name a hop each, repeated
+        // fields are joined, Set-Cookie never stored.
+        let head = ResponseHead(url: response.url ?? URL(fileURLWithPath: "/"), statusCode: 200, httpVersion: "HTTP/1.1",
+                                fields: [("Connection", "close"), ("X-Hop", "1"), ("Connection", "X-Hop"), ("Set-Cookie", "a=b"),
+                                         ("Keep-Alive", "timeout=5"), ("ETag", "\"a\""), ("Vary", "Accept"), ("vary", "Cookie")])
+        XCTAssertEqual(Storability.storedFields(of: head), ["etag": "\"a\"", "vary": "Accept, Cookie"])
     }
 
     func testSizeLimitIsAboutFivePercentOfTheCapacity() {

@@ -192,15 +192,29 @@ final class ResponseHead: Sendable {
 
     /// Fields by lowercased name, repeated names joined with `", "` (the HTTP cache's form), made in one
     /// pass over the bytes.
-    var lowercasedFieldDictionary: [String: String] {
+    var lowercasedFieldDictionary: [String: String] { lowercasedFields(skipping: []).fields }
+
+    /// The same dictionary without the names in `skipped` (lowercased), left out as they are read rather
+    /// than taken out of a copy afterwards; `skippedConnection` is the `Connection` field's value when
+    /// `skipped` left it out (its members name more fields a cache drops).
+    func lowercasedFields(skipping skipped: Set<String>) -> (fields: [String: String], skippedConnection: String?) {
         var result: [String: String] = [:]
+        var connection: String?
         result.reserveCapacity(spans.count)
         for span in spans {
             let name = HeaderBytes.lowercasedText(bytes, span.nameStart, span.nameEnd)
             let value = HeaderBytes.text(bytes, span.valueStart, span.valueEnd)
-            if let existing = result[name] { result[name] = existing + ", " + value } else { result[name] = value }
+            if !skipped.isEmpty, skipped.contains(name) {
+                if name == "connection" { connection = connection.map { $0 + ", " + value } ?? value }
+                continue
+            }
+            if let index = result.index(forKey: name) {
+                result.values[index] += ", " + value
+            } else {
+                result[name] = value
+            }
         }
-        return result
+        return (result, connection)
     }
 
     /// Foundation's response for this head.
