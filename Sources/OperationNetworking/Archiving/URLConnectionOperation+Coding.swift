@@ -30,6 +30,7 @@ enum OperationCodingKeys {
     static let shouldUseCredentialStorage = "shouldUseCredentialStorage"
     static let securityPolicy = "securityPolicy"
     static let responseSerializer = "responseSerializer"
+    static let unixSocketPath = "unixSocketPath"
 }
 
 /// The archived state of an operation.
@@ -42,7 +43,7 @@ enum ArchivedState: Int {
 extension URLConnectionOperation {
     /// Archives the request, the state (an executing operation is paused first and archived paused,
     /// as AFNetworking did), the response head, the error, the body so far and where a download
-    /// continues, `shouldUseCredentialStorage` and the security policy. Never archived: blocks,
+    /// continues, `shouldUseCredentialStorage`, the security policy and `unixSocketPath`. Never archived: blocks,
     /// queues, streams, `credential`, and a user name and password written in the request's URL (both
     /// URLs are archived without them, see `URL.archivedString`: a restored operation gets its credential
     /// again from the app, like `credential`).
@@ -52,9 +53,9 @@ extension URLConnectionOperation {
         let policy = securityPolicy
         let snapshot = state.withLock {
             ($0.request, $0.lifecycle.phase, $0.run.head, $0.run.response as? HTTPURLResponse, $0.run.error,
-             $0.run.responseData, $0.configuration.shouldUseCredentialStorage)
+             $0.run.responseData, $0.configuration.shouldUseCredentialStorage, $0.configuration.unixSocketPath)
         }
-        let (request, phase, head, response, error, data, useStorage) = snapshot
+        let (request, phase, head, response, error, data, useStorage, socketPath) = snapshot
         coder.encode(SerializationCodingVersion, forKey: OperationCodingKeys.version)
         if let url = request.url { coder.encode(url.archivedString, forKey: OperationCodingKeys.url) }
         coder.encode(request.httpMethod ?? "GET", forKey: OperationCodingKeys.method)
@@ -105,6 +106,18 @@ extension URLConnectionOperation {
         }
         coder.encode(useStorage, forKey: OperationCodingKeys.shouldUseCredentialStorage)
         coder.encode(policy, forKey: OperationCodingKeys.securityPolicy)
+        if let socketPath { coder.encode(socketPath, forKey: OperationCodingKeys.unixSocketPath) }
+    }
+
+    /// The archived `unixSocketPath` (an operation's or a manager's): `nil` when there is none; a value
+    /// that is not a string, or a path with a NUL byte, fails the decoding.
+    static func decodeUnixSocketPath(from coder: NSCoder, forKey key: String) -> String? {
+        guard let path = coder.decodeChecked(String.self, forKey: key) else { return nil }
+        guard !path.utf8.contains(0) else {
+            coder.failInvalidValue(forKey: key, expected: "Unix domain socket path (it holds a NUL byte)")
+            return nil
+        }
+        return path
     }
 
     /// The archived request, or `nil` when the archive has no usable URL.
@@ -178,6 +191,7 @@ extension URLConnectionOperation {
         let useStorage = coder.decodeCheckedBool(forKey: OperationCodingKeys.shouldUseCredentialStorage, of: owner)
         let responseData = coder.decodeChecked(Data.self, forKey: OperationCodingKeys.responseData)
         let policy = coder.decodeChecked(SecurityPolicy.self, forKey: OperationCodingKeys.securityPolicy)
+        let socketPath = URLConnectionOperation.decodeUnixSocketPath(from: coder, forKey: OperationCodingKeys.unixSocketPath)
         state.withLock { state in
             // `restore(from:)` is open: on an operation that started (or was paused or cancelled) it
             // changes nothing, rather than overwrite the outcome of a run or the phase under way.
@@ -195,6 +209,7 @@ extension URLConnectionOperation {
             state.run.responseData = responseData
             if let useStorage { state.configuration.shouldUseCredentialStorage = useStorage }
             if let policy { state.configuration.securityPolicy = policy }
+            if let socketPath { state.configuration.unixSocketPath = socketPath }
         }
     }
 

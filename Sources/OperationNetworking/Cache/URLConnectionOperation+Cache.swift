@@ -43,6 +43,8 @@ extension URLConnectionOperation {
         /// Whether a cache response block is set: it decides what is stored, so nothing answers stale
         /// while a revalidation of the library's own would store without it.
         let decidesStores: Bool
+        /// Whether the request goes over a Unix domain socket (see `unixSocketPath`).
+        let overUnixSocket: Bool
     }
 
     /// The cache's decision for `event` (`start()` or `resume()`) when it starts a run from nothing,
@@ -59,7 +61,9 @@ extension URLConnectionOperation {
                                clientCertificate: state.configuration.clientCertificate,
                                maximumBodySize: state.configuration.maximumResponseSize,
                                retryPolicy: state.configuration.retryPolicy, proxy: state.configuration.proxy,
-                               decidesStores: state.configuration.cacheBlock != nil)
+                               decidesStores: state.configuration.cacheBlock != nil,
+                               overUnixSocket: state.configuration.unixSocketPath?.isEmpty == false
+                                || UnixSocketRoute.isUnixURL(state.request.url))
         }
         guard let input = found, input.request.url != nil else { return nil }
         let (request, setting, streams) = (input.request, input.setting, input.streams)
@@ -69,7 +73,9 @@ extension URLConnectionOperation {
         // The first run to meet a cache whose files are not used says why (`LoggingEventMonitor`).
         let files = configured.flatMap { ($0 as? CacheFileWarnings)?.takeFileState() }
         let writeFailure = (configured as? CacheFileWarnings)?.takeWriteFailure()
-        guard let cache = configured, files?.isRefused != true else {
+        // A response over a Unix domain socket is never stored nor answered from storage: the key is the
+        // URL, and `http://localhost/x` names the same key over every socket and over TCP.
+        guard let cache = configured, files?.isRefused != true, !input.overUnixSocket else {
             // No cache, or one whose files are refused (it answers and keeps nothing): nothing to read,
             // store or invalidate, so the request's fields are not read.
             let decision = machine.bypass(policy: request.cachePolicy)

@@ -17,6 +17,7 @@ private enum ManagerCodingKeys {
     static let proxyURL = "proxy.url"
     static let proxyBypass = "proxy.bypass"
     static let cachingOff = "urlCache.isNil"
+    static let unixSocketPath = "unixSocketPath"
 }
 
 extension HTTPRequestOperationManager {
@@ -25,7 +26,7 @@ extension HTTPRequestOperationManager {
     public static var supportsSecureCoding: Bool { true }
 
     /// Archives the base URL, both serializers, the security policy, `shouldUseCredentialStorage`, the
-    /// retry policy (as JSON data), the proxy setting and whether `urlCache` is `nil` (never the cache
+    /// retry policy (as JSON data), the proxy setting, `unixSocketPath` and whether `urlCache` is `nil` (never the cache
     /// itself: a restored manager uses `URLCache.shared` unless caching was off), with `version` = 1. Never archived: the queue,
     /// completion queue and group, `credential` and `proxyCredential` (the library writes no secret),
     /// `clientCertificate` (it holds a private key), and a user and password written in the proxy's URL
@@ -46,6 +47,7 @@ extension HTTPRequestOperationManager {
             coder.encodeJSON(proxy.bypass, forKey: ManagerCodingKeys.proxyBypass)
         }
         coder.encode(operationConfiguration.urlCache.isOff, forKey: ManagerCodingKeys.cachingOff)
+        if let unixSocketPath { coder.encode(unixSocketPath, forKey: ManagerCodingKeys.unixSocketPath) }
     }
 
     /// A manager equal in configuration, with its own empty queue and copies of the serializers and
@@ -83,6 +85,9 @@ extension HTTPRequestOperationManager {
             } else {
                 coder.failInvalidValue(forKey: ManagerCodingKeys.retryPolicy, expected: "retry policy")
             }
+        }
+        if let path = URLConnectionOperation.decodeUnixSocketPath(from: coder, forKey: ManagerCodingKeys.unixSocketPath) {
+            unixSocketPath = path
         }
         if coder.decodeCheckedBool(forKey: ManagerCodingKeys.cachingOff, of: HTTPRequestOperationManager.self) == true {
             urlCache = nil

@@ -167,6 +167,13 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         set { self[setting: \.proxyCredential] = newValue }
     }
 
+    /// Copied onto each operation: the Unix domain socket its requests go over instead of TCP (see
+    /// `URLConnectionOperation.unixSocketPath`). Default `nil`. Archived with the manager.
+    public var unixSocketPath: String? {
+        get { self[setting: \.unixSocketPath] }
+        set { self[setting: \.unixSocketPath] = newValue }
+    }
+
     /// Copied onto each operation it creates (see `EventMonitor`). Default: empty. Not archived;
     /// `copy()` keeps it.
     public var eventMonitors: [EventMonitor] {

@@ -27,6 +27,7 @@ struct OperationConfiguration {
         var retryPolicy: RetryPolicy = RetryPolicy.none
         var proxy: ProxySetting = ProxySetting.environment
         var proxyCredential: URLCredential? = nil
+        var unixSocketPath: String? = nil
         var completionQueue: DispatchQueue? = nil
         var completionGroup: DispatchGroup? = nil
         var uploadProgressBlock: URLConnectionOperation.UploadProgressBlock? = nil
@@ -112,7 +113,8 @@ extension OperationConfiguration.Settings: CustomReflectable {
             "shouldUseCredentialStorage": shouldUseCredentialStorage, "credential": shown(credential),
             "securityPolicy": securityPolicy as Any, "clientCertificate": clientCertificate as Any,
             "maximumResponseSize": maximumResponseSize as Any, "retryPolicy": retryPolicy, "proxy": proxy,
-            "proxyCredential": shown(proxyCredential), "completionQueue": completionQueue as Any,
+            "proxyCredential": shown(proxyCredential), "unixSocketPath": unixSocketPath as Any,
+            "completionQueue": completionQueue as Any,
             "completionGroup": completionGroup as Any,
         ], displayStyle: .struct)
     }

@@ -20,8 +20,10 @@ extension URLConnectionOperation {
     /// bodies (it does unless the request sets `Accept-Encoding`), `--anyauth --user` for the
     /// operation's `credential` (the library answers challenges with it), and the operation's `proxy`
     /// (see `CurlCommand.proxyArguments`: `--proxy`, `--socks5`, `--socks5-hostname`, `--noproxy`,
-    /// `--proxy-user`). A body stream (a multipart form, a file) is not read: a comment names its size
-    /// and the command sends no body.
+    /// `--proxy-user`). A request over a Unix domain socket (`unixSocketPath`, or an `http+unix` URL)
+    /// gets `--unix-socket` and its socket's path, no proxy option, and the URL it sends there (for an
+    /// `http+unix` URL, `http://localhost/…`). A body stream (a multipart form, a file) is not read: a
+    /// comment names its size and the command sends no body.
     ///
     /// The `-H` options are the header lines the library itself hands libcurl for the request's first
     /// sending, made by the same code; a continued download's `Range` and the conditional fields of a
@@ -43,7 +45,8 @@ extension URLConnectionOperation {
                                                               configuration.securityPolicy?.allowInvalidCertificates ?? false,
                                                               configuration.proxy, configuration.proxyCredential)
         return CurlCommand(request: request, credential: credential, insecure: insecure, proxy: proxy,
-                           proxyCredential: proxyCredential, redactingSecrets: redactingSecrets).text
+                           proxyCredential: proxyCredential, redactingSecrets: redactingSecrets,
+                           unixSocketPath: configuration.unixSocketPath).text
     }
 }
 
@@ -59,6 +62,8 @@ struct CurlCommand {
     let proxy: ProxySetting
     let proxyCredential: URLCredential?
     let redactingSecrets: Bool
+    /// The operation's `unixSocketPath`.
+    var unixSocketPath: String? = nil
 
     /// What a redacted secret is shown as.
     static let redacted = "***"
@@ -95,8 +100,14 @@ struct CurlCommand {
             arguments.append("--anyauth --user \(CurlCommand.quote("\(user):\(password)"))")
         }
         if insecure { arguments.append("--insecure") }
-        arguments += proxyArguments
-        let url = urlString
+        let socket = request.url.flatMap { try? UnixSocketRoute.route(for: $0, configured: unixSocketPath) }
+        if let socket {
+            // curl, like the library, sends no request over a socket to a proxy.
+            arguments.append("--unix-socket \(CurlCommand.quote(socket.socketPath))")
+        } else {
+            arguments += proxyArguments
+        }
+        let url = urlString(socket?.url)
         if url.contains(where: { "[]{}".contains($0) }) { arguments.append("--globoff") }   // no URL globbing
         arguments.append(CurlCommand.quote(url))
         let command = pipe + (["curl"] + arguments).joined(separator: " \\\n  ")
@@ -121,8 +132,9 @@ struct CurlCommand {
     /// as the library uses it, does not (`User-Agent`; the form `Content-Type` of `--data-binary`).
     private func headerArguments(_ outgoing: OutgoingBody, commandSendsBody: Bool) -> [String] {
         let offersEncodings = Transfer.offersEncodings(for: request.allHTTPHeaderFields)
+        let cookieURL = request.url.flatMap { try? UnixSocketRoute.route(for: $0, configured: unixSocketPath) }?.url
         let sent = HopHeaderLines(request: request, body: outgoing, offersEncodings: offersEncodings,
-                                  continuation: nil).lines
+                                  continuation: nil, cookieURL: cookieURL).lines
         var lines = sent.map { line -> (name: String, line: String) in
             let lowered = line.name.lowercased()
             guard redactingSecrets, line.value != nil, CurlCommand.secretHeaders.contains(lowered) else {
@@ -149,9 +161,9 @@ struct CurlCommand {
         return ("printf '%s' \(quote(text))", "--data-binary @-")
     }
 
-    /// The URL, its password (if any) redacted.
-    private var urlString: String {
-        guard let url = request.url else { return "" }
+    /// The URL (`sent`, the one an `http+unix` URL stands for, when given), its password (if any) redacted.
+    private func urlString(_ sent: URL?) -> String {
+        guard let url = sent ?? request.url else { return "" }
         return redactingSecrets ? URLRedaction.redactingPassword(of: url) : url.absoluteString
     }
 

@@ -248,7 +248,7 @@ extension URLConnectionOperation {
                                     clientCertificate: state.configuration.clientCertificate,
                                     maximumBodySize: state.configuration.maximumResponseSize,
                                     retryPolicy: state.configuration.retryPolicy, proxy: state.configuration.proxy,
-                                    delegate: self)
+                                    unixSocketPath: state.configuration.unixSocketPath, delegate: self)
             state.run.transfer = transfer
             return .startTransfer(transfer, request: state.request, stream: stream, observers: state.observers)
         case .deliverAnswer(let answer):

@@ -130,7 +130,9 @@ extension NetworkThread {
         assertOnNetworkThread()
         transfer.activeIndex = active.count
         active.append(transfer)
-        let serial = transfer.tlsOrigin.map { origins.serial.contains($0) } ?? true
+        // libcurl counts a host's connections by its name, whatever socket they go over: a transfer over
+        // a Unix domain socket lifts the cap, so that no other socket's connections ever hold it back.
+        let serial = transfer.overUnixSocket || (transfer.tlsOrigin.map { origins.serial.contains($0) } ?? true)
         transfer.countedAsSerial = serial
         if serial {
             serialTransfers += 1
@@ -226,10 +228,16 @@ extension NetworkThread {
 extension NetworkThread {
     /// The local ports of the connections the transfers on curl run on (0, left out, for one that has
     /// none yet: libcurl clears the port when a hop starts and sets it once the hop has a connection).
+    /// A Unix domain socket has no port: while a transfer runs over one, the set holds -1, which no
+    /// socket has, so that it is not empty and every socket without a port is spared.
     func localPortsInUse() -> Set<Int> {
         var ports = Set<Int>()
         for transfer in active {
-            if let port = transfer.easy?.info(long: CURLINFO_LOCAL_PORT), port > 0 { ports.insert(port) }
+            if transfer.overUnixSocket {
+                ports.insert(-1)
+            } else if let port = transfer.easy?.info(long: CURLINFO_LOCAL_PORT), port > 0 {
+                ports.insert(port)
+            }
         }
         return ports
     }
@@ -286,7 +294,8 @@ extension NetworkThread {
     /// Holds `transfer` back when its request goes to an https origin being probed (see
     /// `OriginProtocols`); false when it may start now.
     func holdsForProbe(_ transfer: Transfer) -> Bool {
-        guard !origins.probes.isEmpty, let origin = Transfer.tlsOrigin(of: transfer.currentRequest.url),
+        guard !origins.probes.isEmpty,
+              let origin = Transfer.tlsOrigin(of: transfer.currentRequest.url, unixSocketPath: transfer.settings.unixSocketPath),
               origins.probes[origin] != nil else { return false }
         origins.held[origin, default: []].append(transfer)
         return true
@@ -319,16 +328,25 @@ extension NetworkThread {
 }
 
 extension Transfer {
-    /// `host:port` of `url` when it is https (as a hop's `tlsOrigin` is spelled), else `nil`.
-    static func tlsOrigin(of url: URL?) -> String? {
-        guard let url, url.scheme?.lowercased() == "https", let host = url.host(percentEncoded: true), !host.isEmpty else {
+    /// `host:port` of `url` when it goes over https (as a hop's `tlsOrigin` is spelled), else `nil`;
+    /// over a Unix domain socket (`unixSocketPath`, or an `https+unix` URL), the socket's path first.
+    static func tlsOrigin(of url: URL?, unixSocketPath: String? = nil) -> String? {
+        guard let url else { return nil }
+        let socket = try? UnixSocketRoute.route(for: url, configured: unixSocketPath)
+        let wireURL = socket?.url ?? url
+        guard wireURL.scheme?.lowercased() == "https", let host = wireURL.host(percentEncoded: true), !host.isEmpty else {
             return nil
         }
-        return tlsOrigin(host: host, port: url.port)
+        return Transfer.tlsOrigin(host: host, port: wireURL.port, socket: socket?.socketPath)
     }
 
-    /// `host:port` of an https origin: the host as the URL writes it, lowercased; 443 when no port is given.
-    static func tlsOrigin(host: String, port: Int?) -> String {
-        "\(host.lowercased()):\(port ?? 443)"
+    /// `host:port` of an https origin: the host as the URL writes it, lowercased; 443 when no port is
+    /// given. Over a Unix domain socket it starts with `unix:` and the socket's path, so that two
+    /// sockets whose requests name the same host are two origins (probed, capped and shared apart):
+    /// a path may hold any byte but NUL, so its length comes first and no path reads as another.
+    static func tlsOrigin(host: String, port: Int?, socket: String? = nil) -> String {
+        let origin = "\(host.lowercased()):\(port ?? 443)"
+        guard let socket else { return origin }
+        return "unix:\(socket.utf8.count):\(socket) \(origin)"
     }
 }

@@ -228,6 +228,8 @@ extension Transfer {
     /// by the variables read when the transfer was made (the ones libcurl was handed), not as the
     /// environment says now.
     func proxyURL(for url: URL?) -> URL? {
+        // A request over a Unix domain socket goes to no proxy (nor does curl's `--unix-socket`).
+        if UnixSocketRoute.isUnixURL(url) || settings.unixSocketPath?.isEmpty == false { return nil }
         guard case .environment = settings.proxy else { return settings.proxy.proxyURL(for: url) }
         return url.flatMap { settings.proxyEnvironment?.proxyURL(for: $0) }
     }
@@ -237,8 +239,12 @@ extension Transfer {
     /// proxy gets `CURLOPT_NOPROXY` `*` (every host direct: libcurl then looks for no proxy at all,
     /// `--noproxy '*'` in curl's tool); one through a proxy gets the proxy and the hosts that bypass
     /// it. For `.environment` they are the variables read when the transfer was made, chosen for the
-    /// hop's scheme by libcurl's rules.
+    /// hop's scheme by libcurl's rules. A hop over a Unix domain socket goes to no proxy.
     func configureProxy(_ easy: CurlEasyHandle) throws {
+        guard hop.socket == nil else {
+            try easy.set(CURLOPT_NOPROXY, "*")
+            return
+        }
         switch settings.proxy {
         case .environment:
             if let environment = settings.proxyEnvironment,

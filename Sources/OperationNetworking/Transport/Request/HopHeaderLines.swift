@@ -91,8 +91,9 @@ struct HopHeaderLines {
     /// The lines a hop sends for `request`. `body` is what it sends (`OutgoingBody(request)`);
     /// `offersEncodings` whether it asks for compressed bodies (`Transfer.offersEncodings(for:)`);
     /// `continuation` the point a continued download resumes from, if any (only one with a byte offset
-    /// on a server that takes ranges sends a `Range`).
-    init(request: URLRequest, body: OutgoingBody, offersEncodings: Bool, continuation: ResumePoint?) {
+    /// on a server that takes ranges sends a `Range`); `cookieURL` the URL whose cookies go (the request's
+    /// unless it is an `http+unix` URL: then the `http://localhost/…` it stands for, see `UnixSocketRoute`).
+    init(request: URLRequest, body: OutgoingBody, offersEncodings: Bool, continuation: ResumePoint?, cookieURL: URL? = nil) {
         // A continuation sends its own Range (and If-Range) in place of the caller's; without one (paused
         // before any byte arrived, or a range the library cannot continue) the caller's stand as sent.
         let continuation = continuation.flatMap { $0.offset > 0 && $0.rangesSupported ? $0 : nil }
@@ -114,7 +115,7 @@ struct HopHeaderLines {
         // Sent as a line of its own, not through CURLOPT_ACCEPT_ENCODING, so libcurl does not decode.
         if offersEncodings { lines.append(.acceptEncoding) }
         // The value passes the check every header passes (`CookieScope.headerValue`).
-        if request.httpShouldHandleCookies && !hasCookie, let url = request.url,
+        if request.httpShouldHandleCookies && !hasCookie, let url = cookieURL ?? request.url,
            let header = CookieScope.headerValue(in: Transfer.cookieStorage, for: url) {
             lines.append(Line(name: "Cookie", value: header))
         }

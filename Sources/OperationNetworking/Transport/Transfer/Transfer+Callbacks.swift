@@ -163,7 +163,7 @@ extension Transfer {
             return false
         }
         if hop.handlesCookies && head.hasSetCookie {
-            storeCookies(from: head.setCookieValues, url: url)
+            storeCookies(from: head.setCookieValues, url: hop.wireURL ?? url)
         }
         let status = head.statusCode
         let isRedirect = (300..<400).contains(status) && status != 304 && hop.headerParser.hasField("Location")

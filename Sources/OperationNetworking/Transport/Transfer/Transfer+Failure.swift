@@ -30,6 +30,11 @@ extension Transfer {
             refined = (.cannotParseResponse, "A response header line is longer than libcurl accepts (100 KB).")
         } else if code == CURLE_RECV_ERROR, message?.lowercased().contains("chunked") == true {
             refined = (.cannotParseResponse, "The response's chunked framing is broken (\(curlSays)).")
+        } else if let socket = hop.socket, code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST {
+            // curl names the URL's host and port, which say nothing of a socket (its word for a path too
+            // long for a socket address is a name it could not resolve).
+            refined = (.cannotConnectToHost, Transfer.unixSocketFailure(socket.socketPath,
+                                                                        errno: Int32(clamping: easy.info(long: CURLINFO_OS_ERRNO))))
         }
         let osError = hop.socketOpenError != 0 ? hop.socketOpenError : Int32(clamping: easy.info(long: CURLINFO_OS_ERRNO))
         if osError == EMFILE || osError == ENFILE {
@@ -41,6 +46,12 @@ extension Transfer {
         }
         guard let refined else { return TransportError.fromCurl(code, message: message, url: url) }
         return TransportError.refined(refined.code, refined.description, curl: code, message: message, url: url)
+    }
+
+    /// Why a connection to the Unix domain socket at `path` failed, for the error's description.
+    static func unixSocketFailure(_ path: String, errno: Int32) -> String {
+        let reason = errno != 0 ? String(cString: strerror(errno)) : "no connection could be made"
+        return "Could not connect to the Unix domain socket \(path): \(reason)."
     }
 
     /// A body that ended before its `Content-Length` — one libcurl let pass because the number did

@@ -79,8 +79,11 @@ extension Transfer {
         /// The request's URL (`nil` only before the first hop) and cookie handling.
         let url: URL?
         let handlesCookies: Bool
-        /// `host:port` when the hop is https (a connection that may turn out HTTP/2), else `nil`.
+        /// `host:port` when the hop is https (a connection that may turn out HTTP/2), else `nil`; for a
+        /// hop over a Unix domain socket, prefixed with the socket (`Transfer.tlsOrigin(host:port:socket:)`).
         let tlsOrigin: String?
+        /// The Unix domain socket the hop goes over, and the URL it sends there; `nil` over TCP.
+        let socket: UnixSocketRoute?
         /// Whether the hop asked for compressed bodies (the request set no `Accept-Encoding` of its own).
         let asksForEncodings: Bool
         /// Monotonic time the hop began, for `metrics`.
@@ -122,14 +125,20 @@ extension Transfer {
         /// `errno` of the last socket the open-socket callback could not make (0: none failed).
         var socketOpenError: Int32 = 0
 
-        init(url: URL?, handlesCookies: Bool, tlsOrigin: String?, asksForEncodings: Bool, startTime: UInt64) {
+        init(url: URL?, handlesCookies: Bool, tlsOrigin: String?, asksForEncodings: Bool, startTime: UInt64,
+             socket: UnixSocketRoute? = nil) {
             self.url = url
+            self.socket = socket
             self.handlesCookies = handlesCookies
             self.tlsOrigin = tlsOrigin
             self.asksForEncodings = asksForEncodings
             self.startTime = startTime
             self.lastActivity = startTime
         }
+
+        /// The URL libcurl is given, whose host names the `Host` field and scopes cookies: the request's,
+        /// or for an `http+unix` URL the `http://localhost/…` it stands for.
+        var wireURL: URL? { socket?.url ?? url }
 
         /// The value a transfer holds before its first hop begins.
         static var beforeFirst: Hop { Hop(url: nil, handlesCookies: true, tlsOrigin: nil, asksForEncodings: false, startTime: 0) }
@@ -156,18 +165,20 @@ extension Transfer {
         hop = next
     }
 
-    /// The hop for `request`. Throws unless its URL is an http or https URL with a host and its method
-    /// a token.
+    /// The hop for `request`. Throws unless its URL is an http or https URL with a host (or an
+    /// `http+unix` or `https+unix` URL with a socket path, see `UnixSocketRoute`) and its method a token.
     func makeHop(for request: URLRequest, now: UInt64) throws -> Hop {
         guard let url = request.url else {
             throw TransportError.make(.badURL, "The request has no URL.", url: nil)
         }
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+        let socket = try UnixSocketRoute.route(for: url, configured: settings.unixSocketPath)
+        let wireURL = socket?.url ?? url
+        guard let scheme = wireURL.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw TransportError.make(.unsupportedURL, "Only http and https URLs are supported.", url: url)
         }
         // As written (percent escapes kept): decoding them is the costly part of `host`, and only its
         // emptiness and the origin's spelling are needed here.
-        guard let host = url.host(percentEncoded: true), !host.isEmpty else {
+        guard let host = wireURL.host(percentEncoded: true), !host.isEmpty else {
             throw TransportError.make(.badURL, "The URL has no host.", url: url)
         }
         // The method goes to CURLOPT_CUSTOMREQUEST verbatim: anything but a token would rewrite the
@@ -176,9 +187,9 @@ extension Transfer {
             throw LibraryError.invalidMethod(given, url: url)
         }
         return Hop(url: url, handlesCookies: request.httpShouldHandleCookies,
-                   tlsOrigin: scheme == "https" ? Transfer.tlsOrigin(host: host, port: url.port) : nil,
+                   tlsOrigin: scheme == "https" ? Transfer.tlsOrigin(host: host, port: wireURL.port, socket: socket?.socketPath) : nil,
                    asksForEncodings: Transfer.offersEncodings(for: request.allHTTPHeaderFields),
-                   startTime: now)
+                   startTime: now, socket: socket)
     }
 }
 
@@ -196,12 +207,16 @@ extension Transfer {
         assertOnItsThread()
         let request = current.request
         beginHop(try makeHop(for: request, now: monotonicNow()))
-        guard let url = hop.url else { throw TransportError.make(.badURL, "The request has no URL.", url: nil) }
+        guard let url = hop.wireURL else { throw TransportError.make(.badURL, "The request has no URL.", url: nil) }
         let timeoutMilliseconds = max(Int(min(timeoutNanoseconds / 1_000_000, UInt64(Int32.max))), 1)
         easy.reset()
         try easy.installErrorBuffer()
         try easy.set(CURLOPT_URL, url.absoluteString)
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
+        if let socket = hop.socket {
+            // For this hop only: `easy.reset()` clears it for the next one.
+            try easy.set(CURLOPT_UNIX_SOCKET_PATH, socket.socketPath)
+        }
         try easy.set(CURLOPT_NOSIGNAL, true)
         try easy.set(CURLOPT_FOLLOWLOCATION, false)   // redirects are decided by the library, hop by hop
         try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
@@ -308,8 +323,8 @@ extension Transfer {
     /// break the request's head.
     func headerLines(for request: URLRequest, body: OutgoingBody, url: URL) throws -> [HopHeaderLines.Line] {
         let headers = HopHeaderLines(request: request, body: body, offersEncodings: hop.asksForEncodings,
-                                     continuation: resumeFrom)
-        if let name = headers.invalidFieldName { throw LibraryError.invalidHeader(name, url: url) }
+                                     continuation: resumeFrom, cookieURL: url)
+        if let name = headers.invalidFieldName { throw LibraryError.invalidHeader(name, url: request.url ?? url) }
         hop.callerRange = headers.callerRange
         hop.sentRange = headers.sendsContinuationRange
         return headers.lines

@@ -91,9 +91,14 @@ extension Transfer {
             return .fail(TransportError.make(.httpTooManyRedirects,
                                              "More than \(Transfer.maxRedirects) redirects.", url: currentURL))
         }
-        guard let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            return .fail(TransportError.make(.unsupportedURL, "Redirect to an unsupported URL: \(location)",
-                                             url: currentURL))
+        if let socket = hop.socket {
+            guard stays(on: socket, to: target) else { return .deliver }
+        } else {
+            // Never onto a Unix domain socket: an `http+unix` URL is as unsupported here as `file:`.
+            guard let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+                return .fail(TransportError.make(.unsupportedURL, "Redirect to an unsupported URL: \(location)",
+                                                 url: currentURL))
+            }
         }
         // The body is looked after once the block decided (`withFreshBody`): it may drop it or set its own.
         guard var chosen = Transfer.redirectedRequest(from: currentRequest, to: target, status: head.statusCode,
@@ -104,6 +109,18 @@ extension Transfer {
         }
         guard let sent = withFreshBody(chosen) else { return .fail(bodyStreamExhausted(head.statusCode)) }
         return .follow(sent)
+    }
+
+    /// Whether a redirect from a hop over `socket` to `target` is followed: only over the same socket,
+    /// to an http or https URL of the host the hop named (or an `http+unix` URL of the same socket,
+    /// which a relative `Location` of one makes). Anywhere else the 3xx is the response: a service on a
+    /// local socket does not send its caller to another host, over the socket or over TCP, unasked.
+    func stays(on socket: UnixSocketRoute, to target: URL) -> Bool {
+        guard let next = try? UnixSocketRoute.route(for: target, configured: settings.unixSocketPath),
+              next.socketPath == socket.socketPath,
+              let scheme = next.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        return UnixSocketRoute.isUnixURL(target)
+            || next.url.host(percentEncoded: true)?.lowercased() == socket.url.host(percentEncoded: true)?.lowercased()
     }
 
     /// The request for the next hop: method and body by status code, credentials kept to their origin

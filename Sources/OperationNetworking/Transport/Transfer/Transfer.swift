@@ -47,6 +47,8 @@ final class Transfer: @unchecked Sendable {
         /// The environment's proxy variables, read when the transfer was made, for `.environment`
         /// (`nil`: none set, or another setting).
         let proxyEnvironment: ProxyEnvironment?
+        /// The Unix domain socket the request goes over (`nil`: TCP, unless its URL is `http+unix`).
+        let unixSocketPath: String?
     }
 
     /// The network thread's own bookkeeping of the transfer while it is on curl.
@@ -94,11 +96,13 @@ final class Transfer: @unchecked Sendable {
     ///   - initialBody: bytes a paused in-memory download already holds; appended to on a 206.
     init(request: URLRequest, outputStream: OutputStream?, resumeFrom: ResumePoint?, initialBody: Data,
          security: SecurityPolicy.Snapshot? = nil, clientCertificate: ClientCertificate? = nil, maximumBodySize: Int64? = nil,
-         retryPolicy: RetryPolicy = .none, proxy: ProxySetting = .environment, delegate: TransferDelegate) {
+         retryPolicy: RetryPolicy = .none, proxy: ProxySetting = .environment, unixSocketPath: String? = nil,
+         delegate: TransferDelegate) {
         settings = Settings(outputStream: outputStream, resumeFrom: resumeFrom, security: security,
                             clientCertificate: clientCertificate, maximumBodySize: maximumBodySize,
                             retryPolicy: retryPolicy, proxy: proxy,
-                            proxyEnvironment: proxy == .environment ? ProxyEnvironment.current() : nil)
+                            proxyEnvironment: proxy == .environment ? ProxyEnvironment.current() : nil,
+                            unixSocketPath: unixSocketPath)
         originalRequest = request
         current = Attempt(number: 1, request: request, body: initialBody, bytesReceived: resumeFrom?.offset ?? 0)
         self.delegate = delegate
@@ -117,6 +121,8 @@ final class Transfer: @unchecked Sendable {
     var bytesReceived: Int64 { current.bytesReceived }
     var hasMetrics: Bool { metrics != nil }
     var tlsOrigin: String? { hop.tlsOrigin }
+    /// Whether the hop under way goes over a Unix domain socket.
+    var overUnixSocket: Bool { hop.socket != nil }
     var activeIndex: Int {
         get { placement.activeIndex }
         set { placement.activeIndex = newValue }
