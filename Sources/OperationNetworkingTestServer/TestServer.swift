@@ -14,11 +14,15 @@ import NIOPosix
 /// With a TLS identity it serves HTTPS: a TLS front (`TLSFront`) listens on ``port``, terminates TLS and
 /// relays each connection, one to one, to the plain server on 127.0.0.1.
 ///
+/// With ``init(unixSocketPath:)`` it listens on a Unix domain socket instead, with the same routes.
+///
 /// Its one mutable value, whether it was shut down, is owned by a lock; the request log and counters
 /// live in `ServerState`.
 public final class TestServer: Sendable {
-    /// The TCP port the server listens on: the one given, or one the kernel chose.
+    /// The TCP port the server listens on: the one given, or one the kernel chose; 0 on a Unix socket.
     public let port: Int
+    /// The Unix domain socket the server listens on (``init(unixSocketPath:)``); `nil` over TCP.
+    public let unixSocketPath: String?
 
     private let group: MultiThreadedEventLoopGroup
     private let serverChannel: any Channel
@@ -74,16 +78,44 @@ public final class TestServer: Sendable {
         }
         self.group = group
         self.state = state
+        self.unixSocketPath = nil
+    }
+
+    /// Starts a plain HTTP/1.1 server on the Unix domain socket at `unixSocketPath` (a file there
+    /// already is replaced), with the routes of a TCP one; ``baseURL`` is `http://localhost`, the URL a
+    /// client sends over the socket.
+    /// - Throws: If the socket cannot be bound (a path too long for a socket address, a folder that
+    ///   does not exist).
+    public init(unixSocketPath: String) throws {
+        guard let base = URL(string: "http://localhost") else { throw TestServerError.invalidBaseURL("localhost") }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let state = ServerState()
+        do {
+            self.serverChannel = try TestServer.bootstrap(group, state, tcp: false)
+                .bind(unixDomainSocketPath: unixSocketPath, cleanupExistingSocketFile: true).wait()
+        } catch {
+            try? group.syncShutdownGracefully()
+            throw error
+        }
+        self.front = nil
+        self.port = 0
+        self.base = base
+        self.group = group
+        self.state = state
+        self.unixSocketPath = unixSocketPath
     }
 
     /// The plain HTTP/1.1 server's bootstrap: every accepted connection gets the server's pipeline.
-    private static func bootstrap(_ group: MultiThreadedEventLoopGroup, _ state: ServerState) -> ServerBootstrap {
-        ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 1024)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            // Nagle off: otherwise a small response on a reused connection waits ~40 ms for the
-            // client's delayed ACK.
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+    /// Over a Unix domain socket (`tcp` false) it sets no TCP option: the socket has none.
+    private static func bootstrap(_ group: MultiThreadedEventLoopGroup, _ state: ServerState, tcp: Bool = true) -> ServerBootstrap {
+        var bootstrap = ServerBootstrap(group: group).serverChannelOption(.backlog, value: 1024)
+        if tcp {
+            bootstrap = bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                // Nagle off: otherwise a small response on a reused connection waits ~40 ms for the
+                // client's delayed ACK.
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+        }
+        return bootstrap
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let id = state.connectionOpened(channel)
@@ -156,7 +188,7 @@ public final class TestServer: Sendable {
     /// For HTTPS: the ALPN protocol each completed TLS handshake chose, in order (`nil`: none).
     public var negotiatedProtocols: [String?] { state.negotiatedProtocols }
 
-    /// The number of TCP connections accepted so far.
+    /// The number of connections (TCP or Unix socket) accepted so far.
     public var acceptedConnections: Int { state.acceptedConnections }
 
     /// The number of accepted connections that are still open.

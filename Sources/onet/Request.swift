@@ -130,6 +130,12 @@ struct Request: ParsableCommand {
     @Option(help: ArgumentHelp("protocol:URL — requests of that scheme go through this proxy (repeatable).", valueName: "protocol:url"))
     var proxy: [String] = []
 
+    // curl's spelling: httpie has no such option.
+    @Option(name: .customLong("unix-socket"), help: ArgumentHelp(
+        "Connect to this Unix domain socket instead of the URL's host, which still names Host (curl's --unix-socket).",
+        valueName: "path"), completion: .file())
+    var unixSocket: String?
+
     @Option(help: ArgumentHelp("yes (default), no (accept any certificate), or a CA bundle file to trust.", valueName: "yes|no|file"))
     var verify: String?
 
@@ -192,6 +198,7 @@ struct Request: ParsableCommand {
         for entry in proxy where !entry.contains(":") || entry.hasPrefix(":") {
             throw ValidationError("--proxy '\(entry)': expected protocol:URL (http:http://proxy:3128).")
         }
+        if unixSocket?.isEmpty == true { throw ValidationError("--unix-socket needs the socket's path.") }
         if session != nil && sessionReadOnly != nil { throw ValidationError("--session and --session-read-only exclude each other.") }
         if cacheDirectory != nil && download {
             throw ValidationError("--cache-dir does not apply to --download: a download streams to its file, which no cache keeps.")

@@ -119,6 +119,7 @@ final class RequestExchange {
         manager.securityPolicy = try RequestTLS.securityPolicy(options)
         manager.clientCertificate = try RequestTLS.clientCertificate(options)
         manager.proxy = RequestTLS.proxy(options, for: plan.url)
+        manager.unixSocketPath = options.unixSocket
         if options.verbose > 0 { manager.eventMonitors = [VerboseRetryMonitor()] }
         return manager
     }

@@ -48,6 +48,7 @@ final class RequestRun {
             .build(headers: headers, authentication: authentication)
         if options.curl {
             let operation = HTTPRequestOperation(request: built.request)
+            operation.unixSocketPath = options.unixSocket
             if case .digest(let user, let password) = authentication {
                 operation.credential = URLCredential(user: user, password: password, persistence: .none)
             }
