@@ -64,6 +64,8 @@ enum RequestHelp {
       --session NAME: ~/.config/httpie/sessions | ~/.config/onet/sessions
         (same layout; during the run the cookies live in the library's
         cookie storage)
+      --unix-socket PATH: no such option (a plugin) | curl's: the request
+        goes over the socket, the URL's host still names Host
 
     Examples:
       onet request :8080/users                        GET, the JSON shown
@@ -76,5 +78,6 @@ enum RequestHelp {
       onet request -d -o big.iso https://example.com/big.iso   (-c continues)
       onet request --session=work -a ada:pw api.example/login
       onet request --pin-key server.pem --retry 2 https://api.example/health
+      onet request --unix-socket /var/run/docker.sock localhost/v1.43/info
     """
 }

@@ -11,7 +11,9 @@ extension URLConnectionOperation {
     /// operation.
     ///
     /// - The URL's host still names the `Host` field (`http://localhost/v1.43/info` sends
-    ///   `Host: localhost`) and scopes cookies, as curl does; its port means nothing over a socket.
+    ///   `Host: localhost`) and scopes cookies, as curl does (so sockets whose URLs name the same host
+    ///   share cookies; give each its own host name to keep them apart); its port means nothing over a
+    ///   socket.
     /// - An `http+unix` (or `https+unix`) URL works without this property (AsyncHTTPClient's
     ///   convention): its host is the socket's percent-encoded path,
     ///   `http+unix://%2Fvar%2Frun%2Fdocker.sock/v1.43/info`, and the request sent is

@@ -90,7 +90,8 @@ final class TransferLifetimeTests: LibraryTestCase {
     func testTheNextHopStartsFromAFreshHop() throws {
         let transfer = makeTransfer()
         transfer.beginHop(Transfer.Hop(url: URL(string: "https://old.test/a")!, handlesCookies: false,
-                                       tlsOrigin: "old.test:443", asksForEncodings: false, startTime: 1))
+                                       tlsOrigin: "old.test:443", asksForEncodings: false, startTime: 1,
+                                       socket: UnixSocketRoute(socketPath: "/run/old.sock", url: URL(string: "https://old.test/a")!)))
         transfer.hop.classify(as: .redirect)
         transfer.hop.lastActivity = 2
         let status = Array("HTTP/1.1 302 Found\r\n".utf8)

@@ -32,6 +32,7 @@ final class UnixSocketIsolationTests: LibraryTestCase {
         operation.urlCache = cache
         operation.unixSocketPath = socket
         XCTAssertNil(run(operation).error, "\(url) over \(socket ?? "TCP")")
+        if socket != nil { XCTAssertEqual(operation.metrics?.cacheStatus, .notConsulted, "a socket's request leaves the cache out") }
         return operation.responseString
     }
 
