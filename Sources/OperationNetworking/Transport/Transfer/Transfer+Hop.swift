@@ -171,9 +171,13 @@ extension Transfer {
         guard let url = request.url else {
             throw TransportError.make(.badURL, "The request has no URL.", url: nil)
         }
-        let socket = try UnixSocketRoute.route(for: url, configured: settings.unixSocketPath)
+        var scheme = url.scheme?.lowercased()
+        // Looked at only when a socket may be named: a request over TCP pays one suffix check.
+        let socket = settings.unixSocketPath != nil || scheme?.hasSuffix("+unix") == true
+            ? try UnixSocketRoute.route(for: url, configured: settings.unixSocketPath) : nil
         let wireURL = socket?.url ?? url
-        guard let scheme = wireURL.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+        if socket != nil { scheme = wireURL.scheme?.lowercased() }
+        guard let scheme, scheme == "http" || scheme == "https" else {
             throw TransportError.make(.unsupportedURL, "Only http and https URLs are supported.", url: url)
         }
         // As written (percent escapes kept): decoding them is the costly part of `host`, and only its
