@@ -10,16 +10,19 @@ func pkgConfigLibrary(_ name: String, pkgConfig: String, debian: String) -> Targ
 let package = Package(
     name: "OperationNetworking",
     products: [
-        // The library is the one product, so a package that depends on it resolves swift-log alone:
-        // SwiftPM resolves only what a dependency's products use. The `onet` tool, the test server and
-        // the tests are the repository's own (`swift run onet` still works); scripts/docs runs the
-        // toolchain's docc, so no documentation plugin is declared (nor compiled by every build).
+        // The library is the one product, so a package that depends on it resolves swift-log,
+        // swift-metrics and swift-distributed-tracing alone: SwiftPM resolves only what a dependency's
+        // products use. The `onet` tool, the test server and the tests are the repository's own
+        // (`swift run onet` still works); scripts/docs runs the toolchain's docc, so no documentation
+        // plugin is declared (nor compiled by every build).
         .library(name: "OperationNetworking", targets: ["OperationNetworking"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
         // C libraries found through pkg-config, each with the Debian package that provides it.
@@ -58,6 +61,10 @@ let package = Package(
                 "CCurl", "CCurlShim", "CTrust", "CNetlink", "CZlib", "CBrotli", "CZstd", "CPsl", "CSQLite",
                 // `Logger` for LoggingEventMonitor.
                 .product(name: "Logging", package: "swift-log"),
+                // MetricsEventMonitor's timer, recorders and meter.
+                .product(name: "Metrics", package: "swift-metrics"),
+                // One client span per operation, and `ServiceContext` (its `ServiceContextModule`).
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // In-process HTTP/1.1 and HTTPS loopback server, and certificates made for each test run, for the
@@ -91,6 +98,9 @@ let package = Package(
             dependencies: [
                 "OperationNetworking", "OperationNetworkingTestServer", "CTestEnvironment",
                 .product(name: "Logging", package: "swift-log"),
+                // A recording MetricsFactory (the tests record spans with a tracer of their own).
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             exclude: ["Fixtures"]
         ),

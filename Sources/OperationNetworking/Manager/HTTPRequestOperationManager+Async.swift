@@ -91,6 +91,7 @@ extension HTTPRequestOperationManager {
             if operation == nil { buildFailure.report(error) }
         })
         guard let operation else { throw await buildFailure.error() }
+        operation.adoptCurrentServiceContext(replacing: true)   // the awaiting task's context, wherever the hook made it
         operationQueue.addOperation(operation)
         return operation
     }

@@ -295,9 +295,11 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         URL(string: URLString, relativeTo: baseURL)?.absoluteString
     }
 
-    /// Adds `operation` (when there is one) to the queue and returns it.
+    /// Adds `operation` (when there is one) to the queue, with the task's current `ServiceContext`, and returns it.
     private func enqueue(_ operation: HTTPRequestOperation?) -> HTTPRequestOperation? {
-        if let operation { operationQueue.addOperation(operation) }
+        guard let operation else { return nil }
+        operation.adoptCurrentServiceContext(replacing: true)
+        operationQueue.addOperation(operation)
         return operation
     }
 

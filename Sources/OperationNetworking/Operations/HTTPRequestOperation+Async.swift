@@ -64,6 +64,7 @@ extension URLConnectionOperation {
     /// when it had not started, this throws `URLError(.cancelled)` at once instead of waiting for a
     /// queue that may be suspended.
     func waitForFinish() async throws {
+        adoptCurrentServiceContext(replacing: false)   // a span not yet begun is the awaiting task's child
         let waiter = FinishWaiter()
         guard observers.add(waiter) else { return }
         let finished = await withTaskCancellationHandler {

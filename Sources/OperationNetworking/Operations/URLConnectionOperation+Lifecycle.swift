@@ -3,6 +3,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Tracing
 
 extension URLConnectionOperation {
     /// Every mutable field of an operation, its life, its configuration and its outcome, as one value
@@ -19,6 +20,8 @@ extension URLConnectionOperation {
         var userInfo: [String: Any] = [:]
         /// Event monitors and `value()` waiters, made on first use (see `URLConnectionOperation.observers`).
         var observers: OperationObservers?
+        /// The context the operation's span is a child of (see `URLConnectionOperation.serviceContext`).
+        var serviceContext: ServiceContext?
         /// Run once, on the completion queue, just before the operation turns finished (batches use it).
         var finishHooks: [@Sendable () -> Void] = []
         /// The inherited `completionBlock`, kept here so that Foundation never runs it on a global queue.
@@ -43,8 +46,9 @@ extension URLConnectionOperation {
         var existingRun: Run? { runStorage }
         private var runStorage: Run?
 
-        init(request: URLRequest) {
+        init(request: URLRequest, serviceContext: ServiceContext? = nil) {
             self.request = request
+            self.serviceContext = serviceContext
         }
 
         /// The request of the transfer under way (after a redirect, the redirected one); before the
@@ -143,6 +147,10 @@ extension URLConnectionOperation {
         var startedAt: UInt64?
         /// Whether the handlers of the run's end began (a wait from inside them could never end).
         var handlersRunning = false
+        /// The operation's span, from its first start to its finish, when a tracer is bootstrapped.
+        var trace: OperationTrace?
+        /// Whether a start or resume set out to make the span (`prepareTrace(for:)`): only one does.
+        var traceClaimed = false
         /// Signalled when the pause under way settles (archiving waits for the kept bytes): made by the
         /// first archiver that waits, taken by the transfer's end, which signals it once the lock is released.
         var pauseSettlement: PauseSettlement?
@@ -170,25 +178,6 @@ extension URLConnectionOperation {
     /// When (`monotonicNow()`) the operation handed its first transfer over, before any byte of it was
     /// sent; `nil` before it started. Monitors measure durations from it.
     var startedAt: UInt64? { state.withLock { $0.run.startedAt } }
-}
-
-/// The end of one pause, signalled once (by the transfer's end) and awaited by any number of archivers,
-/// each outside every lock. The semaphore holds the fact itself: a signal before a wait is not lost, and
-/// each waiter that receives it passes it on to the next.
-final class PauseSettlement: Sendable {
-    private let semaphore = DispatchSemaphore(value: 0)
-
-    /// The pause settled (continued, kept its bytes, was cancelled or overtaken by the transfer's end).
-    func settle() {
-        semaphore.signal()
-    }
-
-    /// Waits until the pause settled or `deadline` passed; false when it passed first.
-    func wait(until deadline: DispatchTime) -> Bool {
-        guard semaphore.wait(timeout: deadline) == .success else { return false }
-        semaphore.signal()   // for the next waiter
-        return true
-    }
 }
 
 // MARK: - Carrying out the lifecycle's actions
@@ -232,7 +221,7 @@ extension URLConnectionOperation {
         let queue = state.configuration.effectiveCompletionQueue, group = state.configuration.effectiveCompletionGroup
         switch action {
         case .startTransfer(let kept):
-            let (sent, answer) = beginRun(in: &state, continuing: kept, cache: cache)
+            var (sent, answer) = beginRun(in: &state, continuing: kept, cache: cache)
             let stream = state.run.outputStreamOpened ? nil : state.outputStream
             if stream != nil { state.run.outputStreamOpened = true }
             if state.run.startedAt == nil { state.run.startedAt = monotonicNow() }
@@ -243,6 +232,8 @@ extension URLConnectionOperation {
                 state.run.transfer = nil
                 return advance(&state) { $0.answeredWithoutNetwork(answer) }
             }
+            // Every request of the transfer (attempts, redirects) starts from this one: the span's fields go here.
+            state.applyTraceFields(to: &sent)
             let transfer = Transfer(request: sent, outputStream: state.outputStream, resumeFrom: kept?.point,
                                     initialBody: kept?.bytes ?? Data(), security: security,
                                     clientCertificate: state.configuration.clientCertificate,
@@ -387,13 +378,15 @@ extension URLConnectionOperation {
     /// Runs the finish hooks, closes the output stream, tells the monitors, then turns the operation
     /// finished (see `Step.finish`). Runs on the completion queue.
     func finishOperation() {
-        let (hooks, stream, observers) = state.withLock { state in
+        let (hooks, stream, observers, trace) = state.withLock { state in
             defer { state.finishHooks.removeAll() }
-            return (state.finishHooks, state.run.outputStreamOpened ? state.outputStream : nil, state.observers)
+            return (state.finishHooks, state.run.outputStreamOpened ? state.outputStream : nil, state.observers,
+                    state.takeTraceEnding())
         }
         hooks.forEach { $0() }
         stream?.close()
         observers?.operationWillFinish(self)   // monitors hear of the finish before isFinished
+        endTrace(trace)
         // The observers are read again with the finish: a `value()` waiter made meanwhile is resumed.
         perform(state.withLock { advance(&$0) { $0.handlersRan() } })
     }

@@ -8,10 +8,14 @@ import FoundationNetworking
 
 extension URLConnectionOperation: TransferDelegate {
     func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
-        let (block, added) = state.withLock { ($0.configuration.redirectBlock, $0.run.cache?.machine.addedFields ?? [:]) }
-        // The block and `currentRequest` see the request without the fields the cache added to revalidate.
+        let (block, added, trace) = state.withLock {
+            ($0.configuration.redirectBlock, $0.run.cache?.machine.addedFields ?? [:], $0.run.trace)
+        }
+        // The block and `currentRequest` see the request without the fields the cache added to revalidate
+        // or the span's (which the next hop sends all the same).
         var proposed = request
         for name in added.keys { proposed.setValue(nil, forHTTPHeaderField: name) }
+        for field in trace?.fields ?? [] { proposed.setValue(nil, forHTTPHeaderField: field.name) }
         guard var chosen = block.map({ $0(self, proposed, response) }) ?? proposed else { return nil }
         let kept = state.withLock { state -> [String: String] in
             state.run.currentRequest = chosen
@@ -19,6 +23,7 @@ extension URLConnectionOperation: TransferDelegate {
             return state.run.cache?.machine.redirected(to: target) ?? [:]
         }
         for (name, value) in kept { chosen.setValue(value, forHTTPHeaderField: name) }
+        trace?.apply(to: &chosen)
         return chosen
     }
 

@@ -3,6 +3,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 @_exported import FoundationNetworking
 #endif
+import Tracing
 
 extension Notification.Name {
     /// Posted (object: the operation, no `userInfo`) when an operation starts, before its request is
@@ -47,8 +48,9 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     let state: Protected<State>
 
     /// Creates an operation for `request` (designated initializer). Nothing is sent until `start()`.
+    /// Its `serviceContext` is the task's current one, if any.
     public required init(request: URLRequest) {
-        state = Protected(State(request: request))
+        state = Protected(State(request: request, serviceContext: ServiceContext.current))
         super.init()
     }
 
@@ -271,9 +273,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// Hands the request to the network thread (or answers it from `urlCache`); a cancelled operation
     /// finishes without network traffic.
     open override func start() {
-        let security = securitySnapshot()
-        let cache = cacheLookup(security: security) { $0.start() }
-        perform(state.withLock { advance(&$0, security: security, cache: cache) { $0.start() } })
+        startOrResume { $0.start() }
     }
 
     /// Cancels: before start, nothing is ever sent; while executing, the transfer stops at the network
@@ -301,9 +301,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     /// Continues a paused operation, with `Range: bytes=N-` when the server supports ranges.
     /// A paused operation that had never started becomes ready again, for its queue to start.
     public func resume() {
-        let security = securitySnapshot()
-        let cache = cacheLookup(security: security) { $0.resume() }
-        perform(state.withLock { advance(&$0, security: security, cache: cache) { $0.resume() } })
+        startOrResume { $0.resume() }
     }
 
     /// Waits until the operation finished, as `Operation` does — from a handler on the library's
@@ -374,6 +372,7 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
         let configuration = state.withLock { $0.configuration }.copied()
         copy.apply(configuration)
         copy.eventMonitors = eventMonitors
+        if copy.serviceContext == nil { copy.serviceContext = serviceContext }
         return copy
     }
 

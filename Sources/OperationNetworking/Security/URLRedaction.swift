@@ -21,6 +21,22 @@ import Foundation
         return components.string ?? redactingPasswords(in: url.absoluteString)
     }
 
+    /// `url` as a span's `url.full` gives it (OpenTelemetry's rule): a user and a password each
+    /// replaced by `REDACTED`, the value of every query item too (their names kept), no fragment.
+    static func tracedURL(_ url: URL) -> String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return "" }
+        if components.percentEncodedUser != nil { components.percentEncodedUser = "REDACTED" }
+        if components.percentEncodedPassword != nil { components.percentEncodedPassword = "REDACTED" }
+        if let query = components.percentEncodedQuery {
+            components.percentEncodedQuery = query.split(separator: "&", omittingEmptySubsequences: false).map { item in
+                guard let equals = item.firstIndex(of: "=") else { return String(item) }
+                return item[..<equals] + "=REDACTED"
+            }.joined(separator: "&")
+        }
+        components.fragment = nil
+        return components.string ?? ""
+    }
+
     /// `url` without its user name and password (`url` itself when it has neither), or `nil` when they
     /// cannot be taken out of it.
     static func removingUserInfo(from url: URL) -> URL? {

@@ -26,9 +26,11 @@ final class PackageHygieneTests: LibraryTestCase {
         XCTAssertTrue(manifest.contains(#".library(name: "OperationNetworking""#))
     }
 
-    /// A package that depends on the library resolves swift-log and nothing else: the tool, the test
-    /// server, SwiftNIO and the documentation plugin are the repository's own, never a consumer's.
-    func testAConsumerOfTheLibraryResolvesOnlySwiftLog() throws {
+    /// A package that depends on the library resolves swift-log, swift-metrics and
+    /// swift-distributed-tracing (whose `Tracing` carries `ServiceContextModule`) and nothing else: the
+    /// tool, the test server, SwiftNIO and the documentation plugin are the repository's own, never a
+    /// consumer's.
+    func testAConsumerOfTheLibraryResolvesOnlyLoggingMetricsAndTracing() throws {
         let consumer = FileManager.default.temporaryDirectory.appendingPathComponent("onet-consumer-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: consumer) }
         let sources = consumer.appendingPathComponent("Sources/App")
@@ -54,7 +56,8 @@ final class PackageHygieneTests: LibraryTestCase {
         XCTAssertEqual(process.terminationStatus, 0, output)
         let resolved = try Data(contentsOf: consumer.appendingPathComponent("Package.resolved"))
         let pins = try XCTUnwrap((try JSONSerialization.jsonObject(with: resolved) as? [String: Any])?["pins"] as? [[String: Any]])
-        XCTAssertEqual(pins.compactMap { $0["identity"] as? String }, ["swift-log"])
+        XCTAssertEqual(pins.compactMap { $0["identity"] as? String }.sorted(),
+                       ["swift-distributed-tracing", "swift-log", "swift-metrics"])
     }
 
     func testNoCommentCitesADocumentOutsideTheRepository() throws {
