@@ -103,6 +103,45 @@ final class TracingTests: CacheTestCase {
         XCTAssertEqual(server.requests.map { $0.header("traceparent") }, spans.map(\.id.traceparent))
     }
 
+    /// An operation made outside any context takes the one of the task that awaits it before it
+    /// started; a manager's enqueue gives its operation the context current there, whatever the
+    /// operation had.
+    func testAnAwaitingTaskAndAManagersEnqueueGiveTheirContext() async throws {
+        let made = HTTPRequestOperation(request: URLRequest(url: server.url("/echo?awaited")))
+        XCTAssertNil(made.serviceContext)
+        let (awaitingContext, awaitingParent) = parentContext("awaiting")
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        queue.addOperation(made)
+        let awaited = Task { try await ServiceContext.withValue(awaitingContext) { try await SendableAny(made.value()) } }
+        let adopted = await eventuallyAsync { made.serviceContext?[RecordedSpanKey.self] != nil }
+        XCTAssertTrue(adopted)
+        queue.isSuspended = false
+        _ = try await withTimeout { try await awaited.value }
+
+        let manager = ContextForgettingManager(baseURL: server.url("/"))
+        manager.responseSerializer = HTTPResponseSerializer()
+        let (enqueueContext, enqueueParent) = parentContext("enqueue")
+        _ = try await withTimeout {
+            try await ServiceContext.withValue(enqueueContext) { try await SendableAny(manager.GET("echo?enqueued")) }
+        }
+        XCTAssertEqual(clientSpans.map(\.parent), [awaitingParent.id, enqueueParent.id])
+        XCTAssertEqual(clientSpans.map(\.endCount), [1, 1])
+    }
+
+    /// The README's example: inside `withSpan`, a manager's request is that span's child.
+    func testARequestInsideWithSpanIsItsChild() async throws {
+        let manager = HTTPRequestOperationManager(baseURL: server.url("/"))
+        manager.responseSerializer = HTTPResponseSerializer()
+        try await withSpan("checkout") { _ in
+            _ = try await manager.GET("echo")
+        }
+        let checkout = try XCTUnwrap(tracer.spans.first { $0.operationName == "checkout" })
+        let span = try onlySpan()
+        XCTAssertEqual(span.parent, checkout.id)
+        XCTAssertEqual(server.requests.map { $0.header("traceparent") }, [span.id.traceparent])
+    }
+
     func testEveryAttemptAndEveryRedirectCarriesTheSpansFields() throws {
         let retried = HTTPRequestOperation(request: request("/flaky/2/\(UUID().uuidString)"))
         retried.retryPolicy = RetryPolicy(maxAttempts: 3, baseDelay: 0.01, maxDelay: 1)
@@ -191,5 +230,16 @@ final class TracingTests: CacheTestCase {
         XCTAssertEqual(span.attribute("onet.cache.status"), "hit")
         XCTAssertEqual(span.attribute("http.response.status_code"), "200")
         XCTAssertNil(span.status)
+    }
+}
+
+/// A manager whose hook hands over operations without a context (as one that builds them ahead of
+/// time, outside the caller's task, would).
+private final class ContextForgettingManager: HTTPRequestOperationManager, @unchecked Sendable {   // no state of its own
+    override func httpRequestOperation(with request: URLRequest, success: Success?,
+                                       failure: (@Sendable (HTTPRequestOperation, Error) -> Void)?) -> HTTPRequestOperation {
+        let operation = super.httpRequestOperation(with: request, success: success, failure: failure)
+        operation.serviceContext = nil
+        return operation
     }
 }
