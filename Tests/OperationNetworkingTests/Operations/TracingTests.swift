@@ -219,6 +219,43 @@ final class TracingTests: CacheTestCase {
         XCTAssertEqual(sent.map { $0.header("traceparent") }, [span.id.traceparent, span.id.traceparent])
     }
 
+    /// Pauses, resumes and cancels from several threads at once, before and during the transfers: every
+    /// operation still ends as exactly one span, ended once.
+    func testRacingPausesResumesAndCancelsEndEverySpanOnce() throws {
+        let operations = (0..<24).map { index in
+            HTTPRequestOperation(request: request("/bytes/60000?chunkSize=6000&chunkDelayMs=10&n=\(index)"))
+        }
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 6
+        queue.addOperations(operations, waitUntilFinished: false)
+        let all = operations
+        // A round while most have not started, another once some are under way.
+        for round in 0..<2 {
+            if round == 1 { XCTAssertTrue(eventually { all.contains(where: \.isExecuting) || all.allSatisfy(\.isFinished) }) }
+            DispatchQueue.concurrentPerform(iterations: 3) { thread in
+                var random = SystemRandomNumberGenerator()
+                for step in 0..<40 {
+                    let operation = all[(thread * 7 + step * 5 + round) % all.count]
+                    switch Int.random(in: 0..<6, using: &random) {
+                    case 0, 1: operation.pause()
+                    case 2, 3, 4: operation.resume()
+                    default: if step % 4 == 0 { operation.cancel() }
+                    }
+                }
+            }
+        }
+        XCTAssertTrue(eventually(timeout: 20) {
+            for operation in all where operation.isPaused { operation.resume() }
+            return all.allSatisfy(\.isFinished)
+        })
+        let spans = clientSpans
+        XCTAssertEqual(spans.count, operations.count, "one span per operation")
+        XCTAssertEqual(spans.filter { $0.endCount != 1 }.map(\.endCount), [], "each ended exactly once")
+        let sent = Set(server.requests.compactMap { $0.header("traceparent") })
+        XCTAssertTrue(sent.isSubset(of: Set(spans.map(\.id.traceparent))), "every request carries its operation's span")
+        XCTAssertEqual(server.requests.filter { $0.header("traceparent") == nil }.count, 0)
+    }
+
     func testACacheHitIsOneSpanAndNoRequest() throws {
         let path = "/cache/traced?cc=max-age%3D600"
         fetch(path)
