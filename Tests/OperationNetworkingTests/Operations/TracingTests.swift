@@ -119,14 +119,21 @@ final class TracingTests: CacheTestCase {
         queue.isSuspended = false
         _ = try await withTimeout { try await awaited.value }
 
-        let manager = ContextForgettingManager(baseURL: server.url("/"))
+        let manager = ContextReplacingManager(baseURL: server.url("/"))
         manager.responseSerializer = HTTPResponseSerializer()
         let (enqueueContext, enqueueParent) = parentContext("enqueue")
         _ = try await withTimeout {
             try await ServiceContext.withValue(enqueueContext) { try await SendableAny(manager.GET("echo?enqueued")) }
         }
-        XCTAssertEqual(clientSpans.map(\.parent), [awaitingParent.id, enqueueParent.id])
-        XCTAssertEqual(clientSpans.map(\.endCount), [1, 1])
+        let done = expectation(description: "block GET")
+        let operation = ServiceContext.withValue(enqueueContext) {
+            manager.GET("echo?blocks", parameters: nil, success: { _, _ in done.fulfill() }, failure: { _, _ in done.fulfill() })
+        }
+        await fulfillment(of: [done], timeout: 10)
+        let finished = await eventuallyAsync { operation?.isFinished == true }
+        XCTAssertTrue(finished)
+        XCTAssertEqual(clientSpans.map(\.parent), [awaitingParent.id, enqueueParent.id, enqueueParent.id])
+        XCTAssertEqual(clientSpans.map(\.endCount), [1, 1, 1])
     }
 
     /// The README's example: inside `withSpan`, a manager's request is that span's child.
@@ -207,6 +214,11 @@ final class TracingTests: CacheTestCase {
     func testAPausedAndResumedOperationIsOneSpanAcrossBothRequests() throws {
         let operation = HTTPRequestOperation(request: request("/bytes/300000?chunkSize=10000&chunkDelayMs=20"))
         let (done, box) = startAndPause(operation)
+        // Settled, so that the resume starts the continuation itself.
+        XCTAssertTrue(eventually {
+            if case .paused = operation.state.withLock({ $0.lifecycle.phase }) { return true }
+            return false
+        })
         XCTAssertEqual(clientSpans.map(\.endCount), [0], "a pause does not end the span")
         operation.resume()
         wait(for: [done], timeout: 20)
@@ -270,13 +282,16 @@ final class TracingTests: CacheTestCase {
     }
 }
 
-/// A manager whose hook hands over operations without a context (as one that builds them ahead of
-/// time, outside the caller's task, would).
-private final class ContextForgettingManager: HTTPRequestOperationManager, @unchecked Sendable {   // no state of its own
+/// A manager whose hook hands over operations with another context than the caller's (as one that
+/// builds them ahead of time, in another task, would).
+private final class ContextReplacingManager: HTTPRequestOperationManager, @unchecked Sendable {   // no state of its own
     override func httpRequestOperation(with request: URLRequest, success: Success?,
                                        failure: (@Sendable (HTTPRequestOperation, Error) -> Void)?) -> HTTPRequestOperation {
         let operation = super.httpRequestOperation(with: request, success: success, failure: failure)
-        operation.serviceContext = nil
+        var elsewhere = ServiceContext.topLevel
+        elsewhere[RecordedSpanKey.self] = RecordedSpanID(traceID: String(repeating: "e", count: 32),
+                                                         spanID: String(repeating: "e", count: 16))
+        operation.serviceContext = elsewhere
         return operation
     }
 }
