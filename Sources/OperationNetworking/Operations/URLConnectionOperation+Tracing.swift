@@ -11,9 +11,8 @@ extension URLConnectionOperation {
     /// Default: `ServiceContext.current` when the operation was made (`init`), replaced by the current
     /// one when a manager enqueues it, and taken from a task that awaits it (`value()`, `decode`) before
     /// it started when it has none: the caller's task-local context follows the operation onto the
-    /// threads it runs on. Set it before
-    /// the operation starts; later changes reach no span. Not archived; `copy()` keeps it unless the
-    /// copy is made with a current context of its own.
+    /// threads it runs on. Set it before the operation starts; later changes reach no span. Not
+    /// archived; `copy()` keeps it unless the copy is made with a current context of its own.
     ///
     /// With a tracer bootstrapped (`InstrumentationSystem.bootstrap(_:)`), each operation is one span of
     /// kind `.client`, named after its method (`GET`; `HTTP` for a method OpenTelemetry does not name),
@@ -44,7 +43,7 @@ extension URLConnectionOperation {
             (state.install(trace), advance(&state, security: security, cache: cache, event))
         }
         perform(step)
-        // Made for an operation that finished meanwhile (a `cancel()` won the race): ended, so no span stays open.
+        // Made for an operation that ended meanwhile (a `cancel()` won the race): ended, so no span stays open.
         unused?.end(facts: HTTPClientFacts.finished(self), error: error)
     }
 
@@ -113,11 +112,12 @@ extension URLConnectionOperation.State {
         return .neverStarted(request, serviceContext)
     }
 
-    /// Keeps the span `prepareTrace(for:)` made for the run; returns it when the operation already
-    /// finished (it is ended then, by the caller). Call inside `state.withLock`.
+    /// Keeps the span `prepareTrace(for:)` made for the run; returns it when the operation's end came
+    /// first (a `cancel()` won the race, and its finish may have looked for a span already): the caller
+    /// ends it then. Call inside `state.withLock`.
     mutating func install(_ trace: OperationTrace?) -> OperationTrace? {
         guard let trace else { return nil }
-        guard !lifecycle.isFinished, run.trace == nil else { return trace }
+        guard !lifecycle.hasEnded, run.trace == nil else { return trace }
         run.trace = trace
         return nil
     }
