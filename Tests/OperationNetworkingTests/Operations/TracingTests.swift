@@ -45,7 +45,10 @@ final class TracingTests: CacheTestCase {
         var url = URLComponents(url: server.url("/echo?token=SECRET-QUERY&flag"), resolvingAgainstBaseURL: false)!
         url.user = "ada"
         url.password = "SECRET-PASSWORD"
-        let operation = ServiceContext.withValue(context) { HTTPRequestOperation(request: URLRequest(url: url.url!)) }
+        var request = URLRequest(url: try XCTUnwrap(url.url))
+        request.setValue("Bearer SECRET-AUTHORIZATION", forHTTPHeaderField: "Authorization")
+        request.setValue("session=SECRET-COOKIE", forHTTPHeaderField: "Cookie")
+        let operation = ServiceContext.withValue(context) { HTTPRequestOperation(request: request) }
         XCTAssertNotNil(operation.serviceContext?[RecordedSpanKey.self])
         XCTAssertTrue(runToFinish(operation).isSuccess)
 
@@ -64,6 +67,9 @@ final class TracingTests: CacheTestCase {
         XCTAssertEqual(span.attribute("url.full"),
                        "http://REDACTED:REDACTED@127.0.0.1:\(server.port)/echo?token=REDACTED&flag")
         XCTAssertNil(span.attribute("http.request.resend_count"), "sent once")
+        span.attributes.forEach { name, value in
+            XCTAssertFalse("\(value)".contains("SECRET"), "\(name) carries a secret: \(value)")
+        }
 
         let sent = try XCTUnwrap(server.requests.first)
         XCTAssertEqual(sent.header("traceparent"), span.id.traceparent, "the span's own id goes over the wire")
