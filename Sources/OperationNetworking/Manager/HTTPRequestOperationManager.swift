@@ -133,6 +133,12 @@ open class HTTPRequestOperationManager: NSObject, NSSecureCoding, NSCopying, @un
         get { self[setting: \.retryPolicy] }
         set { self[setting: \.retryPolicy] = newValue }
     }
+    /// Copied onto each operation: adapts each attempt's request and decides about retries beyond
+    /// `retryPolicy` (see `RequestInterceptor`). Default `nil`. Not archived (it is code); `copy()` keeps it.
+    public var interceptor: RequestInterceptor? {
+        get { self[setting: \.interceptor] }
+        set { self[setting: \.interceptor] = newValue }
+    }
     /// Copied onto each operation: the URL cache its responses are read from and stored in, as each
     /// request's `cachePolicy` says (see `URLConnectionOperation.urlCache`). Default `URLCache.shared`,
     /// as it is when each operation starts; `nil` turns caching off. The archive records only whether

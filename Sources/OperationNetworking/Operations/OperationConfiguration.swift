@@ -38,6 +38,8 @@ struct OperationConfiguration {
         var didReceiveResponseBlock: URLConnectionOperation.DidReceiveResponseBlock? = nil
         var cacheBlock: URLConnectionOperation.CacheResponseBlock? = nil
         var urlCache: CacheSetting = CacheSetting.shared
+        /// Code, not a block: shared by many operations, kept when the operation finishes.
+        var interceptor: RequestInterceptor? = nil
 
         /// Whether any block is set.
         var hasBlocks: Bool {

@@ -44,6 +44,7 @@ struct KeptDownload: Sendable {
 /// would meet a transfer's end.
 /// Whether a `cancel()` took effect is part of the phase too (`ready(cancelled:)`, `cancelling`,
 /// `pausing(then: .cancel)`, `completing(cancelled:)`, `finished(cancelled:)`), never a flag beside it.
+/// With a `RequestInterceptor`, a run also waits for it (`intercepting`: OperationState+Interceptor.swift).
 /// - Threading: a value; its owner keeps it in its `Protected` state.
 struct OperationState {
     /// What happens once a pause on its way to the network thread settled.
@@ -72,6 +73,11 @@ struct OperationState {
         case startedParked
         /// Its transfer is on (or on its way to) the network thread.
         case executing
+        /// Waiting for its `RequestInterceptor` (to adapt the next attempt's request, or to decide whether
+        /// an attempt is sent again), with no transfer on the network thread; a continuation's kept bytes
+        /// wait here. A `cancel()` ends it at once, a `pause()` pauses it at once, without waiting for
+        /// the interceptor (whose answer is then dropped).
+        indirect case intercepting(KeptDownload?)
         /// Started, and answered without the network (the HTTP cache answered, or refused to load):
         /// no transfer exists, and the answer is on its way to the delivery queue, where it ends the
         /// run as a transfer's end does (`transferEnded()`).
@@ -110,15 +116,26 @@ struct OperationState {
         case deliver(cancelled: Bool)
         /// Turn finished.
         case finish
+        /// Ask the interceptor, in a task of its own, for what the event's caller prepared
+        /// (`Run.interceptorWork`): adapt the next attempt, or decide about a retry.
+        case intercept
+        /// The interceptor adapted the request (`Run.adaptedRequest`): put a transfer sending it on the
+        /// network thread, continuing `kept` when there is one.
+        case sendAdapted(KeptDownload?)
+        /// Drop the interceptor's task and end as cancelled without (more) network traffic.
+        case cancelInterception
+        /// Drop the interceptor's task and announce the pause.
+        case pauseInterception
     }
 
     /// An event that is impossible in a phase: a bug in the library, never a caller's doing (every
     /// call a caller can make is defined in every phase).
-    private func invalid(_ event: String) -> Never {
+    func invalid(_ event: String) -> Never {
         preconditionFailure("OperationState: \(event) in phase \(phase)")
     }
 
-    private(set) var phase: Phase
+    /// Changed only by the events, here and in OperationState+Interceptor.swift.
+    var phase: Phase
 
     /// A state in `phase` (a new operation's: ready, not cancelled).
     init(phase: Phase = .ready(cancelled: false)) {
@@ -131,7 +148,8 @@ struct OperationState {
         switch phase {
         case .ready(let cancelled), .completing(let cancelled), .finished(let cancelled): return cancelled
         case .cancelling, .pausing(.cancel): return true
-        case .parked, .startedParked, .executing, .answering, .pausing(.stayPaused), .pausing(.resume), .paused:
+        case .parked, .startedParked, .executing, .intercepting, .answering, .pausing(.stayPaused), .pausing(.resume),
+             .paused:
             return false
         }
     }
@@ -139,7 +157,7 @@ struct OperationState {
     /// `isExecuting`: started, not paused, not yet finished.
     var isExecuting: Bool {
         switch phase {
-        case .executing, .answering, .cancelling, .completing: return true
+        case .executing, .intercepting, .answering, .cancelling, .completing: return true
         case .pausing(let then): return then != .stayPaused
         case .ready, .parked, .startedParked, .paused, .finished: return false
         }
@@ -156,7 +174,7 @@ struct OperationState {
         switch phase {
         case .parked, .startedParked, .paused: return true
         case .pausing(let then): return then == .stayPaused
-        case .ready, .executing, .answering, .cancelling, .completing, .finished: return false
+        case .ready, .executing, .intercepting, .answering, .cancelling, .completing, .finished: return false
         }
     }
 
@@ -177,7 +195,8 @@ struct OperationState {
     var hasEnded: Bool {
         switch phase {
         case .completing, .finished: return true
-        case .ready, .parked, .startedParked, .executing, .answering, .cancelling, .pausing, .paused: return false
+        case .ready, .parked, .startedParked, .executing, .intercepting, .answering, .cancelling, .pausing, .paused:
+            return false
         }
     }
 
@@ -185,7 +204,8 @@ struct OperationState {
     var hasStarted: Bool {
         switch phase {
         case .ready, .parked: return false
-        case .startedParked, .executing, .answering, .cancelling, .pausing, .paused, .completing, .finished: return true
+        case .startedParked, .executing, .intercepting, .answering, .cancelling, .pausing, .paused, .completing, .finished:
+            return true
         }
     }
 
@@ -217,7 +237,7 @@ struct OperationState {
             // it): remember the start, which no one makes again, for `resume()` or `cancel()`.
             phase = .startedParked
             return nil
-        case .startedParked, .executing, .answering, .cancelling, .pausing, .paused, .completing, .finished:
+        case .startedParked, .executing, .intercepting, .answering, .cancelling, .pausing, .paused, .completing, .finished:
             return nil
         }
     }
@@ -237,6 +257,9 @@ struct OperationState {
         case .answering:
             phase = .cancelling
             return nil   // no transfer to stop: the answer on its way is delivered as a cancel
+        case .intercepting:
+            phase = .completing(cancelled: true)   // nothing on the network thread: ends now
+            return .cancelInterception
         case .pausing(.stayPaused), .pausing(.resume):
             phase = .pausing(then: .cancel)
             return nil   // the pause settling ends it
@@ -265,6 +288,10 @@ struct OperationState {
         case .pausing(.resume):
             phase = .pausing(then: .stayPaused)   // the pause is still on its way
             return nil
+        case .intercepting(let kept):
+            // Nothing on the network thread to wait for: paused at once, a continuation keeping its bytes.
+            phase = kept.map { .paused($0) } ?? .startedParked
+            return .pauseInterception
         case .ready(cancelled: true), .parked, .startedParked, .cancelling, .pausing(.stayPaused), .pausing(.cancel),
              .paused, .completing, .finished:
             return nil
@@ -289,7 +316,8 @@ struct OperationState {
         case .paused(let kept):
             phase = .executing
             return .startTransfer(kept)
-        case .ready, .executing, .answering, .cancelling, .pausing(.resume), .pausing(.cancel), .completing, .finished:
+        case .ready, .executing, .intercepting, .answering, .cancelling, .pausing(.resume), .pausing(.cancel), .completing,
+             .finished:
             return nil
         }
     }
@@ -305,7 +333,8 @@ struct OperationState {
         case .executing:
             phase = .answering
             return .deliverAnswer(answer)
-        case .ready, .parked, .startedParked, .answering, .cancelling, .pausing, .paused, .completing, .finished:
+        case .ready, .parked, .startedParked, .intercepting, .answering, .cancelling, .pausing, .paused, .completing,
+             .finished:
             invalid("answeredWithoutNetwork")
         }
     }
@@ -322,7 +351,8 @@ struct OperationState {
         case .pausing(.cancel):
             phase = .completing(cancelled: true)
             return .completeCancelled
-        case .ready, .parked, .startedParked, .executing, .answering, .cancelling, .paused, .completing, .finished:
+        case .ready, .parked, .startedParked, .executing, .intercepting, .answering, .cancelling, .paused, .completing,
+             .finished:
             invalid("transferPaused")
         }
     }
@@ -339,36 +369,8 @@ struct OperationState {
         case .cancelling, .pausing(.cancel):
             phase = .completing(cancelled: true)
             return .deliver(cancelled: true)
-        case .ready, .parked, .startedParked, .paused, .completing, .finished:
+        case .ready, .parked, .startedParked, .intercepting, .paused, .completing, .finished:
             invalid("transferEnded")
-        }
-    }
-
-    /// A decoded archive said the operation was paused with `kept` to continue from. Only an operation
-    /// that never started and was never paused or cancelled takes an archive's state (`restore(from:)`
-    /// is open: a caller may call it at any time); `false`, and nothing changed, otherwise.
-    mutating func restorePaused(_ kept: KeptDownload) -> Bool {
-        guard acceptsArchivedState else { return false }
-        phase = .parked(kept)
-        return true
-    }
-
-    /// A decoded archive said the operation had finished (as a cancel when `cancelled`): it is finished
-    /// again, its outcome restored beside it (AFN's encoder wrote it finished). Taken only as
-    /// `restorePaused(_:)` is; `false`, and nothing changed, otherwise.
-    mutating func restoreFinished(cancelled: Bool) -> Bool {
-        guard acceptsArchivedState else { return false }
-        phase = .finished(cancelled: cancelled)
-        return true
-    }
-
-    /// Whether an archive's state may replace this one: a new operation's, nothing done to it yet.
-    var acceptsArchivedState: Bool {
-        switch phase {
-        case .ready(cancelled: false): return true
-        case .ready(cancelled: true), .parked, .startedParked, .executing, .answering, .cancelling, .pausing, .paused,
-             .completing, .finished:
-            return false
         }
     }
 
@@ -380,7 +382,7 @@ struct OperationState {
             return .finish
         case .finished:
             return nil
-        case .ready, .parked, .startedParked, .executing, .answering, .cancelling, .pausing, .paused:
+        case .ready, .parked, .startedParked, .executing, .intercepting, .answering, .cancelling, .pausing, .paused:
             invalid("handlersRan")
         }
     }

@@ -81,6 +81,9 @@ extension URLConnectionOperation {
                 recordCancel()   // a cancel won, whatever the transfer got
             case .paused:
                 return   // not an end: the transfer's owner takes it as `transferPaused`
+            case .retryRequested(_, let failure):
+                // Ends a run only as a cancel (recorded as one); as a safeguard, never as a success.
+                run.error = failure ?? TransportError.cancelled(url: request.url)
             }
         }
 
@@ -154,6 +157,8 @@ extension URLConnectionOperation {
         /// Signalled when the pause under way settles (archiving waits for the kept bytes): made by the
         /// first archiver that waits, taken by the transfer's end, which signals it once the lock is released.
         var pauseSettlement: PauseSettlement?
+        /// The run's waits for its `RequestInterceptor`; `nil` without one.
+        var interception: Interception?
     }
 }
 
@@ -203,6 +208,13 @@ extension URLConnectionOperation {
         /// Turn finished: tell `observers`, then run `completion` on `queue` inside `group`.
         case finish(completion: (@Sendable () -> Void)?, queue: DispatchQueue, group: DispatchGroup,
                     observers: OperationObservers?)
+        /// Ask the interceptor (`startInterception`), after telling `observers` of the start when `announcesStart`.
+        indirect case intercept(InterceptorWork, RequestInterceptor, generation: UInt64, observers: OperationObservers?,
+                                announcesStart: Bool)
+        /// Hand `transfer`, sending an adapted request, to the network thread (`stream` as for `startTransfer`).
+        indirect case sendTransfer(Transfer, request: URLRequest, stream: OutputStream?)
+        /// Cancel the interceptor's task, then carry out `then`.
+        indirect case abandonInterception(Task<Void, Never>?, then: Step)
     }
 
     /// Applies `event` to the lifecycle and does the part of its action that belongs under the lock;
@@ -222,6 +234,9 @@ extension URLConnectionOperation {
         switch action {
         case .startTransfer(let kept):
             var (sent, answer) = beginRun(in: &state, continuing: kept, cache: cache)
+            if answer == nil, state.configuration.interceptor != nil {
+                return beginInterception(&state, request: sent, kept: kept)
+            }
             let stream = state.run.outputStreamOpened ? nil : state.outputStream
             if stream != nil { state.run.outputStreamOpened = true }
             if state.run.startedAt == nil { state.run.startedAt = monotonicNow() }
@@ -271,6 +286,16 @@ extension URLConnectionOperation {
             let completion = state.completionBlock
             state.completionBlock = nil
             return .finish(completion: completion, queue: queue, group: group, observers: state.observers)
+        case .intercept:
+            return interceptStep(&state)
+        case .sendAdapted(let kept):
+            return sendAdaptedStep(&state, kept: kept, security: security)
+        case .cancelInterception:
+            let task = abandonInterception(&state)
+            state.recordCancel()
+            return .abandonInterception(task, then: .end(queue: queue, group: group))
+        case .pauseInterception:
+            return .abandonInterception(abandonInterception(&state), then: .pauseTransfer(nil))
         }
     }
 
@@ -313,6 +338,15 @@ extension URLConnectionOperation {
             post(.operationDidFinish)
             CallbackWork.shared.changed()   // a handler waiting for this operation on the callback queue
             if let completion { CallbackQueues.async(on: queue, group: group, completion) }
+        case .intercept(let work, let interceptor, let generation, let observers, let announcesStart):
+            if announcesStart { announceStart(to: observers) }
+            startInterception(work, interceptor, generation: generation)
+        case .sendTransfer(let transfer, let request, let stream):
+            if let failure = streamOutcome(for: request, opening: stream) { transfer.endOnArrival(failure) }
+            NetworkThread.shared.submit(.add(transfer))
+        case .abandonInterception(let task, let then):
+            task?.cancel()
+            perform(then, batch: batch)
         }
     }
 
@@ -343,59 +377,4 @@ extension URLConnectionOperation {
         }
         return URLConnectionOperation.beginCacheRun(in: &state, continuing: kept != nil, lookup: cache)
     }
-}
-
-// MARK: - The end: preparation, handlers, finish
-
-extension URLConnectionOperation {
-    /// Response bodies up to this size may be prepared (cached, checked) on the delivery queue, in the
-    /// hop that brings the transfer's end off the network thread; larger ones go to the processing queue.
-    static let inlinePreparationLimit = 64 * 1024
-
-    /// The transfer is over (`error` tells how): prepares the handlers where `preparationQueue` says,
-    /// runs them on `queue` inside `group`, then finishes. `batch` (on the delivery queue) gathers
-    /// completion-queue work; without one it is dispatched at once.
-    final func transferDidEnd(on queue: DispatchQueue, group: DispatchGroup, batch: CompletionBatch?) {
-        let handlers: @Sendable () -> Void = { [self] in
-            // A wait for this operation from its own handlers could never end (see `waitUntilFinished()`).
-            state.withLock { $0.run.handlersRunning = true }
-            runHandlers()
-            finishOperation()
-        }
-        guard let elsewhere = preparationQueue(onDeliveryQueue: batch != nil) else {
-            prepareHandlers()
-            if let batch { batch.add(on: queue, group: group, handlers) } else { CallbackQueues.async(on: queue, group: group, handlers) }
-            return
-        }
-        group.enter()
-        elsewhere.async { [self] in
-            prepareHandlers()
-            CallbackQueues.async(on: queue, group: group, handlers)
-            group.leave()
-        }
-    }
-
-    /// Runs the finish hooks, closes the output stream, tells the monitors, then turns the operation
-    /// finished (see `Step.finish`). Runs on the completion queue.
-    func finishOperation() {
-        let (hooks, stream, observers, trace) = state.withLock { state in
-            defer { state.finishHooks.removeAll() }
-            return (state.finishHooks, state.run.outputStreamOpened ? state.outputStream : nil, state.observers,
-                    state.takeTraceEnding())
-        }
-        hooks.forEach { $0() }
-        stream?.close()
-        observers?.operationWillFinish(self)   // monitors hear of the finish before isFinished
-        endTrace(trace)
-        // The observers are read again with the finish: a `value()` waiter made meanwhile is resumed.
-        perform(state.withLock { advance(&$0) { $0.handlersRan() } })
-    }
-
-    /// Adds work to run on the completion queue just before the operation turns finished.
-    func addFinishHook(_ hook: @escaping @Sendable () -> Void) {
-        state.withLock { $0.finishHooks.append(hook) }
-    }
-
-    /// The operation's completion queue, default applied.
-    var effectiveCompletionQueue: DispatchQueue { state.withLock { $0.configuration.effectiveCompletionQueue } }
 }

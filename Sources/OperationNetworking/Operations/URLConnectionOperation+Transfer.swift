@@ -162,6 +162,7 @@ extension URLConnectionOperation: TransferDelegate {
             let settlement = state.run.pauseSettlement
             state.run.pauseSettlement = nil
             guard case .paused(let point) = outcome else {
+                if transfer.settings.retriesThroughOwner { return (interceptedEnd(&state, transfer, outcome), settlement) }
                 return (advance(&state, ending: (outcome, transfer)) { $0.transferEnded() }, settlement)
             }
             let kept = KeptDownload(point: point, bytes: state.outputStream == nil ? transfer.body : Data())

@@ -129,6 +129,10 @@ final class OperationStateTests: LibraryTestCase {
         case .readinessChanged: return "readiness"
         case .deliver(let cancelled): return cancelled ? "deliverCancelled" : "deliver"
         case .finish: return "finish"
+        case .intercept: return "intercept"
+        case .sendAdapted(let kept): return kept == nil ? "sendAdapted(fresh)" : "sendAdapted(kept)"
+        case .cancelInterception: return "cancelInterception"
+        case .pauseInterception: return "pauseInterception"
         }
     }
 
@@ -138,6 +142,7 @@ final class OperationStateTests: LibraryTestCase {
         case .parked(let kept): return kept == nil ? "parked" : "parked+kept"
         case .startedParked: return "parked·started"
         case .executing: return "executing"
+        case .intercepting(let kept): return kept == nil ? "intercepting" : "intercepting+kept"
         case .answering: return "answering"
         case .cancelling: return "cancelling"
         case .pausing(.stayPaused): return "pausing"

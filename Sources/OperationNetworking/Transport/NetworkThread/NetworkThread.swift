@@ -349,6 +349,10 @@ extension NetworkThread {
                 end(transfer, outcome)
             case .retry(let delay, let error):
                 recycle(easy)
+                if transfer.settings.retriesThroughOwner {
+                    end(transfer, .retryRequested(after: delay, error: error))
+                    continue
+                }
                 delayed.append((transfer, transfer.delay(for: delay, now: monotonicNow())))
                 if let delegate = transfer.delegate {
                     events.append(.willRetry(transfer, delay: delay, attempt: transfer.attempt + 1, error: error, delegate))

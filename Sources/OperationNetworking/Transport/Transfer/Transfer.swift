@@ -49,6 +49,9 @@ final class Transfer: @unchecked Sendable {
         let proxyEnvironment: ProxyEnvironment?
         /// The Unix domain socket the request goes over (`nil`: TCP, unless its URL is `http+unix`).
         let unixSocketPath: String?
+        /// Whether a retry the policy decides ends the transfer (`TransferOutcome.retryRequested`) for its
+        /// owner to make the next attempt (it has a `RequestInterceptor` to adapt it), instead of a delay here.
+        let retriesThroughOwner: Bool
     }
 
     /// The network thread's own bookkeeping of the transfer while it is on curl.
@@ -94,17 +97,19 @@ final class Transfer: @unchecked Sendable {
 
     /// - Parameters:
     ///   - initialBody: bytes a paused in-memory download already holds; appended to on a 206.
+    ///   - attempt: the number of its first attempt (an owner that makes the retries counts on).
+    ///   - retriesThroughOwner: see `Settings.retriesThroughOwner`.
     init(request: URLRequest, outputStream: OutputStream?, resumeFrom: ResumePoint?, initialBody: Data,
          security: SecurityPolicy.Snapshot? = nil, clientCertificate: ClientCertificate? = nil, maximumBodySize: Int64? = nil,
          retryPolicy: RetryPolicy = .none, proxy: ProxySetting = .environment, unixSocketPath: String? = nil,
-         delegate: TransferDelegate) {
+         attempt: Int = 1, retriesThroughOwner: Bool = false, delegate: TransferDelegate) {
         settings = Settings(outputStream: outputStream, resumeFrom: resumeFrom, security: security,
                             clientCertificate: clientCertificate, maximumBodySize: maximumBodySize,
                             retryPolicy: retryPolicy, proxy: proxy,
                             proxyEnvironment: proxy == .environment ? ProxyEnvironment.current() : nil,
-                            unixSocketPath: unixSocketPath)
+                            unixSocketPath: unixSocketPath, retriesThroughOwner: retriesThroughOwner)
         originalRequest = request
-        current = Attempt(number: 1, request: request, body: initialBody, bytesReceived: resumeFrom?.offset ?? 0)
+        current = Attempt(number: attempt, request: request, body: initialBody, bytesReceived: resumeFrom?.offset ?? 0)
         self.delegate = delegate
     }
 

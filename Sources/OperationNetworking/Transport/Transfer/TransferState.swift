@@ -133,6 +133,10 @@ enum TransferOutcome {
     /// body), so no transfer was made, and the operation ends the run with this as a transfer's end
     /// (`OperationState.answeredWithoutNetwork(_:)`).
     case answeredFromCache(ResponseHead, Data)
+    /// The retry policy sends the request again after `after` seconds (`error`: the failure that caused
+    /// it, `nil` for a retryable status), and the transfer's owner makes that attempt
+    /// (`Transfer.Settings.retriesThroughOwner`): this transfer is over, no body was delivered.
+    case retryRequested(after: TimeInterval, error: Error?)
 }
 
 /// Where a transfer left off when it was paused, so a later transfer can continue with a Range request.
