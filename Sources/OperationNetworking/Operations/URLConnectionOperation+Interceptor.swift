@@ -44,17 +44,21 @@ extension URLConnectionOperation {
         var unadapted: URLRequest?
         /// Whether the run's start was announced (the first wait announces it).
         var announced = false
+        /// The interceptor of the run, as it was when the run began (a caller may change the setting meanwhile).
+        var interceptor: RequestInterceptor?
     }
 
-    /// `startTransfer` found an interceptor: the run waits for it to adapt `request` before anything is
+    /// `startTransfer` found `interceptor`: the run waits for it to adapt `request` before anything is
     /// sent (in the same acquisition of the lock as the start). Call inside `state.withLock`.
-    func beginInterception(_ state: inout State, request: URLRequest, kept: KeptDownload?) -> Step? {
+    func beginInterception(_ state: inout State, _ interceptor: RequestInterceptor, request: URLRequest,
+                           kept: KeptDownload?) -> Step? {
         if state.run.startedAt == nil { state.run.startedAt = monotonicNow() }
         state.run.attempts = max(state.run.attempts, 1)
         state.run.transfer = nil
         let interception = state.run.interception ?? Interception()
         state.run.interception = interception
         interception.unadapted = request
+        interception.interceptor = interceptor
         interception.announced = false
         interception.work = InterceptorWork(kind: .adapt, request: request, attempt: 1)
         return advance(&state) { $0.awaitInterceptor(keeping: kept) }
@@ -105,8 +109,8 @@ extension URLConnectionOperation {
     /// caller prepared. Call inside `state.withLock`.
     func interceptStep(_ state: inout State) -> Step? {
         guard let interception = state.existingRun?.interception, let work = interception.work,
-              let interceptor = state.configuration.interceptor else {
-            preconditionFailure("OperationState: intercept without an interceptor's work")
+              let interceptor = interception.interceptor else {
+            preconditionFailure("OperationState: intercept without an interceptor's work")   // set before every such event
         }
         interception.work = nil
         interception.generation &+= 1

@@ -234,8 +234,8 @@ extension URLConnectionOperation {
         switch action {
         case .startTransfer(let kept):
             var (sent, answer) = beginRun(in: &state, continuing: kept, cache: cache)
-            if answer == nil, state.configuration.interceptor != nil {
-                return beginInterception(&state, request: sent, kept: kept)
+            if answer == nil, let interceptor = state.configuration.interceptor {
+                return beginInterception(&state, interceptor, request: sent, kept: kept)
             }
             let stream = state.run.outputStreamOpened ? nil : state.outputStream
             if stream != nil { state.run.outputStreamOpened = true }
