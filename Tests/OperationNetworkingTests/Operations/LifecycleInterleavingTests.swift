@@ -33,10 +33,20 @@ final class LifecycleInterleavingTests: ServerTestCase {
     }
 
     func testRandomInterleavingsKeepEveryInvariant() throws {
+        try runSeeds(interceptor: nil)
+    }
+
+    /// The same with a `RequestInterceptor` on every operation, which takes a while to adapt and sends
+    /// each operation's first response again: the calls land while it is waited for.
+    func testRandomInterleavingsWithAnInterceptorKeepEveryInvariant() throws {
+        try runSeeds(interceptor: SlowInterceptor())
+    }
+
+    private func runSeeds(interceptor: RequestInterceptor?) throws {
         var total = 0
         var outcomes: [CacheStatus: Int] = [:]
         for seed in seeds {
-            let (violations, statuses) = try run(seed: seed)
+            let (violations, statuses) = try run(seed: seed, interceptor: interceptor)
             XCTAssertEqual(violations, [], "seed \(seed) (replay with ONET_INTERLEAVING_SEEDS=\(seed))")
             total += LifecycleInterleavingTests.operationsPerSeed
             for status in statuses { outcomes[status, default: 0] += 1 }
@@ -48,7 +58,7 @@ final class LifecycleInterleavingTests: ServerTestCase {
 
     /// One seed: its operations, three threads of random calls, then everything resumed and awaited.
     /// Returns the violations, and what the cache did for each operation that finished with metrics.
-    private func run(seed: UInt64) throws -> ([String], [CacheStatus]) {
+    private func run(seed: UInt64, interceptor: RequestInterceptor?) throws -> ([String], [CacheStatus]) {
         var random = SplitMix64(seed: seed)
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = OperationQueue.defaultMaxConcurrentOperationCount
@@ -71,6 +81,7 @@ final class LifecycleInterleavingTests: ServerTestCase {
             let (size, path) = resources[index / 2]
             let operation = HTTPRequestOperation(request: request(path, timeout: 20))
             operation.urlCache = cache
+            operation.interceptor = interceptor
             if index % 2 == 1, let firstOfPair { operation.addDependency(firstOfPair) }
             firstOfPair = operation
             let tracker = LifecycleInterleavingTests.track(operation, size: size)
@@ -149,6 +160,7 @@ final class LifecycleInterleavingTests: ServerTestCase {
             }
             operation.cancel()
             if operation.isCancelled { tracker.cancelTookEffect() }
+            restored.interceptor = operation.interceptor   // code: never archived
             let replacement = track(restored, size: slot.size)
             all.add(replacement)
             slot.replace(with: replacement)
@@ -265,6 +277,22 @@ private final class Tracker: @unchecked Sendable {
             if cancelled && succeeded { all.append("cancelled and succeeded") }
             return all.map { "\(name): \($0)" }
         }
+    }
+}
+
+/// Waits up to 5 ms before each answer (jitter, so that calls land while it is waited for), marks the
+/// request, and sends each operation's first response again.
+private struct SlowInterceptor: RequestInterceptor {
+    func adapt(_ request: URLRequest, for operation: URLConnectionOperation) async throws -> URLRequest {
+        try? await Task.sleep(nanoseconds: UInt64.random(in: 0...5_000_000))
+        var adapted = request
+        adapted.setValue("1", forHTTPHeaderField: "X-Adapted")
+        return adapted
+    }
+
+    func retry(_ operation: URLConnectionOperation, dueTo error: Error?, response: HTTPURLResponse?) async -> RetryDecision {
+        try? await Task.sleep(nanoseconds: UInt64.random(in: 0...5_000_000))
+        return response?.statusCode == 200 && operation.attempts < 2 ? .retry : .doNotRetry
     }
 }
 
