@@ -65,3 +65,37 @@ extension TestServerHandler {
         return expected == response
     }
 }
+
+/// `/bearer/TOKEN` and `/refresh/TOKEN`: a resource behind a bearer token, and the endpoint that hands
+/// out a new one (for request interceptors).
+///
+/// `/bearer/TOKEN` answers 200 JSON `{"token": TOKEN}` to a request carrying `Authorization: Bearer
+/// TOKEN`, and 401 with `WWW-Authenticate: Bearer realm="onet"` to any other; `?barrier=N` holds each
+/// answer until the path got N requests (so that N clients all send before any hears back). `/refresh/TOKEN` answers
+/// TOKEN as text, with `X-Request-Count`: the requests the path got so far, this one included
+/// (`?status=N`: that status instead, with no token).
+extension TestServerHandler {
+    func bearerRoute(_ context: ChannelHandlerContext, _ request: IncomingRequest, _ token: String) {
+        if let barrier = request.uri.query["barrier"].flatMap({ integer($0, in: 1...10_000) }),
+           state.requests.filter({ $0.path == request.record.path }).count < barrier {
+            return schedule(context, after: 5) { self.bearerRoute(context, request, token) }
+        }
+        guard request.record.header("Authorization") != "Bearer " + token else {
+            return respondText(context, request, .ok, "{\"token\":\"\(headerSafe(token))\"}", contentType: "application/json")
+        }
+        var headers = HTTPHeaders()
+        headers.add(name: "WWW-Authenticate", value: "Bearer realm=\"onet\"")
+        respondText(context, request, .unauthorized, "{\"error\":\"unauthorized\"}", contentType: "application/json",
+                    headers: headers)
+    }
+
+    func refreshRoute(_ context: ChannelHandlerContext, _ request: IncomingRequest, _ token: String) {
+        let seen = state.requests.filter { $0.path == request.record.path }.count
+        var headers = HTTPHeaders()
+        headers.add(name: "X-Request-Count", value: String(seen))
+        if let status = request.uri.query["status"].flatMap({ integer($0, in: 400...599) }) {
+            return respondText(context, request, HTTPResponseStatus(statusCode: status), "refused", headers: headers)
+        }
+        respondText(context, request, .ok, token, headers: headers)
+    }
+}

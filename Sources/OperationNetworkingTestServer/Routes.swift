@@ -50,6 +50,8 @@ extension TestServerHandler {
         case ("sink", 1): respondJSON(context, request, UploadPayload(bodyLength: discardedBytes))
         case ("close", 1): respondText(context, request, .ok, "bye", close: true)
         case ("auth", _): authRoute(context, request, segments)
+        case ("bearer", 2): bearerRoute(context, request, argument)
+        case ("refresh", 2): refreshRoute(context, request, argument)
         case ("cache", 2): serveCacheResource(context, request, argument)
         default: respondText(context, request, .notFound, "not found\n")
         }
