@@ -184,6 +184,17 @@ final class TracingTests: CacheTestCase {
         XCTAssertEqual(followed.attribute("http.request.resend_count"), "2")
     }
 
+    /// With a `RequestInterceptor`, every attempt is adapted and then given the span's fields.
+    func testAnInterceptedOperationsAttemptsCarryTheSpansFields() throws {
+        let operation = HTTPRequestOperation(request: request("/flaky/1/\(UUID().uuidString)"))
+        operation.retryPolicy = RetryPolicy(maxAttempts: 2, baseDelay: 0.01, maxDelay: 1)
+        operation.interceptor = TestInterceptor()
+        XCTAssertTrue(runToFinish(operation).isSuccess)
+        let span = try onlySpan()
+        XCTAssertEqual(server.requests.map { $0.header("X-Adapted") }, ["1", "2"])
+        XCTAssertEqual(server.requests.map { $0.header("traceparent") }, [span.id.traceparent, span.id.traceparent])
+    }
+
     func testAnErrorOrAStatusOf400OrMoreMarksTheSpan() throws {
         XCTAssertNotNil(runToFinish(HTTPRequestOperation(request: request("/status/404"))).error)
         let notFound = try onlySpan()
