@@ -219,10 +219,10 @@ extension URLConnectionOperation {
     /// the phase, so a pause that settles before the wait begins is not missed.
     private func waitForPauseToSettle() {
         let deadline = DispatchTime.now() + .seconds(2)
-        while let settlement = state.withLock({ state -> PauseSettlement? in
+        while let settlement = state.withLock({ state -> OneTimeSignal? in
             guard state.lifecycle.isPausing else { return nil }
             if let settlement = state.run.pauseSettlement { return settlement }
-            let made = PauseSettlement()
+            let made = OneTimeSignal()
             state.run.pauseSettlement = made
             return made
         }) {

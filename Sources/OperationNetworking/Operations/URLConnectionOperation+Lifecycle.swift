@@ -152,11 +152,14 @@ extension URLConnectionOperation {
         var handlersRunning = false
         /// The operation's span, from its first start to its finish, when a tracer is bootstrapped.
         var trace: OperationTrace?
-        /// Whether a start or resume set out to make the span (`prepareTrace(for:)`): only one does.
+        /// Whether a start or resume set out to make the span (`prepareTrace(for:)`): only one does;
+        /// `traceBeingMade` is signalled once it is installed, for another event that would start a
+        /// transfer meanwhile (it waits, outside the lock, rather than send a request without its fields).
         var traceClaimed = false
+        var traceBeingMade: OneTimeSignal?
         /// Signalled when the pause under way settles (archiving waits for the kept bytes): made by the
         /// first archiver that waits, taken by the transfer's end, which signals it once the lock is released.
-        var pauseSettlement: PauseSettlement?
+        var pauseSettlement: OneTimeSignal?
         /// The run's waits for its `RequestInterceptor`; `nil` without one.
         var interception: Interception?
     }

@@ -38,10 +38,12 @@ extension URLConnectionOperation {
     func startOrResume(_ event: (inout OperationState) -> OperationState.Action?) {
         let security = securitySnapshot()
         let cache = cacheLookup(security: security, for: event)
-        let trace = prepareTrace(for: event)
+        let made = prepareTrace(for: event)
         let (unused, step) = state.withLock { state in
-            (state.install(trace), advance(&state, security: security, cache: cache, event))
+            if made != nil { state.run.traceBeingMade = nil }
+            return (state.install(made?.trace), advance(&state, security: security, cache: cache, event))
         }
+        made?.signal.settle()
         perform(step)
         // Made for an operation that ended meanwhile (a `cancel()` won the race): ended, so no span stays open.
         unused?.end(facts: HTTPClientFacts.finished(self), error: error)
@@ -60,16 +62,36 @@ extension URLConnectionOperation {
     /// The span for a `start()` or `resume()` about to be applied, made before the operation's lock is
     /// taken for it (the tracer is the app's code): when a tracer is bootstrapped, the event starts a
     /// transfer, and no span was claimed for the operation yet. Claimed under the lock first, so two
-    /// events never make two spans.
-    func prepareTrace(for event: (inout OperationState) -> OperationState.Action?) -> OperationTrace? {
+    /// events never make two spans; its `signal` is settled once it is installed. An event of another
+    /// thread that would start a transfer while the span is being made waits for it here, outside every
+    /// lock (for as long as the tracer takes to start a span, at most 5 s), so that no request of the
+    /// operation goes without the span's fields.
+    func prepareTrace(for event: (inout OperationState) -> OperationState.Action?)
+        -> (trace: OperationTrace, signal: OneTimeSignal)? {
         guard let tracer = OperationTrace.bootstrappedTracer else { return nil }
-        let claimed = state.withLock { state -> (URLRequest, ServiceContext?)? in
-            guard state.existingRun?.traceClaimed != true, state.lifecycle.startsTransfer(event) else { return nil }
-            state.run.traceClaimed = true
-            return (state.request, state.serviceContext)
+        enum Claim {
+            case make(URLRequest, ServiceContext?, OneTimeSignal)
+            case wait(OneTimeSignal)
         }
-        guard let (request, context) = claimed else { return nil }
-        return OperationTrace(tracer: tracer, request: request, context: context)
+        let claim = state.withLock { state -> Claim? in
+            guard state.lifecycle.startsTransfer(event) else { return nil }
+            if let run = state.existingRun, run.traceClaimed {
+                return run.trace == nil ? run.traceBeingMade.map { .wait($0) } : nil
+            }
+            let signal = OneTimeSignal()
+            state.run.traceClaimed = true
+            state.run.traceBeingMade = signal
+            return .make(state.request, state.serviceContext, signal)
+        }
+        switch claim {
+        case .make(let request, let context, let signal)?:
+            return (OperationTrace(tracer: tracer, request: request, context: context), signal)
+        case .wait(let signal)?:
+            _ = signal.wait(until: .now() + 5)
+            return nil
+        case nil:
+            return nil
+        }
     }
 
     /// Ends the operation's span as it turns finished (on its completion queue, no lock held): the one

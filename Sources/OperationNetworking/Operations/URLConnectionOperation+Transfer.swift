@@ -151,7 +151,7 @@ extension URLConnectionOperation: TransferDelegate {
         // A pause that continues at once makes a new transfer: its policy snapshot is taken first.
         var security: SecurityPolicy.Snapshot?
         if case .paused = outcome { security = securitySnapshot() }
-        let (step, settlement) = state.withLock { state -> (Step?, PauseSettlement?) in
+        let (step, settlement) = state.withLock { state -> (Step?, OneTimeSignal?) in
             guard transfer === state.run.transfer else { return (nil, nil) }   // an earlier run's transfer
             state.run.attempts = max(state.run.attempts, transfer.attempt)
             state.run.bodyBytesDelivered = transfer.bytesReceived   // for monitors, whatever the sink
@@ -178,7 +178,7 @@ extension URLConnectionOperation {
     /// the delivery queue: it ends the run as a transfer's end does, through the same event and the
     /// same end (as a cancel when a `cancel()` came first). A run without a transfer moved no bytes.
     func runAnswered(_ answer: TransferOutcome, batch: CompletionBatch) {
-        let (step, settlement) = state.withLock { state -> (Step?, PauseSettlement?) in
+        let (step, settlement) = state.withLock { state -> (Step?, OneTimeSignal?) in
             state.run.bodyBytesDelivered = 0
             // A pause made meanwhile is overtaken by the answer, as by a transfer's end: its archiver is told.
             let settlement = state.run.pauseSettlement
