@@ -276,8 +276,11 @@ extension SQLiteURLCache: EntryStore {
         }
     }
 
-    /// Removes the entry under `key`: from memory now, from the file with the next batch.
+    /// Removes the entry under `key`: from memory now, from the file with the next batch. The keys are
+    /// read first, once, so that a removal of a key the file does not hold (a POST's invalidation of its
+    /// URL, most often) writes nothing.
     func removeEntry(forKey key: String) {
+        loadKeysIfNeeded()
         if entries.withLock({ $0.removeIfHeld(key) }) { scheduleWrite() }
     }
 
