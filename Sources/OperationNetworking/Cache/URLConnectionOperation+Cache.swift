@@ -254,6 +254,9 @@ extension URLConnectionOperation {
     private func carryOut(_ ending: CacheEnding) -> (stored: Bool, pending: Bool) {
         guard let storage = ending.storage else { return (false, false) }
         for url in ending.plan.remove { storage.removeStoredResponse(for: url) }
+        // Nothing to keep or store (a POST, a `no-store` response): no report, so no weak reference to
+        // the operation is made (its side table costs more than the rest of such an end).
+        guard ending.plan.repeated != nil || ending.plan.store != nil else { return (false, false) }
         let run = ending.run
         let report: SQLiteURLCache.WriteReport = { [weak self] ok in
             if ok { self?.cacheStoreWritten(run: run) }
