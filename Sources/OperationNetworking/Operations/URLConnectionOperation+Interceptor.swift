@@ -124,21 +124,14 @@ extension URLConnectionOperation {
     /// `OperationState.Action.sendAdapted`: the transfer that sends the adapted request. Call inside
     /// `state.withLock`.
     func sendAdaptedStep(_ state: inout State, kept: KeptDownload?, security: SecurityPolicy.Snapshot?) -> Step? {
-        guard let interception = state.existingRun?.interception, var sent = interception.adapted else { return nil }
+        guard let interception = state.existingRun?.interception, let sent = interception.adapted else { return nil }
         interception.adapted = nil
         let stream = state.run.outputStreamOpened ? nil : state.outputStream
         if stream != nil { state.run.outputStreamOpened = true }
         state.run.currentRequest = sent   // what goes on the wire, until a redirect
-        // The span's fields go on the adapted request (the interceptor never sees them), as on any run's.
-        state.applyTraceFields(to: &sent)
-        let transfer = Transfer(request: sent, outputStream: state.outputStream, resumeFrom: kept?.point,
-                                initialBody: kept?.bytes ?? Data(), security: security,
-                                clientCertificate: state.configuration.clientCertificate,
-                                maximumBodySize: state.configuration.maximumResponseSize,
-                                retryPolicy: state.configuration.retryPolicy, proxy: state.configuration.proxy,
-                                unixSocketPath: state.configuration.unixSocketPath,
-                                attempt: interception.nextAttempt, retriesThroughOwner: true, delegate: self)
-        state.run.transfer = transfer
+        // The span's fields go on the adapted request there (the interceptor never sees them).
+        let transfer = makeTransfer(&state, sending: sent, kept: kept, security: security,
+                                    attempt: interception.nextAttempt, retriesThroughOwner: true)
         return .sendTransfer(transfer, request: state.request, stream: stream)
     }
 

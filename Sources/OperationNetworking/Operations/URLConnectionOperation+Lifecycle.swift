@@ -236,7 +236,7 @@ extension URLConnectionOperation {
         let queue = state.configuration.effectiveCompletionQueue, group = state.configuration.effectiveCompletionGroup
         switch action {
         case .startTransfer(let kept):
-            var (sent, answer) = beginRun(in: &state, continuing: kept, cache: cache)
+            let (sent, answer) = beginRun(in: &state, continuing: kept, cache: cache)
             if answer == nil, let interceptor = state.configuration.interceptor {
                 return beginInterception(&state, interceptor, request: sent, kept: kept)
             }
@@ -250,15 +250,7 @@ extension URLConnectionOperation {
                 state.run.transfer = nil
                 return advance(&state) { $0.answeredWithoutNetwork(answer) }
             }
-            // Every request of the transfer (attempts, redirects) starts from this one: the span's fields go here.
-            state.applyTraceFields(to: &sent)
-            let transfer = Transfer(request: sent, outputStream: state.outputStream, resumeFrom: kept?.point,
-                                    initialBody: kept?.bytes ?? Data(), security: security,
-                                    clientCertificate: state.configuration.clientCertificate,
-                                    maximumBodySize: state.configuration.maximumResponseSize,
-                                    retryPolicy: state.configuration.retryPolicy, proxy: state.configuration.proxy,
-                                    unixSocketPath: state.configuration.unixSocketPath, delegate: self)
-            state.run.transfer = transfer
+            let transfer = makeTransfer(&state, sending: sent, kept: kept, security: security)
             return .startTransfer(transfer, request: state.request, stream: stream, observers: state.observers)
         case .deliverAnswer(let answer):
             return .deliverAnswer(answer, observers: state.observers)
@@ -300,6 +292,23 @@ extension URLConnectionOperation {
         case .pauseInterception:
             return .abandonInterception(abandonInterception(&state), then: .pauseTransfer(nil))
         }
+    }
+
+    /// The run's transfer of `request`, kept in the run. Every request it sends (attempts, redirects)
+    /// starts from this one, so the span's fields go on it here. Call inside `state.withLock`.
+    func makeTransfer(_ state: inout State, sending request: URLRequest, kept: KeptDownload?,
+                      security: SecurityPolicy.Snapshot?, attempt: Int = 1, retriesThroughOwner: Bool = false) -> Transfer {
+        var sent = request
+        state.applyTraceFields(to: &sent)
+        let transfer = Transfer(request: sent, outputStream: state.outputStream, resumeFrom: kept?.point,
+                                initialBody: kept?.bytes ?? Data(), security: security,
+                                clientCertificate: state.configuration.clientCertificate,
+                                maximumBodySize: state.configuration.maximumResponseSize,
+                                retryPolicy: state.configuration.retryPolicy, proxy: state.configuration.proxy,
+                                unixSocketPath: state.configuration.unixSocketPath, attempt: attempt,
+                                retriesThroughOwner: retriesThroughOwner, delegate: self)
+        state.run.transfer = transfer
+        return transfer
     }
 
     /// Carries out what `advance` left to do, outside the lock. `batch` gathers completion-queue work
