@@ -121,7 +121,9 @@ final class RequestInterceptorTests: ServerTestCase {
         operation.cancel()
         wait(for: [done], timeout: 5)
         XCTAssertEqual(box.value?.urlErrorCode, .cancelled)
-        XCTAssertTrue(operation.isFinished && operation.isCancelled)
+        // The handlers run before the operation turns finished.
+        XCTAssertTrue(eventually { operation.isFinished })
+        XCTAssertTrue(operation.isCancelled)
         gate.open()
         XCTAssertTrue(eventually { interceptor.adaptsReturned == 1 })
         XCTAssertEqual(interceptor.cancelledAdapts, 1, "the adapt's task was cancelled")
