@@ -156,54 +156,78 @@ struct CacheControl: Equatable, Sendable {
         case text(String)
     }
 
-    /// Every directive by lowercased name: the first occurrence's argument, or `nil` when repeated with
-    /// a different one (then it counts as invalid).
-    private let directives: [String: Argument?]
+    /// A directive by lowercased name: the first occurrence's argument, or `nil` when repeated with a
+    /// different one (then it counts as invalid).
+    private struct Directive: Equatable, Sendable {
+        let name: String
+        var argument: Argument?
+    }
+
+    /// Every directive once, in the order met. A list, not a dictionary: a field holds a few
+    /// directives, and a response's end parses one (hashing them would cost more than reading them).
+    private let directives: [Directive]
 
     /// The largest delta-seconds value kept; larger ones (or ones that overflow) become this (§1.2.2).
     static let maximumDeltaSeconds = 2_147_483_648
 
     /// No directive.
-    static let empty = CacheControl(directives: [:])
+    static let empty = CacheControl(directives: [])
 
-    private init(directives: [String: Argument?]) {
+    private init(directives: [Directive]) {
         self.directives = directives
     }
 
     /// Parses the value of one or more `Cache-Control` fields (already joined with commas, as a
-    /// response's header dictionary joins repeated fields); `nil` parses as no directive.
+    /// response's header dictionary joins repeated fields); `nil` parses as no directive. Read from the
+    /// bytes: the separators (commas, `=`, quotes, white space) are ASCII.
     init(_ fieldValue: String?) {
-        var found: [String: Argument?] = [:]
-        for member in CacheControl.listMembers(fieldValue ?? "") {
-            let (name, argument) = CacheControl.directive(member)
-            guard !name.isEmpty else { continue }
-            if let earlier = found[name] {
-                // Repeated: the same argument again changes nothing; a different one is a conflict.
-                if earlier != argument { found[name] = .some(nil) }
-            } else {
-                found[name] = .some(argument)
+        guard var value = fieldValue, !value.isEmpty else {
+            self.init(directives: [])
+            return
+        }
+        var found: [Directive] = []
+        value.withUTF8 { bytes in
+            CacheControl.forEachMember(of: bytes) { member in
+                let (name, argument) = CacheControl.directive(member)
+                guard !name.isEmpty else { return }
+                if let earlier = found.firstIndex(where: { $0.name == name }) {
+                    // Repeated: the same argument again changes nothing; a different one is a conflict.
+                    if found[earlier].argument != argument { found[earlier].argument = nil }
+                } else {
+                    found.append(Directive(name: name, argument: argument))
+                }
             }
         }
-        directives = found
+        self.init(directives: found)
+    }
+
+    /// The same directives with the same arguments, in any order.
+    static func == (one: CacheControl, other: CacheControl) -> Bool {
+        one.directives.count == other.directives.count && one.directives.allSatisfy(other.directives.contains)
+    }
+
+    /// The directive named `name` (lowercase), if present.
+    private func directive(_ name: String) -> Directive? {
+        directives.first { $0.name == name }
     }
 
     // MARK: - Reading
 
     /// Whether the directive is present at all (with or without a valid argument).
     func has(_ name: String) -> Bool {
-        directives[name] != nil
+        directive(name) != nil
     }
 
     /// Whether the directive is present without an argument (`no-cache`, not `no-cache="set-cookie"`).
     func hasBare(_ name: String) -> Bool {
-        directives[name] == .some(.some(.bare))
+        directive(name)?.argument == .some(.bare)
     }
 
     /// The delta-seconds of a directive that needs them: `.valid(n)`, `.invalid` when present without a
     /// usable number (missing, not digits, or repeated with different values), `.absent`.
     func seconds(_ name: String) -> Seconds {
-        guard let entry = directives[name] else { return .absent }
-        guard case .seconds(let value)? = entry else { return .invalid }
+        guard let entry = directive(name) else { return .absent }
+        guard case .seconds(let value)? = entry.argument else { return .invalid }
         return .valid(value)
     }
 
@@ -217,8 +241,8 @@ struct CacheControl: Equatable, Sendable {
 
     /// `max-stale`, which may come without an argument: `.any` then (any staleness is acceptable).
     var maxStale: MaxStale {
-        guard let entry = directives["max-stale"] else { return .absent }
-        switch entry {
+        guard let entry = directive("max-stale") else { return .absent }
+        switch entry.argument {
         case .bare?: return .any
         case .seconds(let value)?: return .limit(value)
         case .text?, nil: return .absent   // invalid: ignored, the stricter reading
@@ -284,17 +308,55 @@ struct CacheControl: Equatable, Sendable {
         return String(text[start..<end])
     }
 
-    /// One `name[=argument]` member: the lowercased name and the argument.
-    private static func directive(_ member: String) -> (String, Argument) {
-        // Found among the bytes, not the characters: `=` is ASCII.
-        guard let equals = member.utf8.firstIndex(of: UInt8(ascii: "=")) else {
-            return (asciiLowercased(member), .bare)
+    /// Calls `body` with each member of the comma-separated list in `bytes`, commas inside quoted
+    /// strings kept, each without the white space around it; empty members are skipped.
+    private static func forEachMember(of bytes: UnsafeBufferPointer<UInt8>,
+                                      _ body: (UnsafeBufferPointer<UInt8>.SubSequence) -> Void) {
+        var start = bytes.startIndex
+        var quoted = false
+        var escaped = false
+        for index in bytes.indices {
+            let byte = bytes[index]
+            if escaped {
+                escaped = false
+            } else if quoted && byte == UInt8(ascii: "\\") {
+                escaped = true
+            } else if byte == UInt8(ascii: "\"") {
+                quoted.toggle()
+            } else if byte == UInt8(ascii: ",") && !quoted {
+                let member = trimmingOWS(bytes[start..<index])
+                if !member.isEmpty { body(member) }
+                start = index + 1
+            }
         }
-        let name = asciiLowercased(trimmingOWS(member[..<equals]))
-        let raw = trimmingOWS(member[member.index(after: equals)...])
-        let text = unquoted(raw)
+        let last = trimmingOWS(bytes[start..<bytes.endIndex])
+        if !last.isEmpty { body(last) }
+    }
+
+    /// `bytes` without the optional white space (spaces and tabs) around them.
+    private static func trimmingOWS(_ bytes: UnsafeBufferPointer<UInt8>.SubSequence) -> UnsafeBufferPointer<UInt8>.SubSequence {
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while start < end, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return bytes[start..<end]
+    }
+
+    /// One `name[=argument]` member: the lowercased name and the argument.
+    private static func directive(_ member: UnsafeBufferPointer<UInt8>.SubSequence) -> (String, Argument) {
+        guard let equals = member.firstIndex(of: UInt8(ascii: "=")) else {
+            return (lowercasedText(member), .bare)
+        }
+        let name = lowercasedText(trimmingOWS(member[..<equals]))
+        let text = unquoted(String(decoding: trimmingOWS(member[(equals + 1)...]), as: UTF8.self))
         if let seconds = deltaSeconds(text) { return (name, .seconds(seconds)) }
         return (name, .text(text))
+    }
+
+    /// `bytes` as text, ASCII letters lowercased (most directives come lowercase: then nothing is mapped).
+    private static func lowercasedText(_ bytes: UnsafeBufferPointer<UInt8>.SubSequence) -> String {
+        guard bytes.contains(where: { (0x41...0x5A).contains($0) }) else { return String(decoding: bytes, as: UTF8.self) }
+        return String(decoding: bytes.map(asciiLower), as: UTF8.self)
     }
 
     /// The text of a quoted string (escapes undone), or `value` itself when it is not quoted.

@@ -71,8 +71,9 @@ extension URLConnectionOperation {
         let now = Date()
         let configured = setting.cache
         // The first run to meet a cache whose files are not used says why (`LoggingEventMonitor`).
-        let files = configured.flatMap { ($0 as? CacheFileWarnings)?.takeFileState() }
-        let writeFailure = (configured as? CacheFileWarnings)?.takeWriteFailure()
+        let warnings = configured as? CacheFileWarnings
+        let files = warnings?.takeFileState()
+        let writeFailure = warnings?.takeWriteFailure()
         // A response over a Unix domain socket is never stored nor answered from storage: the key is the
         // URL, and `http://localhost/x` names the same key over every socket and over TCP.
         guard let cache = configured, files?.isRefused != true, !input.overUnixSocket else {
@@ -214,38 +215,57 @@ extension URLConnectionOperation {
     /// The run's `CacheState` stays in the operation's state and its events run there, under the lock:
     /// what they return is carried out here after the lock is released (the storage, the app's block).
     func settleCache() {
-        guard !settleRunWithoutCache() else { return }
-        // What was received, read under the lock and made into the cache's terms outside it: the cache's
-        // capacities are open properties of `URLCache` (the library's own takes a lock of its own).
-        let received = takeEndInput().map(URLConnectionOperation.received(from:))
-        guard let ending = state.withLock({ state -> CacheEnding? in
+        guard case .withStorage(let input) = beginSettling() else { return }
+        // What was received, made into the cache's terms outside the lock: the cache's capacities are
+        // open properties of `URLCache` (the library's own takes a lock of its own).
+        let received = input.map(URLConnectionOperation.received(from:))
+        guard let (ending, settled) = state.withLock({ state -> (CacheEnding, settled: Int??)? in
             guard let withoutNetwork = state.run.cache?.machine.endedWithoutNetwork,
                   let plan = state.run.cache?.machine.transferEnded(with: received),
                   let requestTime = state.run.cache?.requestTime else { return nil }
-            return CacheEnding(plan: plan, storage: state.run.cache?.storage, block: state.configuration.cacheBlock,
-                               run: requestTime, withoutNetwork: withoutNetwork)
+            let ending = CacheEnding(plan: plan, storage: state.run.cache?.storage, block: state.configuration.cacheBlock,
+                                     run: requestTime, withoutNetwork: withoutNetwork)
+            // A plan that stores nothing (a hit, a miss not stored, a POST's invalidation) ends the run
+            // here, in the same acquisition; its removals need no lock.
+            guard plan.store == nil, plan.repeated == nil else { return (ending, nil) }
+            return (ending, .some(URLConnectionOperation.endCacheRun(in: &state, ending, stored: false, pending: false)))
         }) else { return }
-        let (stored, pending) = carryOut(ending)
-        let deliveredBytes = state.withLock { state -> Int? in
-            guard state.run.cache?.requestTime == ending.run else { return nil }   // a later run's state is left alone
-            state.run.cache?.machine.storeEnded(stored: stored, pending: pending)
-            let status = state.run.cache?.machine.status ?? .notConsulted
-            // A run that never reached the network has no transfer metrics (those left are an earlier run's).
-            state.run.metrics = ending.withoutNetwork ? .withoutNetwork(cacheStatus: status)
-                : state.run.metrics?.with(cacheStatus: status)
-            if let delivered = ending.plan.deliver {
-                // Foundation's response is built from the head only if someone reads it.
-                state.run.head = delivered.response
-                state.run.response = nil
-                state.run.responseData = delivered.body
-                return delivered.body.count
+        let deliveredBytes: Int?
+        if let settled {
+            if let storage = ending.storage {
+                for url in ending.plan.remove { storage.removeStoredResponse(for: url) }
             }
-            return status == .hit ? state.run.responseData?.count : nil
+            deliveredBytes = settled
+        } else {
+            let (stored, pending) = carryOut(ending)
+            deliveredBytes = state.withLock { state -> Int? in
+                guard state.run.cache?.requestTime == ending.run else { return nil }   // a later run's state is left alone
+                return URLConnectionOperation.endCacheRun(in: &state, ending, stored: stored, pending: pending)
+            }
         }
         if let count = deliveredBytes, count > 0 {
             let reporter = state.withLock { $0.progressReporter(download: true, of: self) }
             reporter?.record(bytes: count, total: Int64(count), expected: Int64(count))
         }
+    }
+
+    /// Ends the run's cache part in `state` once its plan was carried out (`stored`, `pending`: what the
+    /// store did): the metrics say what happened, and a response the plan delivers replaces the one
+    /// received. Returns the count of body bytes delivered from the cache, for the progress block.
+    private static func endCacheRun(in state: inout State, _ ending: CacheEnding, stored: Bool, pending: Bool) -> Int? {
+        state.run.cache?.machine.storeEnded(stored: stored, pending: pending)
+        let status = state.run.cache?.machine.status ?? .notConsulted
+        // A run that never reached the network has no transfer metrics (those left are an earlier run's).
+        state.run.metrics = ending.withoutNetwork ? .withoutNetwork(cacheStatus: status)
+            : state.run.metrics?.with(cacheStatus: status)
+        if let delivered = ending.plan.deliver {
+            // Foundation's response is built from the head only if someone reads it.
+            state.run.head = delivered.response
+            state.run.response = nil
+            state.run.responseData = delivered.body
+            return delivered.body.count
+        }
+        return status == .hit ? state.run.responseData?.count : nil
     }
 
     /// Carries out the plan of the run's end, with no lock held: drops what it says, and stores what the
@@ -290,32 +310,39 @@ extension URLConnectionOperation {
         }
     }
 
-    /// Settles a run that uses no cache (none set, or a continued download) in one acquisition of the
-    /// lock: with nothing to store, drop or deliver, only its status goes into the metrics. False for a
-    /// run with a cache, which `settleCache` goes on to settle.
-    private func settleRunWithoutCache() -> Bool {
+    /// How the end of a run begins (`beginSettling`).
+    private enum SettlingStart {
+        /// Nothing more to do: the run used no cache, or no storage.
+        case settled
+        /// The run has a storage; what it received, when its end may store or invalidate.
+        case withStorage(EndInput?)
+    }
+
+    /// The first step of the end, in one acquisition of the lock. A run that uses no cache (none set,
+    /// or a continued download) is settled here: with nothing to store, drop or deliver, only its status
+    /// goes into the metrics. For a run with a storage, takes what it received whole when its end may
+    /// store or invalidate (nothing after a failure or a cancel, nor for a run that stores nothing:
+    /// Foundation's `HTTPURLResponse`, which the serializers' raw-head validation spares a response
+    /// nobody reads, is not built for the cache either).
+    private func beginSettling() -> SettlingStart {
         state.withLock { state in
             // The run is changed in place: it is a large value, and copying it out and back costs more
             // than the rest of this.
-            guard state.run.cache != nil else { return true }
-            guard state.run.cache?.storage == nil, let ended = state.run.cache?.machine.endWithoutStorage() else { return false }
-            state.run.metrics = ended.withoutNetwork ? .withoutNetwork(cacheStatus: ended.status)
-                : state.run.metrics?.with(cacheStatus: ended.status)
-            return true
-        }
-    }
-
-    /// What the run received whole, when its end may store or invalidate (none after a failure or a
-    /// cancel, nor for a run that stores nothing: Foundation's `HTTPURLResponse`, which the serializers'
-    /// raw-head validation spares a response nobody reads, is not built for the cache either).
-    private func takeEndInput() -> EndInput? {
-        state.withLock { state -> EndInput? in
+            guard state.run.cache != nil else { return .settled }
+            if state.run.cache?.storage == nil, let ended = state.run.cache?.machine.endWithoutStorage() {
+                state.run.metrics = ended.withoutNetwork ? .withoutNetwork(cacheStatus: ended.status)
+                    : state.run.metrics?.with(cacheStatus: ended.status)
+                return .settled
+            }
             guard state.run.cache?.machine.mayWriteStorage == true, let requestTime = state.run.cache?.requestTime,
-                  let head = state.run.head, state.run.error == nil, !state.lifecycle.isCancelled else { return nil }
-            return EndInput(cache: state.run.cache?.urlCache, head: head,
-                            body: state.outputStream == nil ? state.run.responseData : nil,
-                            finalRequest: state.run.cache?.machine.wasRedirected == true ? state.currentRequest : nil,
-                            requestTime: requestTime)
+                  let head = state.run.head, state.run.error == nil, !state.lifecycle.isCancelled else {
+                return .withStorage(nil)
+            }
+            return .withStorage(EndInput(cache: state.run.cache?.urlCache, head: head,
+                                         body: state.outputStream == nil ? state.run.responseData : nil,
+                                         finalRequest: state.run.cache?.machine.wasRedirected == true
+                                            ? state.currentRequest : nil,
+                                         requestTime: requestTime))
         }
     }
 
