@@ -273,13 +273,12 @@ final class CacheStorage: Sendable {
     }
 
     /// Keeps the entry a response only repeats (`CacheState.Repeat`) as it is, used now, when the
-    /// library's store still holds it where the run found it (`place`): `.pending` then, `written` told
-    /// once the entry is in the file (at once when it is already). `nil` when the store holds another
-    /// entry there now, none, or the cache is not the library's: the response is then stored.
-    func keepRepeated(at place: StoredResponse.Place, written: SQLiteURLCache.WriteReport? = nil) -> StoreOutcome? {
-        guard let entryStore, entryStore.keepRepeated(forKey: place.key, storedAt: place.storedAt, report: written)
-        else { return nil }
-        return .pending
+    /// library's store still holds it where the run found it (`place`): `.stored` when the entry is in
+    /// the file; `.pending` when it waits for its batch, the report `makeReport` makes (only then) told
+    /// once it is written. `nil` when the store holds another entry there now, none, or the cache is not
+    /// the library's: the response is then stored.
+    func keepRepeated(at place: StoredResponse.Place, makeReport: () -> SQLiteURLCache.WriteReport?) -> StoreOutcome? {
+        entryStore?.keepRepeated(forKey: place.key, storedAt: place.storedAt, makeReport: makeReport)
     }
 
     /// What a store did (see `store(_:forURL:written:)`).
@@ -309,9 +308,11 @@ protocol EntryStore: AnyObject, Sendable {
     /// Stores `entry` under `key`, replacing what is there; `report` is told whether it reached the file.
     func store(_ entry: SQLiteURLCache.Entry, forKey key: String, report: SQLiteURLCache.WriteReport?)
     /// Keeps the entry under `key` as it is, used now, if it is the one stored at `storedAt` (a response
-    /// repeats it); `report` is told whether it is in the file, at once when it is. False, reporting
-    /// nothing, when another entry or none is there.
-    func keepRepeated(forKey key: String, storedAt: Double, report: SQLiteURLCache.WriteReport?) -> Bool
+    /// repeats it): `.stored` when it is in the file; `.pending` when it waits for a batch, the report
+    /// made by `makeReport` (called only then) told once it is written. `nil` when another entry or none
+    /// is there.
+    func keepRepeated(forKey key: String, storedAt: Double,
+                      makeReport: () -> SQLiteURLCache.WriteReport?) -> CacheStorage.StoreOutcome?
     /// Removes the entry under `key`.
     func removeEntry(forKey key: String)
     /// Removes the entry under `key` if it is still the one stored at `storedAt` (a damaged one found

@@ -177,13 +177,15 @@ extension SQLiteURLCache {
         /// Keeps the entry under `key` as it is, used now, if it is the one stored at `storedAt` (a
         /// response only repeats it, `CacheState.Repeat`), in memory or in the file alone (it is not read
         /// to be compared: the run that found it compared it). `nil` when another entry or none is
-        /// there; `report` waits for the entry's write when it is pending, as `store`'s does.
-        mutating func keepRepeated(_ key: String, storedAt: Double, now: Double, report: WriteReport?) -> StoreOutcome? {
+        /// there. Only when the entry is pending is a report made (`makeReport`), to wait for its write as
+        /// `store`'s does: one in the file already needs none.
+        mutating func keepRepeated(_ key: String, storedAt: Double, now: Double,
+                                   makeReport: () -> WriteReport?) -> StoreOutcome? {
             guard !isRefused else { return nil }
             if let (write, number) = pending[key] {
                 guard case .store(let entry) = write, entry.storedAt == storedAt else { return nil }
                 touch(key, now: now)
-                chain(report, to: number)
+                chain(makeReport(), to: number)
                 return .repeated(written: false)
             }
             guard isLoaded, let slot = slots.index(forKey: key), slots.values[slot].storedAt == storedAt else { return nil }

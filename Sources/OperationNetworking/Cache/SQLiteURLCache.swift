@@ -255,16 +255,18 @@ extension SQLiteURLCache: EntryStore {
     }
 
     /// Keeps the entry under `key` as it is, used now, if it is the one stored at `storedAt`: a response
-    /// only repeats it. False when another entry or none is there (the response is then stored).
-    func keepRepeated(forKey key: String, storedAt: Double, report: WriteReport?) -> Bool {
+    /// only repeats it: `.stored` when it is in the file, `.pending` when it waits for a batch (the
+    /// report `makeReport` made is told then). `nil` when another entry or none is there (the response
+    /// is then stored).
+    func keepRepeated(forKey key: String, storedAt: Double,
+                      makeReport: () -> WriteReport?) -> CacheStorage.StoreOutcome? {
         loadKeysIfNeeded()
         let now = Date().timeIntervalSinceReferenceDate
-        switch entries.withLock({ $0.keepRepeated(key, storedAt: storedAt, now: now, report: report) }) {
-        case nil: return false
-        case .repeated(let written)?: if written { report?(true) }
-        case .refused?, .stored?: break
+        switch entries.withLock({ $0.keepRepeated(key, storedAt: storedAt, now: now, makeReport: makeReport) }) {
+        case nil: return nil
+        case .repeated(let written)?: return written ? .stored : .pending
+        case .refused?, .stored?: return .pending
         }
-        return true
     }
 
     /// Why the last batch that failed for good failed, to the first caller after it (an operation's

@@ -278,15 +278,15 @@ extension URLConnectionOperation {
         // the operation is made (its side table costs more than the rest of such an end).
         guard ending.plan.repeated != nil || ending.plan.store != nil else { return (false, false) }
         let run = ending.run
-        let report: SQLiteURLCache.WriteReport = { [weak self] ok in
-            if ok { self?.cacheStoreWritten(run: run) }
-        }
         // A response that only repeats the entry the run found keeps it, when no block decides and the
-        // storage still holds it: nothing is built or written.
+        // storage still holds it: nothing is built or written, and no report is made unless the entry
+        // waits for its batch (a weak reference gives the operation a side table, which makes each
+        // later retain and release of it slower).
         if let repeated = ending.plan.repeated, ending.block == nil,
-           let outcome = storage.keepRepeated(at: repeated.place, written: report) {
+           let outcome = storage.keepRepeated(at: repeated.place, makeReport: { writeReport(run: run) }) {
             return (outcome != .notStored, outcome == .pending)
         }
+        let report = writeReport(run: run)
         guard let (candidate, keys) = ending.plan.storeCandidate, let approved = approved(candidate, by: ending.block) else {
             return (false, false)
         }
@@ -298,6 +298,13 @@ extension URLConnectionOperation {
             stored = stored || outcome != .notStored
         }
         return (stored, pending)
+    }
+
+    /// What a store of the run that began at `run` reports to: the operation, if it is still there.
+    private func writeReport(run: Date) -> SQLiteURLCache.WriteReport {
+        { [weak self] ok in
+            if ok { self?.cacheStoreWritten(run: run) }
+        }
     }
 
     /// The store of the run that began at `run` (its `requestTime`) was written: its metrics now say
