@@ -6,39 +6,89 @@ import FoundationNetworking
 /// A response as the cache keeps it, with what RFC 9111 needs to judge it later: its parts, not
 /// Foundation's `HTTPURLResponse`, whose initializer rewrites every field name and costs more than the
 /// rest of a store; one is built only to deliver a stored response (`response`).
-/// - Threading: a value; copied, never shared.
+/// - Threading: a value. Its parts are kept in one immutable object that copies share (a stored
+///   response goes from the store into a run's phase, its plan and a delivery: one reference counted,
+///   not each field's own); a change makes a new one.
 struct StoredResponse: Sendable {
+    /// Every part, as the accessors below describe them.
+    private struct Parts: Sendable {
+        var url: URL
+        var statusCode: Int
+        var fields: [String: String]
+        var facts: FreshnessFacts
+        var body: Data
+        var varyingRequestHeaders: [String: String]
+        var requestTime: Date
+        var responseTime: Date
+        var trust: String?
+        var head: ResponseHead?
+        var place: Place?
+    }
+
+    /// The parts, never changed once made.
+    private final class SharedParts: Sendable {
+        let parts: Parts
+        init(_ parts: Parts) { self.parts = parts }
+    }
+
+    private var shared: SharedParts
+
+    /// Changes a part: the parts are copied into a new object (copies made before keep theirs).
+    private mutating func change(_ edit: (inout Parts) -> Void) {
+        var parts = shared.parts
+        edit(&parts)
+        shared = SharedParts(parts)
+    }
+
     /// The URL it came from (its final URL).
-    let url: URL
-    let statusCode: Int
+    var url: URL { shared.parts.url }
+    var statusCode: Int { shared.parts.statusCode }
     /// Its header fields as stored, by lowercased name: every rule of the cache reads them
     /// (`fields["cache-control"]`). The spelling of a name is not kept: Foundation's `HTTPURLResponse`
     /// rewrites every name it is given anyway.
-    private(set) var fields: [String: String]
+    var fields: [String: String] { shared.parts.fields }
     /// What `fields` say about freshness, parsed once.
-    private(set) var facts: FreshnessFacts
+    var facts: FreshnessFacts { shared.parts.facts }
     /// The same fields (the name `HTTPURLResponse(…headerFields:)` gives them).
-    var headers: [String: String] { fields }
+    var headers: [String: String] { shared.parts.fields }
     /// The stored body.
-    var body: Data
+    var body: Data {
+        get { shared.parts.body }
+        set { change { $0.body = newValue } }
+    }
     /// The request header fields the response's `Vary` names, as they were sent (names lowercased), for
     /// RFC 9111 §4.1's comparison with a later request.
-    var varyingRequestHeaders: [String: String]
+    var varyingRequestHeaders: [String: String] {
+        get { shared.parts.varyingRequestHeaders }
+        set { change { $0.varyingRequestHeaders = newValue } }
+    }
     /// When the request that fetched the response was sent (RFC 9111 §4.2.3 `request_time`).
-    var requestTime: Date
+    var requestTime: Date {
+        get { shared.parts.requestTime }
+        set { change { $0.requestTime = newValue } }
+    }
     /// When the response was received (RFC 9111 §4.2.3 `response_time`).
-    var responseTime: Date
+    var responseTime: Date {
+        get { shared.parts.responseTime }
+        set { change { $0.responseTime = newValue } }
+    }
     /// The trust identity of the connection that fetched it (`CacheTrust`); `nil` for a URL that is not
     /// `https`, or an entry stored without metadata.
-    var trust: String?
+    var trust: String? {
+        get { shared.parts.trust }
+        set { change { $0.trust = newValue } }
+    }
     /// The head it came with, when it came from the network in this process without `Set-Cookie`: its
     /// fields but `Date` give `fields` (a response that came again with the same head but `Date` has
     /// the same fields but `Date`). `nil` for one read from the file, stored by the app, or freshened
     /// by a `304`.
-    private(set) var head: ResponseHead?
+    var head: ResponseHead? { shared.parts.head }
     /// Where the library's store holds it: read from there, it is the entry stored under `key` at
     /// `storedAt`, which a later store of the key replaces. `nil` for a response not read from it.
-    var place: Place?
+    var place: Place? {
+        get { shared.parts.place }
+        set { change { $0.place = newValue } }
+    }
 
     /// Where a stored response was found in the library's store (`SQLiteURLCache`).
     struct Place: Sendable {
@@ -51,18 +101,10 @@ struct StoredResponse: Sendable {
     init(url: URL, statusCode: Int, headers: [String: String], body: Data, varyingRequestHeaders: [String: String],
          requestTime: Date, responseTime: Date, trust: String? = nil, fields: [String: String]? = nil,
          facts: FreshnessFacts? = nil, head: ResponseHead? = nil, place: Place? = nil) {
-        self.head = head
-        self.place = place
-        self.url = url
-        self.statusCode = statusCode
         let fields = fields ?? headers.lowercasedNames
-        self.fields = fields
-        self.facts = facts ?? FreshnessFacts(fields)
-        self.body = body
-        self.varyingRequestHeaders = varyingRequestHeaders
-        self.requestTime = requestTime
-        self.responseTime = responseTime
-        self.trust = trust
+        shared = SharedParts(Parts(url: url, statusCode: statusCode, fields: fields, facts: facts ?? FreshnessFacts(fields),
+                                   body: body, varyingRequestHeaders: varyingRequestHeaders, requestTime: requestTime,
+                                   responseTime: responseTime, trust: trust, head: head, place: place))
     }
 
     /// A stored response of Foundation's `response` (nil when it has no URL).
@@ -76,9 +118,11 @@ struct StoredResponse: Sendable {
 
     /// Replaces the header fields (it no longer has the head it came with).
     mutating func replaceHeaders(_ headers: [String: String]) {
-        fields = headers.lowercasedNames
-        facts = FreshnessFacts(fields)
-        head = nil
+        change { parts in
+            parts.fields = headers.lowercasedNames
+            parts.facts = FreshnessFacts(parts.fields)
+            parts.head = nil
+        }
     }
 
     /// Whether a response received with `head` and `body`, stored with `varying` and `trust`, only
@@ -168,10 +212,9 @@ final class CacheStorage: Sendable {
                 entryStore.removeEntry(forKey: key, ifStoredAt: entry.storedAt)
                 return nil
             }
-            var found = stored(entry.url, entry.statusCode, entry.headers, entry.body, entry.metadata, key: key,
-                               request: request, fields: entry.fields, facts: entry.facts, head: entry.head)
-            found?.place = StoredResponse.Place(key: key, storedAt: entry.storedAt)
-            return found
+            return stored(entry.url, entry.statusCode, entry.headers, entry.body, entry.metadata, key: key,
+                          request: request, fields: entry.fields, facts: entry.facts, head: entry.head,
+                          place: StoredResponse.Place(key: key, storedAt: entry.storedAt))
         }
         guard let cached = urlCache.cachedResponse(for: request) else { return nil }
         guard let response = cached.response as? HTTPURLResponse, let responseURL = response.url else {
@@ -194,7 +237,7 @@ final class CacheStorage: Sendable {
     private func stored(_ url: URL, _ statusCode: Int, _ headers: [String: String], _ body: Data,
                         _ reading: SQLiteURLCache.Entry.MetadataReading, key: String, request: URLRequest,
                         fields: [String: String]? = nil, facts: FreshnessFacts? = nil,
-                        head: ResponseHead? = nil) -> StoredResponse? {
+                        head: ResponseHead? = nil, place: StoredResponse.Place? = nil) -> StoredResponse? {
         let metadata: CacheEntryMetadata
         switch reading {
         case .found(let found):
@@ -213,7 +256,7 @@ final class CacheStorage: Sendable {
         return StoredResponse(url: url, statusCode: statusCode, headers: headers, body: body,
                               varyingRequestHeaders: metadata.varyingRequestHeaders, requestTime: metadata.requestTime,
                               responseTime: metadata.responseTime, trust: metadata.trust, fields: fields, facts: facts,
-                              head: head)
+                              head: head, place: place)
     }
 
     private func remove(key: String, url: URL) {
