@@ -11,6 +11,9 @@ import Foundation
 final class TrustStore: @unchecked Sendable {
     /// The `X509_STORE`, owned.
     let raw: UnsafeMutableRawPointer
+    /// The added anchors as PEM, in byte order: the CA blob a transfer gives curl beside the store, made
+    /// once with the store rather than encoded again for every request.
+    let anchorsPEM: Data
 
     private init?(anchors: Set<Data>, includesSystem: Bool) {
         let bundle = includesSystem ? TrustStore.systemBundle.raw : nil
@@ -20,6 +23,7 @@ final class TrustStore: @unchecked Sendable {
         }
         guard let store else { return nil }
         raw = store
+        anchorsPEM = Data(CertificateData.pem(ordered).utf8)
     }
 
     deinit { ctrust_store_free(raw) }

@@ -112,7 +112,7 @@ extension Transfer {
                                       "An additional trust anchor is not a certificate.", url: url)
         }
         hop.trustStore = store
-        try setBlob(easy, CURLOPT_CAINFO_BLOB, CertificateData.pem(anchors.sorted(by: Transfer.byBytes)))
+        try setBlob(easy, CURLOPT_CAINFO_BLOB, store.anchorsPEM)
         try easy.set(CURLOPT_SSL_CTX_FUNCTION) { ccurl_easy_setopt_ssl_ctx_function($0, curlInstallTrustStore) }
         try easy.set(CURLOPT_SSL_CTX_DATA, pointer: store.raw)
     }
