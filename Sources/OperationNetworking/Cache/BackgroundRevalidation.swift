@@ -99,7 +99,7 @@ final class BackgroundRevalidator: TransferDelegate, Sendable {
     }
 
     func transfer(_ transfer: Transfer, resendsUnconditionallyAfter head: ResponseHead) -> [String]? {
-        machine.withLock { $0.notModifiedArrived(head.lowercasedFieldDictionary) }
+        machine.withLock { $0.notModifiedArrived(head) }
     }
 
     func transfer(_ transfer: Transfer, didReceiveBytes count: Int, totalBytes: Int64, expectedBytes: Int64) {}

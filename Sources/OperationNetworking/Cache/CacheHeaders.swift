@@ -19,7 +19,9 @@ extension HTTPURLResponse {
 extension Dictionary where Key == String, Value == String {
     /// The same fields by lowercased name (two spellings of one name: either value).
     var lowercasedNames: [String: String] {
-        Dictionary(map { (asciiLowercased($0.key), $0.value) }, uniquingKeysWith: { first, _ in first })
+        // The cache's own dictionaries are lowercase already: kept as they are, without a new one.
+        guard keys.contains(where: { $0.utf8.contains { (0x41...0x5A).contains($0) } }) else { return self }
+        return Dictionary(map { (asciiLowercased($0.key), $0.value) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// The value of the field `name`, compared without case (the first spelling found). Found at once

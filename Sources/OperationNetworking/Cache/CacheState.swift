@@ -49,22 +49,6 @@ struct CacheState {
         case finished(CacheStatus)
     }
 
-    /// What the run does before its request goes out.
-    enum Decision {
-        /// A stored response answers (its `Age` set, §4): deliver it without the network, as a head (no
-        /// Foundation `HTTPURLResponse` is built unless someone reads `response`).
-        case deliver(ResponseHead, Data)
-        /// A stale response within its `stale-while-revalidate` window answers at once, as `deliver` does,
-        /// and `revalidation` refreshes it in the background (RFC 5861 §3).
-        case deliverStale(ResponseHead, Data, revalidation: BackgroundRevalidation)
-        /// Send the request with these fields added (a conditional request, §4.3.1).
-        case revalidate([String: String])
-        /// Send the request as it is.
-        case load
-        /// Fail with `URLError(.resourceUnavailable)`: the request may not load.
-        case fail
-    }
-
     private(set) var phase: Phase = .idle
     /// Whether the stored response that answered was stale (within its `stale-while-revalidate` window).
     private(set) var answeredStale = false
@@ -257,14 +241,14 @@ struct CacheState {
         answeredChallenge = true
     }
 
-    /// A `304` with `fields` (by lowercased name) arrived for the request. One about another response
+    /// A `304` with `head` arrived for the request. One about another response
     /// than the stored one (a different strong validator, §4.3.4) can neither update nor select it, and
     /// the request was made conditional by the cache, not the caller: returns the fields the cache
     /// added, for the request to go again without them, once (the run now loads, its response replacing
     /// the entry). `nil`: the `304` goes on as received (it validates the entry, or the run already loads).
-    mutating func notModifiedArrived(_ fields: [String: String]) -> [String]? {
+    mutating func notModifiedArrived(_ head: ResponseHead) -> [String]? {
         guard case .revalidating(let request, let entry) = phase,
-              !Validation.notModified(fields, isAbout: entry.stored) else { return nil }
+              !Validation.notModified(field: head.joinedValue(for:), isAbout: entry.stored) else { return nil }
         phase = .loading(request, replacing: entry)
         return Array(Validation.conditionalFields(for: entry.stored).keys)
     }
@@ -337,13 +321,32 @@ extension CacheState {
     /// delivered as received and the stored response dropped (a transfer whose owner heard of it in
     /// time, `notModifiedArrived`, sent the request again instead).
     private mutating func validated(_ entry: Entry, by received: Received) -> Plan {
-        let fields = received.fields
-        guard Validation.notModified(fields, isAbout: entry.stored),
-              case let freshened = Validation.freshened(entry.stored, by: fields,
-                                                        requestTime: received.requestTime,
-                                                        responseTime: received.responseTime) else {
+        let stored = entry.stored
+        guard Validation.notModified(field: received.head.joinedValue(for:), isAbout: stored) else {
             return end(.miss, removing: [entry.key])
         }
+        // A `304` that changes nothing but `Date` of an entry validated before every use (or one without
+        // time of its own) keeps the entry as it is: the response delivered is the entry with the
+        // `304`'s `Date`, and nothing is freshened or stored unless the entry is gone meanwhile.
+        let changes = Storability.storedFields(of: received.head)
+        if let place = stored.place, stored.isRepeated(by: changes) {
+            phase = .storing(.revalidated)
+            var fields = stored.fields
+            if let date = changes["date"] { fields["date"] = date }
+            let head = ResponseHead(url: stored.url, statusCode: stored.statusCode, httpVersion: "HTTP/1.1",
+                                    fields: fields.map { ($0.key, $0.value) })
+            let (requestTime, responseTime) = (received.requestTime, received.responseTime)
+            return Plan(deliver: (head, stored.body), repeated: Repeat(entry: entry, place: place, makeResponse: {
+                Validation.freshened(stored, by: changes, requestTime: requestTime, responseTime: responseTime)
+            }))
+        }
+        return freshen(entry, by: changes, received: received)
+    }
+
+    /// The entry freshened by a `304` about it (`changes`: the `304`'s stored fields), delivered and stored.
+    private mutating func freshen(_ entry: Entry, by changes: [String: String], received: Received) -> Plan {
+        let freshened = Validation.freshened(entry.stored, by: changes, requestTime: received.requestTime,
+                                             responseTime: received.responseTime)
         phase = .storing(.revalidated)
         let head = ResponseHead(url: freshened.url, statusCode: freshened.statusCode, httpVersion: "HTTP/1.1",
                                 fields: freshened.fields.map { ($0.key, $0.value) })
@@ -377,21 +380,11 @@ extension CacheState {
         let trust = CacheTrust.recorded(request.trust, for: keys[0])
         if let entry, redirects == 0, let place = entry.stored.place,
            entry.stored.isRepeated(by: received.head, body: body, varying: varying, trust: trust) {
-            return Plan(repeated: Repeat(entry: entry, place: place, received: received, body: body, varying: varying,
-                                         trust: trust, control: control))
+            return Plan(repeated: Repeat(entry: entry, place: place, makeResponse: {
+                CacheState.stored(received, body: body, varying: varying, trust: trust, control: control)
+            }))
         }
         let stored = CacheState.stored(received, body: body, varying: varying, trust: trust, control: control)
         return Plan(store: (stored, keys), remove: superseded.filter { !keys.contains($0) })
-    }
-
-    /// The response `received` as the cache stores it, its `Cache-Control` parsed as `control`.
-    static func stored(_ received: Received, body: Data, varying: [String: String], trust: String?,
-                       control: CacheControl) -> StoredResponse {
-        let fields = Storability.storedFields(of: received.head)
-        return StoredResponse(url: received.url, statusCode: received.statusCode, headers: fields, body: body,
-                              varyingRequestHeaders: varying, requestTime: received.requestTime,
-                              responseTime: received.responseTime, trust: trust, fields: fields,
-                              facts: FreshnessFacts(fields, control: control),
-                              head: received.head.hasSetCookie ? nil : received.head)
     }
 }

@@ -146,7 +146,14 @@ extension URLConnectionOperation {
         case .deliver(let response, let body), .deliverStale(let response, let body, _):
             return (sent, .answeredFromCache(response, body))
         case .revalidate(let fields):
-            for (name, value) in fields { sent.setValue(value, forHTTPHeaderField: name) }
+            // One change of the request's fields: Foundation's `setValue(_:forHTTPHeaderField:)` looks
+            // through every field, with Foundation's case folding, for each one set.
+            var sentFields = sent.allHTTPHeaderFields ?? [:]
+            for (name, value) in fields {
+                for spelling in sentFields.keys where asciiCaseInsensitiveEquals(spelling, name) { sentFields[spelling] = nil }
+                sentFields[name] = value
+            }
+            sent.allHTTPHeaderFields = sentFields
             return (sent, nil)
         case .fail:
             return (sent, .failed(TransportError.make(.resourceUnavailable,
@@ -161,10 +168,9 @@ extension URLConnectionOperation {
     /// response than the stored one, `CacheState.notModifiedArrived`) has the transfer send the request
     /// again without the fields the cache added. On the network thread; no code of the app's runs.
     func transfer(_ transfer: Transfer, resendsUnconditionallyAfter head: ResponseHead) -> [String]? {
-        let fields = head.lowercasedFieldDictionary
-        return state.withLock { state in
+        state.withLock { state in
             guard transfer === state.run.transfer else { return nil }
-            return state.run.cache?.machine.notModifiedArrived(fields)
+            return state.run.cache?.machine.notModifiedArrived(head)
         }
     }
 

@@ -30,12 +30,18 @@ enum Validation {
     /// the stored one; a `304` without validators is about the one response the request asked about.
     /// `headers`: the `304`'s fields by lowercased name.
     static func notModified(_ headers: [String: String], isAbout stored: StoredResponse) -> Bool {
-        if let tag = headers["etag"] {
+        notModified(field: { headers[$0] }, isAbout: stored)
+    }
+
+    /// `notModified(_:isAbout:)` reading the `304`'s fields with `field` (by lowercased name): only
+    /// `ETag` and `Last-Modified` are read, so a head is asked without a dictionary of its fields.
+    static func notModified(field: (String) -> String?, isAbout stored: StoredResponse) -> Bool {
+        if let tag = field("etag") {
             guard let storedTag = stored.fields["etag"] else { return false }
             let strong = !tag.hasPrefix("W/") && !storedTag.hasPrefix("W/")
             return strong ? tag == storedTag : opaqueTag(tag) == opaqueTag(storedTag)
         }
-        if let modified = headers["last-modified"] {
+        if let modified = field("last-modified") {
             return stored.fields["last-modified"] == modified
         }
         return true
