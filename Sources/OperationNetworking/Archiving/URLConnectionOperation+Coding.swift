@@ -70,7 +70,7 @@ extension URLConnectionOperation {
         switch phase {
         case .paused(let bytes), .parked(let bytes?):
             (archived, kept) = (.paused, bytes)
-        case .ready, .parked(nil), .startedParked, .executing, .intercepting, .answering, .pausing, .cancelling:
+        case .ready, .parked(nil), .startedParked, .cancelledParked, .executing, .intercepting, .answering, .pausing, .cancelling:
             // A cancel on its way has no outcome yet: archived as AFN archived a running operation.
             (archived, kept) = (.ready, nil)
         case .completing, .finished:

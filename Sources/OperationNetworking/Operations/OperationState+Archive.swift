@@ -22,8 +22,8 @@ extension OperationState {
     var acceptsArchivedState: Bool {
         switch phase {
         case .ready(cancelled: false): return true
-        case .ready(cancelled: true), .parked, .startedParked, .executing, .intercepting, .answering, .cancelling, .pausing,
-             .paused, .completing, .finished:
+        case .ready(cancelled: true), .parked, .startedParked, .cancelledParked, .executing, .intercepting, .answering,
+             .cancelling, .pausing, .paused, .completing, .finished:
             return false
         }
     }

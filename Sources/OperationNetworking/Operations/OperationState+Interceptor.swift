@@ -17,8 +17,8 @@ extension OperationState {
         case .executing:
             phase = .intercepting(kept)
             return .intercept
-        case .ready, .parked, .startedParked, .intercepting, .answering, .cancelling, .pausing, .paused, .completing,
-             .finished:
+        case .ready, .parked, .startedParked, .cancelledParked, .intercepting, .answering, .cancelling, .pausing, .paused,
+             .completing, .finished:
             invalid("awaitInterceptor")
         }
     }
@@ -48,7 +48,7 @@ extension OperationState {
         case .cancelling:
             phase = .completing(cancelled: true)
             return .deliver(cancelled: true)
-        case .ready, .parked, .startedParked, .intercepting, .answering, .paused, .completing, .finished:
+        case .ready, .parked, .startedParked, .cancelledParked, .intercepting, .answering, .paused, .completing, .finished:
             invalid("transferEndedForRetry")
         }
     }

@@ -29,6 +29,8 @@ struct KeptDownload: Sendable {
 ///   │ start (no kept bytes)                                                │
 ///   ▼            resume: executing                                         │
 ///   startedParked ─────────────────────────────────────────────────────────┘ cancel
+///
+///   parked (kept bytes) ── cancel ──▶ cancelledParked ── start or resume ──▶ completing, as a cancel
 /// ```
 ///
 /// AFNetworking 2.x's states (ready → executing → finished, executing ⇄ paused) with its races
@@ -38,11 +40,13 @@ struct KeptDownload: Sendable {
 /// one made after it changes nothing (not even `isCancelled`); the kept bytes of a pause live in
 /// the phase, so they are consumed by exactly one continuation and never outlive it; a `start()`
 /// that finds the operation parked (its queue read the readiness just before a `pause()` landed) is
-/// remembered (`startedParked`), since a queue never starts an operation twice. A run the HTTP cache
+/// remembered (`startedParked`), since a queue never starts an operation twice; a restored paused
+/// download, which `start()` or `resume()` continues, is ended by either once a `cancel()` came first
+/// (`cancelledParked`), since nothing else may ever start it. A run the HTTP cache
 /// answers makes no transfer (`answering`): the answer goes from the start straight to the delivery
 /// queue, and a `cancel()` or `pause()` meanwhile meets it here, under the operation's lock, as it
 /// would meet a transfer's end.
-/// Whether a `cancel()` took effect is part of the phase too (`ready(cancelled:)`, `cancelling`,
+/// Whether a `cancel()` took effect is part of the phase too (`ready(cancelled:)`, `cancelledParked`, `cancelling`,
 /// `pausing(then: .cancel)`, `completing(cancelled:)`, `finished(cancelled:)`), never a flag beside it.
 /// With a `RequestInterceptor`, a run also waits for it (`intercepting`: OperationState+Interceptor.swift).
 /// - Threading: a value; its owner keeps it in its `Protected` state.
@@ -71,6 +75,11 @@ struct OperationState {
         /// queue slot and sends nothing; `resume()` starts the transfer, `cancel()` ends it cancelled.
         /// (A queue calls `start()` once: forgetting that start would strand the operation.)
         case startedParked
+        /// Cancelled while parked with kept bytes (a restored paused archive, which `start()` or `resume()`
+        /// continues): either of them now ends it, cancelled, without network traffic. Such an operation
+        /// need not be in a queue, and its caller's `resume()` may come after the `cancel()`: as
+        /// `ready(cancelled: true)`, which only a `start()` ends, that resume would strand it.
+        case cancelledParked
         /// Its transfer is on (or on its way to) the network thread.
         case executing
         /// Waiting for its `RequestInterceptor` (to adapt the next attempt's request, or to decide whether
@@ -147,7 +156,7 @@ struct OperationState {
     var isCancelled: Bool {
         switch phase {
         case .ready(let cancelled), .completing(let cancelled), .finished(let cancelled): return cancelled
-        case .cancelling, .pausing(.cancel): return true
+        case .cancelledParked, .cancelling, .pausing(.cancel): return true
         case .parked, .startedParked, .executing, .intercepting, .answering, .pausing(.stayPaused), .pausing(.resume),
              .paused:
             return false
@@ -159,7 +168,7 @@ struct OperationState {
         switch phase {
         case .executing, .intercepting, .answering, .cancelling, .completing: return true
         case .pausing(let then): return then != .stayPaused
-        case .ready, .parked, .startedParked, .paused, .finished: return false
+        case .ready, .parked, .startedParked, .cancelledParked, .paused, .finished: return false
         }
     }
 
@@ -174,7 +183,7 @@ struct OperationState {
         switch phase {
         case .parked, .startedParked, .paused: return true
         case .pausing(let then): return then == .stayPaused
-        case .ready, .executing, .intercepting, .answering, .cancelling, .completing, .finished: return false
+        case .ready, .cancelledParked, .executing, .intercepting, .answering, .cancelling, .completing, .finished: return false
         }
     }
 
@@ -195,7 +204,8 @@ struct OperationState {
     var hasEnded: Bool {
         switch phase {
         case .completing, .finished: return true
-        case .ready, .parked, .startedParked, .executing, .intercepting, .answering, .cancelling, .pausing, .paused:
+        case .ready, .parked, .startedParked, .cancelledParked, .executing, .intercepting, .answering, .cancelling, .pausing,
+             .paused:
             return false
         }
     }
@@ -203,7 +213,7 @@ struct OperationState {
     /// Whether the operation ever started: a cancel before then ends it without waiting for a queue.
     var hasStarted: Bool {
         switch phase {
-        case .ready, .parked: return false
+        case .ready, .parked, .cancelledParked: return false
         case .startedParked, .executing, .intercepting, .answering, .cancelling, .pausing, .paused, .completing, .finished:
             return true
         }
@@ -223,7 +233,7 @@ struct OperationState {
     /// `start()`: run, continue a restored download, or end at once when cancelled.
     mutating func start() -> Action? {
         switch phase {
-        case .ready(cancelled: true):
+        case .ready(cancelled: true), .cancelledParked:
             phase = .completing(cancelled: true)
             return .completeCancelled
         case .ready(cancelled: false):
@@ -248,9 +258,13 @@ struct OperationState {
         case .ready(cancelled: false):
             phase = .ready(cancelled: true)
             return nil   // the queue starts it (a cancel makes it ready) and `start()` ends it
-        case .parked:
+        case .parked(nil):
             phase = .ready(cancelled: true)
             return .readinessChanged
+        case .parked(_?):
+            // Ready before and after: `start()` (its queue's, if it is in one) or `resume()` ends it.
+            phase = .cancelledParked
+            return nil
         case .executing:
             phase = .cancelling
             return .cancelTransfer
@@ -266,7 +280,7 @@ struct OperationState {
         case .startedParked, .paused:
             phase = .completing(cancelled: true)
             return .completeCancelled
-        case .ready(cancelled: true), .cancelling, .pausing(.cancel), .completing, .finished:
+        case .ready(cancelled: true), .cancelledParked, .cancelling, .pausing(.cancel), .completing, .finished:
             // Cancelled already, or the transfer's end was delivered: the response wins.
             return nil
         }
@@ -292,8 +306,8 @@ struct OperationState {
             // Nothing on the network thread to wait for: paused at once, a continuation keeping its bytes.
             phase = kept.map { .paused($0) } ?? .startedParked
             return .pauseInterception
-        case .ready(cancelled: true), .parked, .startedParked, .cancelling, .pausing(.stayPaused), .pausing(.cancel),
-             .paused, .completing, .finished:
+        case .ready(cancelled: true), .parked, .startedParked, .cancelledParked, .cancelling, .pausing(.stayPaused),
+             .pausing(.cancel), .paused, .completing, .finished:
             return nil
         }
     }
@@ -316,6 +330,10 @@ struct OperationState {
         case .paused(let kept):
             phase = .executing
             return .startTransfer(kept)
+        case .cancelledParked:
+            // The resume that would have continued it ends it, as its `start()` would.
+            phase = .completing(cancelled: true)
+            return .completeCancelled
         case .ready, .executing, .intercepting, .answering, .cancelling, .pausing(.resume), .pausing(.cancel), .completing,
              .finished:
             return nil
@@ -333,8 +351,8 @@ struct OperationState {
         case .executing:
             phase = .answering
             return .deliverAnswer(answer)
-        case .ready, .parked, .startedParked, .intercepting, .answering, .cancelling, .pausing, .paused, .completing,
-             .finished:
+        case .ready, .parked, .startedParked, .cancelledParked, .intercepting, .answering, .cancelling, .pausing, .paused,
+             .completing, .finished:
             invalid("answeredWithoutNetwork")
         }
     }
@@ -351,8 +369,8 @@ struct OperationState {
         case .pausing(.cancel):
             phase = .completing(cancelled: true)
             return .completeCancelled
-        case .ready, .parked, .startedParked, .executing, .intercepting, .answering, .cancelling, .paused, .completing,
-             .finished:
+        case .ready, .parked, .startedParked, .cancelledParked, .executing, .intercepting, .answering, .cancelling, .paused,
+             .completing, .finished:
             invalid("transferPaused")
         }
     }
@@ -369,7 +387,7 @@ struct OperationState {
         case .cancelling, .pausing(.cancel):
             phase = .completing(cancelled: true)
             return .deliver(cancelled: true)
-        case .ready, .parked, .startedParked, .intercepting, .paused, .completing, .finished:
+        case .ready, .parked, .startedParked, .cancelledParked, .intercepting, .paused, .completing, .finished:
             invalid("transferEnded")
         }
     }
@@ -382,7 +400,8 @@ struct OperationState {
             return .finish
         case .finished:
             return nil
-        case .ready, .parked, .startedParked, .executing, .intercepting, .answering, .cancelling, .pausing, .paused:
+        case .ready, .parked, .startedParked, .cancelledParked, .executing, .intercepting, .answering, .cancelling, .pausing,
+             .paused:
             invalid("handlersRan")
         }
     }

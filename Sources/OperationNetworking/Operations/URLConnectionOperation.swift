@@ -299,7 +299,8 @@ open class URLConnectionOperation: Operation, NSSecureCoding, NSCopying, @unchec
     }
 
     /// Continues a paused operation, with `Range: bytes=N-` when the server supports ranges.
-    /// A paused operation that had never started becomes ready again, for its queue to start.
+    /// A paused operation that had never started becomes ready again, for its queue to start. A restored
+    /// paused download that was cancelled before it continued finishes, cancelled, as `start()` ends it.
     public func resume() {
         startOrResume { $0.resume() }
     }

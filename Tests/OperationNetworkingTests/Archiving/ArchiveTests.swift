@@ -164,6 +164,41 @@ final class ArchiveTests: ServerTestCase {
         operation.cancel()
     }
 
+    /// A restored paused download continues on `start()` or `resume()`; cancelled before that, either
+    /// ends it cancelled. The lifecycle interleavings once hung here: a caller saw it paused, another
+    /// thread's `cancel()` landed, and the caller's `resume()` found it ready and cancelled, which only a
+    /// `start()` ended, so it never finished and no handler ran. It is in no queue: nothing else starts it.
+    func testRestoredPausedOperationCancelledThenResumedFinishesCancelled() throws {
+        let operation = HTTPRequestOperation(request: request("/bytes/200000?chunkSize=4000&chunkDelayMs=5"))
+        startAndAwaitBytes(operation)
+        let archive = try SafeArchive.archive(operation)   // archiving an executing operation pauses it
+        operation.cancel()
+        let restored = try SafeArchive.unarchive(HTTPRequestOperation.self, from: archive)
+        XCTAssertTrue(restored.isPaused)
+        let requestsBefore = server.requests.count
+        let done = expectation(description: "the restored operation's failure block")
+        restored.setCompletionBlockWithSuccess({ _, _ in
+            XCTFail("success after a cancel that took effect")
+            done.fulfill()
+        }, failure: { _, error in
+            XCTAssertEqual((error as NSError).domain, NSURLErrorDomain)
+            XCTAssertEqual((error as NSError).code, NSURLErrorCancelled)
+            done.fulfill()
+        })
+        restored.cancel()
+        XCTAssertTrue(restored.isCancelled)
+        XCTAssertFalse(restored.isPaused, "cancelled, it is no longer paused")
+        XCTAssertTrue(restored.isReady, "a queue may start it, and its start ends it")
+        restored.resume()   // the resume that would have continued it ends it
+        wait(for: [done], timeout: 10)
+        XCTAssertTrue(eventually { restored.isFinished }, "the handlers run before it turns finished")
+        XCTAssertTrue(restored.isCancelled)
+        XCTAssertNil(restored.responseData)
+        XCTAssertEqual(server.requests.count, requestsBefore, "a cancelled continuation sends nothing")
+        restored.start()   // a queue's start afterwards changes nothing
+        XCTAssertTrue(restored.isFinished)
+    }
+
     func testArchivingAnExecutingOperationReturnsOnceItsPauseSettles() throws {
         let operation = HTTPRequestOperation(request: request("/bytes/200000?chunkSize=4000&chunkDelayMs=20"))
         startAndAwaitBytes(operation)

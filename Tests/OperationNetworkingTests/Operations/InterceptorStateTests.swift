@@ -101,6 +101,7 @@ final class InterceptorStateTests: LibraryTestCase {
         case .ready: return "ready"
         case .parked: return "parked"
         case .startedParked: return "startedParked"
+        case .cancelledParked: return "cancelledParked"
         case .executing: return "executing"
         case .intercepting(let kept): return kept == nil ? "intercepting" : "intercepting+kept"
         case .answering: return "answering"

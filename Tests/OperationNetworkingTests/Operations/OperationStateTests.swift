@@ -15,6 +15,7 @@ final class OperationStateTests: LibraryTestCase {
         "parked": [.pause],
         "parked·started": [.pause, .start],
         "parked+kept": [.restorePaused],
+        "cancelledParked": [.restorePaused, .cancel],
         "executing": [.start],
         "answering": [.start, .answeredWithoutNetwork],
         "cancelling": [.start, .cancel],
@@ -50,9 +51,16 @@ final class OperationStateTests: LibraryTestCase {
         "parked·started": [.start: "parked·started none", .cancel: "completing completeCancelled cancelled",
                            .pause: "parked·started none", .resume: "executing start(fresh)", .answeredWithoutNetwork: "invalid", .transferPaused: "invalid",
                            .transferEnded: "invalid", .restorePaused: "parked·started refused", .restoreFinished: "parked·started refused", .handlersRan: "invalid"],
-        "parked+kept": [.start: "executing start(kept)", .cancel: "ready readiness cancelled", .pause: "parked+kept none",
+        "parked+kept": [.start: "executing start(kept)", .cancel: "cancelledParked none cancelled", .pause: "parked+kept none",
                         .resume: "executing start(kept)", .answeredWithoutNetwork: "invalid", .transferPaused: "invalid", .transferEnded: "invalid",
                         .restorePaused: "parked+kept refused", .restoreFinished: "parked+kept refused", .handlersRan: "invalid"],
+        // A restored paused download cancelled before it continued: the start or the resume that would
+        // have continued it ends it (it need not be in a queue, so a resume may be all that comes).
+        "cancelledParked": [.start: "completing completeCancelled cancelled", .cancel: "cancelledParked none cancelled",
+                            .pause: "cancelledParked none cancelled", .resume: "completing completeCancelled cancelled",
+                            .answeredWithoutNetwork: "invalid", .transferPaused: "invalid", .transferEnded: "invalid",
+                            .restorePaused: "cancelledParked refused cancelled", .restoreFinished: "cancelledParked refused cancelled",
+                            .handlersRan: "invalid"],
         "executing": [.start: "executing none", .cancel: "cancelling cancelTransfer cancelled", .pause: "pausing pauseTransfer",
                       .resume: "executing none", .answeredWithoutNetwork: "answering deliverAnswer", .transferPaused: "invalid", .transferEnded: "completing deliver",
                       .restorePaused: "executing refused", .restoreFinished: "executing refused", .handlersRan: "invalid"],
@@ -141,6 +149,7 @@ final class OperationStateTests: LibraryTestCase {
         case .ready: return "ready"
         case .parked(let kept): return kept == nil ? "parked" : "parked+kept"
         case .startedParked: return "parked·started"
+        case .cancelledParked: return "cancelledParked"
         case .executing: return "executing"
         case .intercepting(let kept): return kept == nil ? "intercepting" : "intercepting+kept"
         case .answering: return "answering"
@@ -159,7 +168,7 @@ final class OperationStateTests: LibraryTestCase {
         for event in try XCTUnwrap(OperationStateTests.setups[name]) { _ = apply(event, to: &state) }
         let phase = name.replacingOccurrences(of: "·cancelled", with: "")
         XCTAssertEqual(label(state.phase), phase, "setup of \(name)")
-        XCTAssertEqual(state.isCancelled, name.hasSuffix("·cancelled") || ["cancelling", "pausing→cancel"].contains(name),
+        XCTAssertEqual(state.isCancelled, name.hasSuffix("·cancelled") || ["cancelledParked", "cancelling", "pausing→cancel"].contains(name),
                        "setup of \(name)")
         return state
     }
@@ -180,7 +189,7 @@ final class OperationStateTests: LibraryTestCase {
                 checked += 1
             }
         }
-        XCTAssertEqual(checked, 110, "valid pairs checked")
+        XCTAssertEqual(checked, 116, "valid pairs checked")
     }
 
     /// The flags the operation's properties read, per phase.
@@ -188,7 +197,8 @@ final class OperationStateTests: LibraryTestCase {
         let expectations: [(String, executing: Bool, paused: Bool, finished: Bool, mayStart: Bool)] = [
             ("ready", false, false, false, true), ("parked", false, true, false, false),
             ("parked·started", false, true, false, true),
-            ("parked+kept", false, true, false, true), ("executing", true, false, false, true),
+            ("parked+kept", false, true, false, true), ("cancelledParked", false, false, false, true),
+            ("executing", true, false, false, true),
             ("answering", true, false, false, true),
             ("cancelling", true, false, false, true), ("pausing", false, true, false, true),
             ("pausing→resume", true, false, false, true), ("pausing→cancel", true, false, false, true),

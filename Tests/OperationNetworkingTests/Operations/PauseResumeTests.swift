@@ -217,8 +217,8 @@ extension URLConnectionOperation {
                 case .parked(var kept?):
                     kept.point = newValue
                     state.lifecycle = OperationState(phase: .parked(kept))
-                case .ready, .parked(nil), .startedParked, .executing, .intercepting, .answering, .cancelling, .pausing, .completing,
-                     .finished:
+                case .ready, .parked(nil), .startedParked, .cancelledParked, .executing, .intercepting, .answering, .cancelling,
+                     .pausing, .completing, .finished:
                     return
                 }
             }
@@ -230,8 +230,8 @@ extension URLConnectionOperation {
         state.withLock {
             switch $0.lifecycle.phase {
             case .paused(let kept), .parked(let kept?): return kept
-            case .ready, .parked(nil), .startedParked, .executing, .intercepting, .answering, .cancelling, .pausing, .completing,
-                     .finished: return nil
+            case .ready, .parked(nil), .startedParked, .cancelledParked, .executing, .intercepting, .answering, .cancelling,
+                 .pausing, .completing, .finished: return nil
             }
         }
     }
