@@ -164,7 +164,12 @@ final class LifecycleInterleavingTests: ServerTestCase {
             let replacement = track(restored, size: slot.size)
             all.add(replacement)
             slot.replace(with: replacement)
-            if restored.isPaused { restored.resume() } else { restored.start() }
+            // resume() continues a restored paused download (AFNetworking's pattern); the start() after it is
+            // the owner's one start of an operation in no queue, which every phase takes (another thread's
+            // pause(), cancel() or archive may have landed on it since it was put in the slot: a resume()
+            // alone leaves an operation paused before it started ready for a queue it is not in).
+            if restored.isPaused { restored.resume() }
+            restored.start()
         }
     }
 
