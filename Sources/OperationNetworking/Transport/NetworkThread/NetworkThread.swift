@@ -1,6 +1,7 @@
 import CCurl
 import CCurlShim
 import Foundation
+import Synchronization
 
 /// The one thread per process that drives every transfer through one curl multi handle.
 ///
@@ -23,10 +24,12 @@ import Foundation
 /// The host process is the caller's: the thread leaves the C allocator alone unless the process
 /// opts in with `OPERATIONNETWORKING_MALLOC_TUNING=1` (see `MallocThresholds`), and libcurl's global
 /// set-up runs once per process (`CurlGlobal`).
+/// The loop's own state (the transfers on curl and waiting, the handle pool, the turn's events) is
+/// not stored here: it is a `NetworkLoop`, a value in the frame of the thread's `run()`.
 /// - Threading: `submit`, `isParked` and `statistics` from any thread: what they share with the
 ///   network thread is `state`, reached only through its lock. Every other property is confined to
-///   the network thread ("OperationNetworking.network") once it runs, and needs no lock; that is why
-///   the class may be `@unchecked Sendable`.
+///   the network thread ("OperationNetworking.network") once it runs, and needs no lock (`turnClock`
+///   is an atomic only so that a `let` holds it); that is why the class may be `@unchecked Sendable`.
 final class NetworkThread: @unchecked Sendable {
     /// The process-wide instance, created (and its thread started) on first use.
     static let shared = NetworkThread()
@@ -41,9 +44,9 @@ final class NetworkThread: @unchecked Sendable {
     /// concurrency to an HTTP/1.x host is never capped.
     static let multiplexedConnectionsPerHost = 4
     /// How often stalled transfers are looked for.
-    private static let timeoutScanInterval: UInt64 = 50_000_000
+    static let timeoutScanInterval: UInt64 = 50_000_000
     /// How long the loop sleeps, at most, while the wake-up channel has no descriptor.
-    private static let unwakeablePollMilliseconds: Int32 = 10
+    static let unwakeablePollMilliseconds: Int32 = 10
 
     /// A request from another thread.
     enum Command {
@@ -96,33 +99,17 @@ final class NetworkThread: @unchecked Sendable {
     // MARK: Network thread only
     /// Connections a pinning policy accepted (see `Transfer.serverIsTrusted`).
     let trustedConnections = TrustedConnections()
-    /// What each https origin speaks, and the probes of those not known yet (see `OriginProtocols`).
-    var origins = OriginProtocols()
-    /// Transfers on curl that need a connection each: plain http, or https to an origin known to be HTTP/1.x.
-    var serialTransfers = 0
-    /// Whether the multi handle's per-host cap is lifted (see `putOnCurl`).
-    var hostCapLifted = false
-    /// Transfers on curl, in no order; each knows its place (`Transfer.activeIndex`), and curl's
-    /// messages name a transfer through its handle's callback data (`CURLOPT_PRIVATE`).
-    var active: [Transfer] = []
-    /// Transfers waiting for a slot, oldest first (`waitingHead` is the next to admit).
-    var waiting: [Transfer] = []
-    var waitingHead = 0
-    /// Reset easy handles ready for the next transfer.
-    var pool: [CurlEasyHandle] = []
-    /// Throttled uploads paused by their read callback, with the time to resume them.
-    var pausedUploads: [(transfer: Transfer, at: UInt64)] = []
-    /// Transfers waiting out a retry delay, with the time their next attempt is due.
-    var delayed: [(transfer: Transfer, at: UInt64)] = []
-    /// Starts, ends and retries of this loop turn, handed to the delivery queue at its end.
-    var events: [TransferEvent] = []
-    private var lastTimeoutScan: UInt64 = 0
-    /// `monotonicNow()` as of the start of this loop turn, and again after curl's work in it: the time
+    /// `monotonicNow()` as of the start of the loop turn, and again after curl's work in it: the time
     /// transfers stamp their activity with from curl's callbacks. Stale by at most one
-    /// `curl_multi_perform`, far below any timeout.
-    private(set) var clock: UInt64 = 0
-    /// Set by a shut-down command: the loop ends and signals it.
-    var shutDownSignal: DispatchSemaphore?
+    /// `curl_multi_perform`, far below any timeout. Only the network thread reads and writes it; it is
+    /// an `Atomic` (relaxed, a plain load and store) so that a `let` holds it: curl's callbacks reach
+    /// it through the transfer's reference to the thread, and a class's `var` would cost a run-time
+    /// exclusivity check on every callback.
+    let turnClock = Atomic<UInt64>(0)
+    /// Throttled uploads their read callback paused (in `curl_multi_perform`, or when the loop
+    /// unpaused them), with the time to resume them: the callbacks cannot reach the loop's own state,
+    /// so the loop moves these into it (`NetworkLoop.pausedUploads`) before it looks at its own.
+    var uploadsPausedByCallbacks: [(transfer: Transfer, at: UInt64)] = []
 
     /// How long an idle keep-alive connection is kept for reuse: 30 s by default (libcurl's own
     /// default is 118 s, long enough for connections the server already closed to pile up in
@@ -203,120 +190,61 @@ final class NetworkThread: @unchecked Sendable {
 
     // MARK: - Network thread
 
+    /// The thread's main function: the loop's own state is a value in this frame (`NetworkLoop`), which
+    /// every function of a turn gets `inout`, so the compiler checks at build time that no two change it at once.
     private func run() {
         ccurl_mark_network_thread(Unmanaged.passUnretained(self).toOpaque())
-        while shutDownSignal == nil && multi.isLive {
-            turn()
+        var loop = NetworkLoop(thread: self)
+        while loop.shutDownSignal == nil && multi.isLive {
+            loop.turn()
         }
-        // Shut down: every transfer was ended by its owner before (tests only), so only handles are left.
-        flushEvents()
-        releaseHandles()
-        publishStatistics()
-        shutDownSignal?.signal()
+        loop.end()
     }
 
-    /// One turn of the loop: take commands in, let curl work, carry out what it reports, hand the
-    /// turn's events over, and sleep unless there is more to do at once.
-    private func turn() {
-        clock = monotonicNow()
-        drainInbox()
-        admitWaiting()
-        multi.perform()
-        readFinished()
-        let now = monotonicNow()
-        clock = now
-        if now &- lastTimeoutScan >= NetworkThread.timeoutScanInterval {
-            lastTimeoutScan = now
-            failStalled(now: now)
-        }
-        // After the scan: a probe it stopped lets the transfers held for it go this turn, so the poll
-        // does not sleep while they could start.
-        if !origins.probes.isEmpty { learnProbedOrigins() }
-        resumeDueUploads(now: now)
-        requeueDueRetries(now: now)
-        flushEvents()
-        closeIdleConnectionsIfDue(now: now)
-        publishStatistics()
-        // Before parking: a wake-up channel made now must exist before any submitter sees the thread parked.
-        let timeout = pollTimeout()
-        // A shut-down command taken this turn ends the loop now, not after one more idle poll.
-        if park() && shutDownSignal == nil { poll(timeout: timeout) }
-    }
-
-    /// Marks the thread parked when nothing is left to do at once, so that commands arriving from
-    /// here on wake the poll; false (and the poll is skipped) when commands are already queued or
-    /// transfers that ended this turn freed slots that waiting ones can take now.
-    private func park() -> Bool {
-        let canAdmit = active.count < activeLimit && waitingHead < waiting.count
-        return state.withLock {
-            $0.parked = $0.inbox.isEmpty && !canAdmit
-            return $0.parked
-        }
-    }
-
-    /// How long the poll may sleep: until the next timeout scan, throttled upload or retry is due.
-    private func pollTimeout() -> Int32 {
-        var timeout: Int32 = active.isEmpty ? 1000 : 50
-        if !wakeup.reopenIfNeeded() {
-            // Out of descriptors: nothing can wake the poll, so it must not sleep long.
-            timeout = min(timeout, NetworkThread.unwakeablePollMilliseconds)
-        }
-        if let next = (pausedUploads.map(\.at) + delayed.map(\.at)).min() {
-            timeout = min(timeout, Int32(clamping: (next &- min(next, monotonicNow())) / 1_000_000 + 1))
-        }
-        return timeout
-    }
-
-    /// Sleeps until curl's sockets or the wake-up channel have something, or `timeout` ms passed.
-    private func poll(timeout: Int32) {
-        if multi.poll(wakeup.waitDescriptor, timeout: timeout) { wakeup.drain() }
-    }
-
-    private func drainInbox() {
+    /// The commands other threads queued since the last call; the thread is no longer parked.
+    func takeCommands() -> [Command] {
         assertOnNetworkThread()
         var drained: [Command] = []
         state.withLock {
             swap(&$0.inbox, &drained)
             $0.parked = false
         }
-        for command in drained {
-            switch command {
-            case .add(let transfer):
-                guard transfer.takeIn(by: self, at: clock) else { break }
-                // A cancel made meanwhile is caught at admission (`start`), whichever comes first.
-                if let outcome = transfer.outcomeOnArrival { end(transfer, outcome) } else { waiting.append(transfer) }
-            case .cancel(let transfer):
-                stop(transfer, with: .cancelled)
-            case .pause(let transfer):
-                stop(transfer, with: .paused(transfer.resumePoint()))
-            case .shutDown(let done):
-                shutDownSignal = done
-            }
+        return drained
+    }
+
+    /// Marks the thread parked when nothing is left to do at once, so that commands arriving from
+    /// here on wake the poll; false (and the poll is skipped) when commands are already queued or
+    /// `canAdmit` (transfers that ended this turn freed slots that waiting ones can take now).
+    func park(unless canAdmit: Bool) -> Bool {
+        state.withLock {
+            $0.parked = $0.inbox.isEmpty && !canAdmit
+            return $0.parked
         }
     }
 
-    /// An easy handle for a transfer about to start: a pooled one, else a new one (`nil` if libcurl
-    /// could not make one).
-    func takeEasyHandle() -> CurlEasyHandle? {
-        assertOnNetworkThread()
-        return pool.popLast() ?? CurlEasyHandle(share: share)
-    }
-
-    /// Keeps a handle, reset, for the next transfer.
-    func recycle(_ easy: CurlEasyHandle) {
-        assertOnNetworkThread()
-        guard pool.count < NetworkThread.maxPooledHandles else { return }
-        easy.owner = nil   // its transfer is over
-        easy.reset()
-        pool.append(easy)
-    }
-
-    private func publishStatistics() {
-        let current = Statistics(active: active.count, waiting: waiting.count - waitingHead + origins.heldCount,
-                                 pooledHandles: pool.count, connections: idleConnections.sockets.count,
-                                 multiHandleReplacements: multi.replacements,
-                                 badMultiHandleAnswers: multi.badHandleAnswers)
+    /// Makes `current` the counts `statistics` reports.
+    func publish(_ current: Statistics) {
         state.withLock { $0.statistics = current }
+    }
+
+    /// Sleeps until curl's sockets or the wake-up channel have something, or `timeout` ms passed.
+    func poll(timeout: Int32) {
+        if multi.poll(wakeup.waitDescriptor, timeout: timeout) { wakeup.drain() }
+    }
+
+    /// Whether the wake-up channel has a descriptor (made now if it had none): false while the process
+    /// is out of descriptors, when nothing can wake the poll.
+    func canBeWoken() -> Bool {
+        wakeup.reopenIfNeeded()
+    }
+
+    /// The clock of this loop turn (see `turnClock`).
+    var clock: UInt64 { turnClock.load(ordering: .relaxed) }
+
+    /// Called from a read callback (network thread) when a throttled body must wait until `at`.
+    func resumeUpload(_ transfer: Transfer, at: UInt64) {
+        assertOnNetworkThread()
+        uploadsPausedByCallbacks.append((transfer, at))
     }
 }
 
@@ -332,74 +260,6 @@ extension NetworkThread {
 @inline(__always)
 func assertOnNetworkThread(file: StaticString = #fileID, line: UInt = #line) {
     assert(ccurl_is_network_thread() != 0, "called off the network thread", file: file, line: line)
-}
-
-// MARK: - Network thread: hops curl reports done, transfers that end, and the turn's events
-
-extension NetworkThread {
-    /// Carries out what each transfer decides about its hop that curl reports done.
-    func readFinished() {
-        assertOnNetworkThread()
-        while let done = multi.nextDone() {
-            multi.remove(done.easy)
-            guard let transfer = transfer(on: done.easy), takeOffCurl(transfer), let easy = transfer.easy else { continue }
-            switch transfer.hopEnded(code: done.result, on: easy) {
-            case .finish(let outcome):
-                recycle(easy)
-                end(transfer, outcome)
-            case .retry(let delay, let error):
-                recycle(easy)
-                if transfer.settings.retriesThroughOwner {
-                    end(transfer, .retryRequested(after: delay, error: error))
-                    continue
-                }
-                delayed.append((transfer, transfer.delay(for: delay, now: monotonicNow())))
-                if let delegate = transfer.delegate {
-                    events.append(.willRetry(transfer, delay: delay, attempt: transfer.attempt + 1, error: error, delegate))
-                }
-            case .sendNextHop:
-                guard let failure = sendNextHop(transfer, easy: easy) else { continue }
-                recycle(easy)
-                end(transfer, failure)
-            }
-        }
-    }
-
-    /// Sends the transfer's next hop (a redirect or a challenge answer), or its current one again, on
-    /// the same easy handle: `nil` when it is back on curl, else how the transfer ends. The reset also
-    /// starts libcurl's own count of resends over (`curl_easy_reset` is the only thing that does). A
-    /// resend picks its connection as a first send does (curl never reuses one that died or that a
-    /// GOAWAY ended), so a burst of resends shares connections instead of opening one each.
-    private func sendNextHop(_ transfer: Transfer, easy: CurlEasyHandle) -> TransferOutcome? {
-        easy.reset()
-        do {
-            try transfer.configure(easy)
-        } catch {
-            return .failed(error)
-        }
-        guard multi.add(easy.raw) else {
-            return .failed(TransportError.make(.unknown, "libcurl refused the next hop.", url: transfer.currentRequest.url))
-        }
-        putOnCurl(transfer, easy: easy)
-        return nil
-    }
-
-    /// Ends a transfer on this thread; its delegate hears of it with the turn's other events.
-    func end(_ transfer: Transfer, _ outcome: TransferOutcome) {
-        assertOnNetworkThread()
-        guard let delegate = transfer.finish() else { return }
-        idleConnections.transferEnded()
-        events.append(.ended(transfer, outcome, delegate))
-    }
-
-    /// Hands this turn's events to the delivery queue in one dispatch, in the order they happened.
-    func flushEvents() {
-        assertOnNetworkThread()
-        guard !events.isEmpty else { return }
-        let batch = events
-        events = []
-        CallbackQueues.delivery.async { TransferEvent.deliver(batch) }
-    }
 }
 
 /// Monotonic clock in nanoseconds (`CLOCK_MONOTONIC`). Its values are only ever compared with each other.

@@ -126,14 +126,14 @@ extension Transfer {
     ///   it (RFC 9113 §8.7), so a reset with any other code (libcurl's stream error; or a bare partial
     ///   file, how it reports a reset stream that was the last on a connection a GOAWAY ended,
     ///   whatever the code) is sent again only if the retry policy says so.
-    /// Counts the resend when it says yes.
-    func resendsUnprocessed(code: CURLcode, easy: CurlEasyHandle) -> Bool {
+    /// Counts the resend when it says yes. `http1Origins`: the https origins known to speak HTTP/1.x.
+    func resendsUnprocessed(code: CURLcode, easy: CurlEasyHandle, http1Origins: Set<String>) -> Bool {
         guard Transfer.connectionLossCodes.contains(code.rawValue),
               unprocessedResends < Transfer.maxUnprocessedResends, hop.kind == .awaitingHead,
               easy.info(long: CURLINFO_HEADER_SIZE) == 0, bodyCanBeSentAgain else { return false }
         let unsent = easy.info(long: CURLINFO_REQUEST_SIZE) == 0
         let message = easy.errorMessage
-        let mayBeHTTP2 = tlsOrigin.map { network?.origins.serial.contains($0) != true } ?? false
+        let mayBeHTTP2 = tlsOrigin.map { !http1Origins.contains($0) } ?? false
         let refused = mayBeHTTP2 && (message?.hasPrefix(Transfer.curlResendsRanOut) == true
                                      || code == CURLE_HTTP2 && message == nil)
         let streamReset = code == CURLE_HTTP2_STREAM || code == CURLE_PARTIAL_FILE

@@ -56,7 +56,7 @@ final class Transfer: @unchecked Sendable {
 
     /// The network thread's own bookkeeping of the transfer while it is on curl.
     struct Placement {
-        /// Where the transfer is in the network thread's `active` list; -1 when not on curl.
+        /// Where the transfer is in the network loop's `active` list (`NetworkLoop.active`); -1 when not on curl.
         var activeIndex = -1
         /// Whether the network thread counts it among the transfers that need a connection each.
         var countedAsSerial = false
@@ -317,14 +317,15 @@ extension Transfer {
 
     /// curl finished the current hop with `code` (the handle is already off the multi handle):
     /// end the transfer (`finish()` follows, the handle is recycled), or go on with a redirect or a
-    /// challenge answer on the same handle.
-    func hopEnded(code: CURLcode, on easy: CurlEasyHandle) -> HopEndAction {
+    /// challenge answer on the same handle. `http1Origins`: the https origins the network thread
+    /// knows to speak HTTP/1.x (`OriginProtocols.serial`).
+    func hopEnded(code: CURLcode, on easy: CurlEasyHandle, http1Origins: Set<String>) -> HopEndAction {
         assertOnItsThread()
         collectMetrics(from: easy)
         // Cancelled while curl ran the hop (the pre-request callback may have stopped it): a cancel.
         if isCancelRequested { return .finish(.cancelled) }
         if let error = current.abortError { return current.abortIsFinal ? .finish(.failed(error)) : retryOrFinish(.failed(error)) }
-        if code != CURLE_OK, resendsUnprocessed(code: code, easy: easy) { return .sendNextHop }
+        if code != CURLE_OK, resendsUnprocessed(code: code, easy: easy, http1Origins: http1Origins) { return .sendNextHop }
         if code != CURLE_OK, let refusal = proxyRefusalEnded(code: code, easy: easy) { return refusal }
         guard code == CURLE_OK else { return retryOrFinish(.failed(failure(code, easy: easy))) }
         switch hop.kind {

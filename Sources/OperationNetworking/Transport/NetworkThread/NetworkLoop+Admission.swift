@@ -5,13 +5,13 @@ import Foundation
 import FoundationNetworking
 #endif
 
-// MARK: - Network thread: admitting waiting transfers, and ending them early
+// MARK: - Admitting waiting transfers, and ending them early
 
-extension NetworkThread {
+extension NetworkLoop {
     /// Starts waiting transfers, oldest first, while slots are free.
-    func admitWaiting() {
+    mutating func admitWaiting() {
         assertOnNetworkThread()
-        while active.count < activeLimit && waitingHead < waiting.count {
+        while active.count < thread.activeLimit && waitingHead < waiting.count {
             let transfer = waiting[waitingHead]
             waitingHead += 1
             guard case .waiting = transfer.state.phase, !holdsForProbe(transfer) else { continue }
@@ -27,7 +27,7 @@ extension NetworkThread {
     }
 
     /// Gives a transfer an easy handle and puts it on curl; a failure ends the transfer.
-    private func start(_ transfer: Transfer) {
+    private mutating func start(_ transfer: Transfer) {
         // A cancel made while it waited: its command may still be in the inbox, but its request must not start.
         guard !transfer.isCancelRequested else {
             end(transfer, .cancelled)
@@ -45,7 +45,7 @@ extension NetworkThread {
             end(transfer, .failed(error))
             return
         }
-        guard multi.add(easy.raw) else {
+        guard thread.multi.add(easy.raw) else {
             recycle(easy)
             end(transfer, .failed(TransportError.make(.unknown, "libcurl refused the transfer.",
                                                         url: transfer.currentRequest.url)))
@@ -57,10 +57,10 @@ extension NetworkThread {
 
     /// Ends a transfer early (cancel, pause, stall), wherever it is. A waiting transfer stays in the
     /// FIFO and is skipped when its turn comes.
-    func stop(_ transfer: Transfer, with outcome: TransferOutcome) {
+    mutating func stop(_ transfer: Transfer, with outcome: TransferOutcome) {
         assertOnNetworkThread()
         if let easy = transfer.leaveCurlEarly() {
-            multi.remove(easy.raw)
+            thread.multi.remove(easy.raw)
             takeOffCurl(transfer)
             recycle(easy)
         }
@@ -71,7 +71,7 @@ extension NetworkThread {
     /// those that waited that long without a handle (in the FIFO, or held for their origin's probe):
     /// a request's timeout runs from when it was queued, so the k-th request to a dead endpoint ends
     /// at its own timeout rather than after k of them.
-    func failStalled(now: UInt64) {
+    mutating func failStalled(now: UInt64) {
         assertOnNetworkThread()
         // lastActivity may lie ahead: a throttled upload counts its planned pause as activity.
         let stalled = active.filter { now > $0.latestActivity && now - $0.latestActivity > $0.timeoutNanoseconds }
@@ -92,7 +92,7 @@ extension NetworkThread {
 
     /// Puts transfers whose retry delay is over back in the FIFO (a cancel or pause during the delay
     /// already ended them: those are dropped).
-    func requeueDueRetries(now: UInt64) {
+    mutating func requeueDueRetries(now: UInt64) {
         assertOnNetworkThread()
         guard !delayed.isEmpty else { return }
         let due = delayed.filter { $0.at <= now }
@@ -103,30 +103,36 @@ extension NetworkThread {
         }
     }
 
-    /// Called from a read callback (network thread) when a throttled body must wait until `at`.
-    func resumeUpload(_ transfer: Transfer, at: UInt64) {
-        assertOnNetworkThread()
-        pausedUploads.append((transfer, at))
-    }
-
     /// Unpauses throttled uploads whose delay is over (`curl_easy_pause` may call the read callback).
-    func resumeDueUploads(now: UInt64) {
+    mutating func resumeDueUploads(now: UInt64) {
         assertOnNetworkThread()
+        takeUploadsPausedByCallbacks()
         guard !pausedUploads.isEmpty else { return }
         let due = pausedUploads.filter { $0.at <= now }
+        guard !due.isEmpty else { return }
         pausedUploads.removeAll { $0.at <= now }
         for entry in due {
             if let easy = entry.transfer.easy { curl_easy_pause(easy.raw, CURLPAUSE_CONT) }
         }
+        // Unpausing ran the read callbacks, which may have paused an upload again.
+        takeUploadsPausedByCallbacks()
+    }
+
+    /// Takes over the throttled uploads curl's read callbacks paused since the last look (see
+    /// `NetworkThread.uploadsPausedByCallbacks`).
+    private mutating func takeUploadsPausedByCallbacks() {
+        guard !thread.uploadsPausedByCallbacks.isEmpty else { return }
+        pausedUploads += thread.uploadsPausedByCallbacks
+        thread.uploadsPausedByCallbacks.removeAll()
     }
 }
 
-// MARK: - Network thread: the multi handle's connections (HTTP/2 sharing, idle connections, shut-down)
+// MARK: - The multi handle's connections (HTTP/2 sharing, idle connections, shut-down)
 
-extension NetworkThread {
+extension NetworkLoop {
     /// Records a transfer curl now runs, and lifts the per-host cap when it needs a connection of its
     /// own; restores the cap a run of such transfers left lifted when this one can multiplex.
-    func putOnCurl(_ transfer: Transfer, easy: CurlEasyHandle) {
+    mutating func putOnCurl(_ transfer: Transfer, easy: CurlEasyHandle) {
         assertOnNetworkThread()
         transfer.activeIndex = active.count
         active.append(transfer)
@@ -144,8 +150,8 @@ extension NetworkThread {
 
     /// Sets `CURLMOPT_MAX_HOST_CONNECTIONS`: none while a transfer on curl needs a connection of its own
     /// (plain http, or an HTTP/1.x https origin), `multiplexedConnectionsPerHost` otherwise.
-    private func setHostCap(lifted: Bool) {
-        multi.setMaxHostConnections(lifted ? 0 : NetworkThread.multiplexedConnectionsPerHost)
+    private mutating func setHostCap(lifted: Bool) {
+        thread.multi.setMaxHostConnections(lifted ? 0 : NetworkThread.multiplexedConnectionsPerHost)
         hostCapLifted = lifted
     }
 
@@ -154,7 +160,7 @@ extension NetworkThread {
     /// its own connection any more and others still run. False when the transfer was not on curl
     /// (nothing changes then).
     @discardableResult
-    func takeOffCurl(_ transfer: Transfer) -> Bool {
+    mutating func takeOffCurl(_ transfer: Transfer) -> Bool {
         assertOnNetworkThread()
         let index = transfer.activeIndex
         guard index >= 0, index < active.count, active[index] === transfer else { return false }
@@ -193,39 +199,39 @@ extension NetworkThread {
 
     /// Frees what the thread owns in libcurl once its loop ended: the pooled easy handles, the multi
     /// handle (with the connections it keeps and its wake-up socket pair) and the share handle.
-    func releaseHandles() {
+    mutating func releaseHandles() {
         assertOnNetworkThread()
         for transfer in active {
             guard let easy = transfer.easy else { continue }
-            multi.remove(easy.raw)
+            thread.multi.remove(easy.raw)
             // A transfer still on curl keeps its handle past this point: it must not point at the share.
-            if share != nil { _ = ccurl_easy_setopt_ptr(easy.raw, CURLOPT_SHARE, nil) }
+            if thread.share != nil { _ = ccurl_easy_setopt_ptr(easy.raw, CURLOPT_SHARE, nil) }
             transfer.activeIndex = -1
         }
         active.removeAll()
         pool.removeAll()   // their last references: each deinit calls curl_easy_cleanup
-        multi.shutDown()
+        thread.multi.shutDown()
         // Refused (CURLSHE_IN_USE) while an easy handle still uses it, which none does by now.
-        if let share { curl_share_cleanup(share) }
+        if let share = thread.share { curl_share_cleanup(share) }
     }
 
     /// Shuts down the idle connections their peers closed, also while transfers run, and with nothing
     /// running closes every idle connection once the idle lifetime is over (see `IdleConnections`):
     /// libcurl closes a multi handle's connections only when asked for a new one or when the handle
     /// goes, so for the lifetime the handle is made again (TLS sessions stay in the share handle).
-    func closeIdleConnectionsIfDue(now: UInt64) {
+    mutating func closeIdleConnectionsIfDue(now: UInt64) {
         assertOnNetworkThread()
         guard active.isEmpty, waitingHead >= waiting.count, delayed.isEmpty, pausedUploads.isEmpty else {
-            idleConnections.busy(now: now) { localPortsInUse() }
+            thread.idleConnections.busy(now: now) { localPortsInUse() }
             return
         }
-        guard idleConnections.idle(now: now, lifetime: idleConnectionLifetime), multi.replace() else { return }
+        guard thread.idleConnections.idle(now: now, lifetime: thread.idleConnectionLifetime), thread.multi.replace() else { return }
         serialTransfers = 0
         hostCapLifted = false   // a fresh multi handle starts capped
     }
 }
 
-extension NetworkThread {
+extension NetworkLoop {
     /// The local ports of the connections the transfers on curl run on (0, left out, for one that has
     /// none yet: libcurl clears the port when a hop starts and sets it once the hop has a connection).
     /// A Unix domain socket has no port: while a transfer runs over one, the set holds -1, which no
@@ -253,7 +259,7 @@ extension NetworkThread {
 /// connection when it is HTTP/2, one connection each when it is HTTP/1.x. A probe that ends, or moves
 /// to another origin, before its handshake said anything lets them go too, and the first of them
 /// probes next.
-/// - Threading: network thread only (a `NetworkThread` property), like the loop's other state.
+/// - Threading: network thread only (part of `NetworkLoop`), like the loop's other state.
 struct OriginProtocols {
     /// https origins (`host:port`) whose connections turned out HTTP/1.x: they cannot multiplex.
     var serial: Set<String> = []
@@ -290,10 +296,10 @@ struct OriginProtocols {
     var heldCount: Int { held.values.reduce(0) { $0 + $1.count } }
 }
 
-extension NetworkThread {
+extension NetworkLoop {
     /// Holds `transfer` back when its request goes to an https origin being probed (see
     /// `OriginProtocols`); false when it may start now.
-    func holdsForProbe(_ transfer: Transfer) -> Bool {
+    mutating func holdsForProbe(_ transfer: Transfer) -> Bool {
         guard !origins.probes.isEmpty,
               let origin = Transfer.tlsOrigin(of: transfer.currentRequest.url, unixSocketPath: transfer.settings.unixSocketPath),
               origins.probes[origin] != nil else { return false }
@@ -303,7 +309,7 @@ extension NetworkThread {
 
     /// Makes `transfer`, just configured for its first hop, the probe of its https origin when nothing
     /// is known of that origin and no other transfer probes it.
-    func probeIfUnknown(_ transfer: Transfer) {
+    mutating func probeIfUnknown(_ transfer: Transfer) {
         assertOnNetworkThread()
         guard let origin = transfer.tlsOrigin, !origins.knows(origin), origins.probes[origin] == nil else { return }
         origins.probes[origin] = transfer
@@ -312,7 +318,7 @@ extension NetworkThread {
     /// Learns what each probed origin speaks once its probe's handshake said so, and lets the
     /// transfers held for it go (to the FIFO's end, in the order they came). Called after each
     /// `curl_multi_perform` while a probe runs.
-    func learnProbedOrigins() {
+    mutating func learnProbedOrigins() {
         assertOnNetworkThread()
         for (origin, probe) in origins.probes {
             if let easy = probe.easy, probe.tlsOrigin == origin {
