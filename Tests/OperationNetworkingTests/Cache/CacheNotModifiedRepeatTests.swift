@@ -9,7 +9,7 @@ import XCTest
 /// (`CacheState.Repeat`): nothing is freshened or stored, and the response delivered is the entry with
 /// the `304`'s `Date` (issue 57: a revalidation costs a fetch and a small constant). Any other change,
 /// or an entry with a freshness lifetime of its own, is freshened and stored as before.
-final class CacheNotModifiedRepeatTests: XCTestCase {
+final class CacheNotModifiedRepeatTests: LibraryTestCase {
     private let url = URL(string: "http://127.0.0.1:9/api/items") ?? URL(fileURLWithPath: "/")
 
     /// The entry a run found, with `control` and an entity tag, where the library's store holds it.
