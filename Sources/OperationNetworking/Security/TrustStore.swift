@@ -12,8 +12,9 @@ final class TrustStore: @unchecked Sendable {
     /// The `X509_STORE`, owned.
     let raw: UnsafeMutableRawPointer
     /// The added anchors as PEM, in byte order: the CA blob a transfer gives curl beside the store, made
-    /// once with the store rather than encoded again for every request.
-    let anchorsPEM: Data
+    /// once with the store rather than encoded again for every request. Bytes in an array, not `Data`:
+    /// LeakSanitizer cannot follow `Data`'s reference to its storage from a store kept for the process.
+    let anchorsPEM: [UInt8]
 
     private init?(anchors: Set<Data>, includesSystem: Bool) {
         let bundle = includesSystem ? TrustStore.systemBundle.raw : nil
@@ -23,7 +24,7 @@ final class TrustStore: @unchecked Sendable {
         }
         guard let store else { return nil }
         raw = store
-        anchorsPEM = Data(CertificateData.pem(ordered).utf8)
+        anchorsPEM = Array(CertificateData.pem(ordered).utf8)
     }
 
     deinit { ctrust_store_free(raw) }

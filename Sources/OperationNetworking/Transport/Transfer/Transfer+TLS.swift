@@ -189,7 +189,7 @@ extension Transfer {
         try setBlob(easy, option, Data(text.utf8))
     }
 
-    private func setBlob(_ easy: CurlEasyHandle, _ option: CURLoption, _ bytes: Data) throws {
+    private func setBlob(_ easy: CurlEasyHandle, _ option: CURLoption, _ bytes: some ContiguousBytes) throws {
         try easy.set(option) { raw in bytes.withUnsafeBytes { ccurl_easy_setopt_blob(raw, option, $0.baseAddress, $0.count) } }
     }
 }
