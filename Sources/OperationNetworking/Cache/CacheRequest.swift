@@ -262,35 +262,12 @@ struct CacheControl: Equatable, Sendable {
     /// The members of a comma-separated list, commas inside quoted strings kept, each trimmed; read
     /// byte by byte (commas, quotes, backslashes and white space are ASCII).
     static func listMembers(_ value: String) -> [String] {
-        guard !value.isEmpty else { return [] }
+        var value = value
         var members: [String] = []
-        let bytes = value.utf8
-        var start = bytes.startIndex
-        var quoted = false
-        var escaped = false
-        var index = start
-        while index < bytes.endIndex {
-            let byte = bytes[index]
-            if escaped {
-                escaped = false
-            } else if quoted && byte == UInt8(ascii: "\\") {
-                escaped = true
-            } else if byte == UInt8(ascii: "\"") {
-                quoted.toggle()
-            } else if byte == UInt8(ascii: ",") && !quoted {
-                appendTrimmed(bytes[start..<index], to: &members)
-                start = bytes.index(after: index)
-            }
-            index = bytes.index(after: index)
+        value.withUTF8 { bytes in
+            forEachMember(of: bytes) { members.append(String(decoding: $0, as: UTF8.self)) }
         }
-        appendTrimmed(bytes[start..<bytes.endIndex], to: &members)
         return members
-    }
-
-    /// Appends `member` without the white space around it, unless nothing is left.
-    private static func appendTrimmed(_ member: Substring.UTF8View, to members: inout [String]) {
-        let trimmed = trimmingOWS(Substring(member))
-        if !trimmed.isEmpty { members.append(trimmed) }
     }
 
     /// `text` without the optional white space (spaces and tabs, RFC 9110 §5.6.3) around it.
