@@ -184,9 +184,13 @@ struct CacheState {
     /// The stored response that answers, its `Age` set (§4).
     private mutating func answered(_ request: CacheRequest, with entry: Entry, now: Date) -> (ResponseHead, Data) {
         let age = Freshness(of: entry.stored, now: now).currentAge
-        var fields = entry.stored.fields
-        fields["age"] = String(Int(min(age, 2_147_483_648)))
+        let ageText = String(Int(min(age, 2_147_483_648)))
         phase = .answered
+        if let head = entry.stored.answeringHead {
+            return (head.adding(name: "age", value: ageText), entry.stored.body)
+        }
+        var fields = entry.stored.fields
+        fields["age"] = ageText
         return (ResponseHead(url: entry.stored.url, statusCode: entry.stored.statusCode, httpVersion: "HTTP/1.1",
                              fields: fields.map { ($0.key, $0.value) }), entry.stored.body)
     }

@@ -74,7 +74,7 @@ final class CacheStorage: Sendable {
             }
             return stored(entry.url, entry.statusCode, entry.headers, entry.body, entry.metadata, key: key,
                           request: request, fields: entry.fields, facts: entry.facts, head: entry.head,
-                          place: StoredResponse.Place(key: key, storedAt: entry.storedAt))
+                          answeringHead: entry.answeringHead, place: StoredResponse.Place(key: key, storedAt: entry.storedAt))
         }
         guard let cached = urlCache.cachedResponse(for: request) else { return nil }
         guard let response = cached.response as? HTTPURLResponse, let responseURL = response.url else {
@@ -97,7 +97,8 @@ final class CacheStorage: Sendable {
     private func stored(_ url: URL, _ statusCode: Int, _ headers: [String: String], _ body: Data,
                         _ reading: SQLiteURLCache.Entry.MetadataReading, key: String, request: URLRequest,
                         fields: [String: String]? = nil, facts: FreshnessFacts? = nil,
-                        head: ResponseHead? = nil, place: StoredResponse.Place? = nil) -> StoredResponse? {
+                        head: ResponseHead? = nil, answeringHead: ResponseHead? = nil,
+                        place: StoredResponse.Place? = nil) -> StoredResponse? {
         let metadata: CacheEntryMetadata
         switch reading {
         case .found(let found):
@@ -116,7 +117,7 @@ final class CacheStorage: Sendable {
         return StoredResponse(url: url, statusCode: statusCode, headers: headers, body: body,
                               varyingRequestHeaders: metadata.varyingRequestHeaders, requestTime: metadata.requestTime,
                               responseTime: metadata.responseTime, trust: metadata.trust, fields: fields, facts: facts,
-                              head: head, place: place)
+                              head: head, answeringHead: answeringHead, place: place)
     }
 
     private func remove(key: String, url: URL) {

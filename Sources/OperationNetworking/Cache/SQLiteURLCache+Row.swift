@@ -197,6 +197,23 @@ extension SQLiteURLCache {
         let size: Int
         /// When it was stored (`removeCachedResponses(since:)`), as a time since the reference date.
         let storedAt: Double
+        /// The head a hit delivers but for its `Age` (`StoredResponse.answeringHead`), made once here.
+        let answeringHead: ResponseHead?
+
+        init(url: URL, statusCode: Int, headers: [String: String], fields: [String: String], facts: FreshnessFacts,
+             head: ResponseHead? = nil, body: Data, metadata: MetadataReading, size: Int, storedAt: Double) {
+            self.url = url
+            self.statusCode = statusCode
+            self.headers = headers
+            self.fields = fields
+            self.facts = facts
+            self.head = head
+            self.body = body
+            self.metadata = metadata
+            self.size = size
+            self.storedAt = storedAt
+            answeringHead = StoredResponse.answeringHead(url: url, statusCode: statusCode, fields: fields, facts: facts)
+        }
 
         /// What an entry holds of the library's metadata.
         enum MetadataReading {

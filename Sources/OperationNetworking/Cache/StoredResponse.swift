@@ -22,6 +22,7 @@ struct StoredResponse: Sendable {
         var responseTime: Date
         var trust: String?
         var head: ResponseHead?
+        var answeringHead: ResponseHead?
         var place: Place?
     }
 
@@ -83,6 +84,9 @@ struct StoredResponse: Sendable {
     /// the same fields but `Date`). `nil` for one read from the file, stored by the app, or freshened
     /// by a `304`.
     var head: ResponseHead? { shared.parts.head }
+    /// The head a hit delivers, but for its `Age` (`answeringHead(url:statusCode:fields:facts:)`), made
+    /// once with the entry; `nil` when it would rarely answer without the network, or was not kept.
+    var answeringHead: ResponseHead? { shared.parts.answeringHead }
     /// Where the library's store holds it: read from there, it is the entry stored under `key` at
     /// `storedAt`, which a later store of the key replaces. `nil` for a response not read from it.
     var place: Place? {
@@ -100,11 +104,24 @@ struct StoredResponse: Sendable {
     /// when given, are already `headers` by lowercased name.
     init(url: URL, statusCode: Int, headers: [String: String], body: Data, varyingRequestHeaders: [String: String],
          requestTime: Date, responseTime: Date, trust: String? = nil, fields: [String: String]? = nil,
-         facts: FreshnessFacts? = nil, head: ResponseHead? = nil, place: Place? = nil) {
+         facts: FreshnessFacts? = nil, head: ResponseHead? = nil, answeringHead: ResponseHead? = nil,
+         place: Place? = nil) {
         let fields = fields ?? headers.lowercasedNames
         shared = SharedParts(Parts(url: url, statusCode: statusCode, fields: fields, facts: facts ?? FreshnessFacts(fields),
                                    body: body, varyingRequestHeaders: varyingRequestHeaders, requestTime: requestTime,
-                                   responseTime: responseTime, trust: trust, head: head, place: place))
+                                   responseTime: responseTime, trust: trust, head: head, answeringHead: answeringHead,
+                                   place: place))
+    }
+
+    /// The head a hit on a response of `url`, `statusCode` and `fields` (by lowercased name) delivers,
+    /// without its `Age` (each hit adds its own), when the fields give it a time to be used without the
+    /// network (`FreshnessFacts.carriesNoTime`, `alwaysValidated`); `nil` otherwise, and a hit on such
+    /// a response (`.returnCacheDataElseLoad`) builds its head then. Made once per entry, when it is
+    /// stored or read from the file, instead of on every hit.
+    static func answeringHead(url: URL, statusCode: Int, fields: [String: String], facts: FreshnessFacts) -> ResponseHead? {
+        guard !facts.carriesNoTime, !facts.alwaysValidated else { return nil }
+        return ResponseHead(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1",
+                            fields: fields.compactMap { $0.key == "age" ? nil : ($0.key, $0.value) })
     }
 
     /// A stored response of Foundation's `response` (nil when it has no URL).
@@ -122,6 +139,7 @@ struct StoredResponse: Sendable {
             parts.fields = headers.lowercasedNames
             parts.facts = FreshnessFacts(parts.fields)
             parts.head = nil
+            parts.answeringHead = nil
         }
     }
 

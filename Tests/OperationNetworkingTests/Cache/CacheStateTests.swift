@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-@testable import OperationNetworking
+@_spi(Tool) @testable import OperationNetworking
 import XCTest
 
 /// `CacheState` alone, no network: the decision for each policy and stored response (the policies'
@@ -108,6 +108,38 @@ final class CacheStateTests: LibraryTestCase {
         XCTAssertEqual(body, stored.body)
         XCTAssertTrue(state.transferEnded(with: nil).store == nil, "a hit stores nothing")
         XCTAssertEqual(state.status, .hit)
+    }
+
+    /// A hit answers with the head made once with its entry (not built from its fields on every hit),
+    /// the entry's own `Age` replaced by the current one; an entry no default request answers from
+    /// without the network makes none.
+    func testAHitUsesTheHeadMadeWithItsEntryWithOneCurrentAge() throws {
+        let url = try CacheFixture.url()
+        let fields = ["cache-control": "max-age=3600", "age": "50", "date": CacheFixture.httpDate(t0),
+                      "content-type": "text/plain"]
+        let facts = FreshnessFacts(fields, now: t0)
+        let entry = SQLiteURLCache.Entry(url: url, statusCode: 200, headers: fields, fields: fields, facts: facts,
+                                         body: Data("stored".utf8), metadata: .absent, size: 100, storedAt: 0)
+        let made = try XCTUnwrap(entry.answeringHead, "an entry with a lifetime makes its answering head once")
+        XCTAssertNil(made.value(for: "Age"), "each hit adds its own Age")
+        let plain = ["content-type": "text/plain"]
+        XCTAssertNil(SQLiteURLCache.Entry(url: url, statusCode: 200, headers: plain, fields: plain,
+                                          facts: FreshnessFacts(plain, now: t0), body: Data(), metadata: .absent,
+                                          size: 10, storedAt: 0).answeringHead,
+                     "an entry with no time to be used without the network makes none")
+        let stored = StoredResponse(url: url, statusCode: 200, headers: fields, body: entry.body, varyingRequestHeaders: [:],
+                                    requestTime: t0, responseTime: t0, fields: fields, facts: facts,
+                                    answeringHead: entry.answeringHead)
+        var state = CacheState()
+        guard case .deliver(let response, let body) = state.consult(try CacheFixture.request(), stored: stored,
+                                                                    now: t0.addingTimeInterval(100)) else {
+            return XCTFail("not delivered")
+        }
+        XCTAssertEqual(response.values(for: "Age"), ["150"], "one Age: the stored 50 plus 100 s in the cache")
+        XCTAssertEqual(response.value(for: "Content-Type"), "text/plain")
+        XCTAssertEqual(response.value(for: "Cache-Control"), "max-age=3600")
+        XCTAssertEqual(response.fields.count, fields.count)
+        XCTAssertEqual(body, Data("stored".utf8))
     }
 
     // MARK: - The transfer's end

@@ -120,6 +120,24 @@ final class ResponseHead: Sendable {
         self.init(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: bytes, spans: spans)
     }
 
+    /// This head with one more field, `name: value`, after the others (the cache's `Age` on a hit).
+    func adding(name: String, value: String) -> ResponseHead {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(self.bytes.count + name.utf8.count + value.utf8.count)
+        bytes.append(contentsOf: self.bytes)
+        var name = name, value = value
+        let nameStart = Int32(clamping: bytes.count)
+        name.withUTF8 { bytes.append(contentsOf: $0) }
+        let valueStart = Int32(clamping: bytes.count)
+        value.withUTF8 { bytes.append(contentsOf: $0) }
+        var spans: [FieldSpan] = []
+        spans.reserveCapacity(self.spans.count + 1)
+        spans.append(contentsOf: self.spans)
+        spans.append(FieldSpan(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart,
+                               valueEnd: Int32(clamping: bytes.count)))
+        return ResponseHead(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: bytes, spans: spans)
+    }
+
     /// Fields in arrival order, names as sent.
     var fields: [(name: String, value: String)] {
         spans.map {
