@@ -4,17 +4,6 @@ import FoundationNetworking
 #endif
 
 extension SQLiteURLCache {
-    /// Told once whether a store reached the file: true when the batch holding it was written, false when
-    /// that batch failed for good (a full disk) or the store was replaced or removed before it was.
-    typealias WriteReport = @Sendable (_ written: Bool) -> Void
-
-    /// What is waiting to be written: the newest change of each key, and whether everything (or what
-    /// was stored after a date) goes first.
-    enum PendingWrite {
-        case store(Entry)
-        case remove
-    }
-
     /// The cache's state in memory: which keys the file holds and their sizes and recency (read once from
     /// the file, then kept up to date here), the most recently used entries themselves up to
     /// `memoryCapacity`, and the changes not yet written. Every lookup and store is decided here, under
@@ -23,21 +12,6 @@ extension SQLiteURLCache {
     ///
     /// - Threading: a value owned by the cache's `Protected` lock; no I/O here.
     struct Entries {
-        /// A key the file holds (or will, once written).
-        struct Slot {
-            var size: Int
-            var accessedAt: Double
-            var storedAt: Double
-            /// Its place in `slotOrder` (-1 until the slot is added to the slots).
-            var place: RecencyOrder<String>.Place = -1
-        }
-
-        /// An entry kept in memory, with its place in `keptOrder`.
-        struct Kept {
-            var entry: Entry
-            var place: RecencyOrder<String>.Place
-        }
-
         var memoryCapacity: Int
         var diskCapacity: Int
         /// Whether `slots` holds what the file holds: false until the keys were read from it.
@@ -47,7 +21,7 @@ extension SQLiteURLCache {
         private(set) var slots: [String: Slot] = [:]
         /// The bytes the slots take, kept as they change (no sum over the file).
         private(set) var diskUsage = 0
-        private(set) var kept: [String: Kept] = [:]
+        /// The bytes of the entries memory keeps (`Slot.kept`).
         private(set) var memoryUsage = 0
         /// The slots' keys and the kept entries' keys, least recently used first: eviction takes from
         /// their fronts instead of sorting every key.
@@ -56,8 +30,8 @@ extension SQLiteURLCache {
         /// Changes not yet in the file, each with the number it was made under: a write that finishes
         /// takes out only the changes it wrote, not newer ones made meanwhile.
         private(set) var pending: [String: (write: PendingWrite, number: UInt64)] = [:]
-        /// Recency not yet in the file.
-        private(set) var touched: [String: Double] = [:]
+        /// The keys whose recency is not yet in the file (`Slot.accessUnwritten`), each once.
+        private var touchedKeys: [String] = []
         /// Everything in the file goes first (`removeAllCachedResponses`), or what was stored after this time.
         private(set) var clearAll = false
         private(set) var clearSince: Double?
@@ -85,16 +59,6 @@ extension SQLiteURLCache {
 
         // MARK: - Reading
 
-        /// What memory says of `key`.
-        enum Lookup {
-            /// The entry, from memory (kept, or waiting to be written).
-            case entry(Entry)
-            /// Nothing is stored under it.
-            case absent
-            /// The file holds it: read it there.
-            case inFile
-        }
-
         /// Looks `key` up, noting it as used now.
         mutating func lookUp(_ key: String, now: Double) -> Lookup {
             guard !isRefused else { return .absent }
@@ -103,26 +67,36 @@ extension SQLiteURLCache {
                 touch(key, now: now)
                 return .entry(entry)
             }
-            if let index = kept.index(forKey: key) {
-                touch(key, now: now, keptAt: index)
-                return .entry(kept.values[index].entry)
+            guard let index = slots.index(forKey: key) else { return isLoaded ? .absent : .inFile }
+            if let kept = slots.values[index].kept {
+                touch(at: index, now: now)
+                return .entry(kept.entry)
             }
             guard isLoaded else { return .inFile }
-            guard let slot = slots.index(forKey: key) else { return .absent }
-            touch(key, now: now, slotAt: slot)
+            touch(at: index, now: now)
             return .inFile
         }
 
-        /// Notes `key` as used now; `keptAt` and `slotAt`, when the caller found them, spare a second
-        /// hash of the key.
-        private mutating func touch(_ key: String, now: Double, keptAt: Dictionary<String, Kept>.Index? = nil,
-                                    slotAt: Dictionary<String, Slot>.Index? = nil) {
-            if let index = keptAt ?? kept.index(forKey: key) { keptOrder.use(kept.values[index].place) }
-            guard let index = slotAt ?? slots.index(forKey: key) else { return }
-            // Changed in place through `values`: `slots[key]?.accessedAt = …` would hash the key again.
+        /// Notes `key` as used now.
+        private mutating func touch(_ key: String, now: Double) {
+            if let index = slots.index(forKey: key) { touch(at: index, now: now) }
+        }
+
+        /// Notes the slot at `index` as used now, changed in place through `values` (`slots[key]?… = …`
+        /// would hash the key again).
+        private mutating func touch(at index: Dictionary<String, Slot>.Index, now: Double) {
+            if let place = slots.values[index].kept?.place { keptOrder.use(place) }
             slots.values[index].accessedAt = now
             slotOrder.use(slots.values[index].place)
-            touched[key] = now
+            if !slots.values[index].accessUnwritten {
+                slots.values[index].accessUnwritten = true
+                touchedKeys.append(slots.keys[index])
+            }
+        }
+
+        /// The entry memory keeps for `key`, if any.
+        func keptEntry(for key: String) -> Entry? {
+            slots[key]?.kept?.entry
         }
 
         /// An entry read from the file for `key` is kept in memory, if it fits and nothing changed since
@@ -136,18 +110,6 @@ extension SQLiteURLCache {
         var changeNumber: UInt64 { changeCounter }
 
         // MARK: - Changing
-
-        /// What a store did.
-        enum StoreOutcome {
-            /// Nothing: the files are refused (nothing reported).
-            case refused
-            /// The entry is in memory and will be written; its report is told when it is.
-            case stored
-            /// The entry only repeats the one memory holds (`repeatsWithoutTime`), which stays, used now;
-            /// `written` when that one is already in the file (the report is told so at once), otherwise
-            /// the report waits for its write.
-            case repeated(written: Bool)
-        }
 
         /// Stores `entry` under `key` in memory, to be written, `report` to be told whether it was; then
         /// evicts the least recently used entries while the entries take more than `diskCapacity`. An
@@ -189,7 +151,7 @@ extension SQLiteURLCache {
                 return .repeated(written: false)
             }
             guard isLoaded, let slot = slots.index(forKey: key), slots.values[slot].storedAt == storedAt else { return nil }
-            touch(key, now: now, slotAt: slot)
+            touch(at: slot, now: now)
             return .repeated(written: true)
         }
 
@@ -210,7 +172,11 @@ extension SQLiteURLCache {
                 entry.head = head
                 pending[key] = (.store(entry), number)
             }
-            if let index = kept.index(forKey: key) { kept.values[index].entry.head = head }
+            if let index = slots.index(forKey: key), let kept = slots.values[index].kept {
+                var entry = kept.entry
+                entry.head = head
+                slots.values[index].kept = Kept(entry: entry, place: kept.place)
+            }
         }
 
         /// The entry under `key` if memory holds it, with the number of its change when it waits to be
@@ -220,7 +186,7 @@ extension SQLiteURLCache {
                 guard case .store(let entry) = write else { return nil }
                 return (entry, number)
             }
-            return kept[key].map { ($0.entry, nil) }
+            return keptEntry(for: key).map { ($0, nil) }
         }
 
         /// Removes `key`'s entry as `remove` does; false, changing nothing, when it is known that there
@@ -257,11 +223,10 @@ extension SQLiteURLCache {
         /// Removes every entry.
         mutating func removeAll() {
             slots = [:]
-            kept = [:]
             slotOrder.removeAll()
             keptOrder.removeAll()
             pending = [:]
-            touched = [:]
+            touchedKeys = []
             diskUsage = 0
             memoryUsage = 0
             clearAll = true
@@ -293,8 +258,10 @@ extension SQLiteURLCache {
         /// stay on top of it), and what memory kept of keys changed by someone else is let go.
         mutating func load(_ rows: [(key: String, slot: Slot)]) {
             let waiting = pending
+            // Uses not yet written stay to be written (the file's recency is older).
+            let unwritten = unwrittenAccesses()
             slots = [:]
-            kept = [:]
+            touchedKeys = []
             slotOrder.removeAll()
             keptOrder.removeAll()
             memoryUsage = 0
@@ -306,9 +273,16 @@ extension SQLiteURLCache {
                 found.append((key, Slot(size: entry.size, accessedAt: entry.storedAt, storedAt: entry.storedAt)))
                 waitingEntries.append((key, entry))
             }
+            for index in found.indices {
+                guard let accessed = unwritten[found[index].key] else { continue }
+                found[index].slot.accessedAt = max(found[index].slot.accessedAt, accessed)
+                found[index].slot.accessUnwritten = true
+                touchedKeys.append(found[index].key)
+            }
             // The order of use, rebuilt once from the recency the file kept.
             for (key, var slot) in found.sorted(by: { $0.slot.accessedAt < $1.slot.accessedAt }) {
                 slot.place = slotOrder.append(key)
+                slot.kept = nil
                 slots[key] = slot
                 diskUsage += slot.size
             }
@@ -325,19 +299,15 @@ extension SQLiteURLCache {
 
         // MARK: - Writing
 
-        /// What the next write takes: the changes, the recency and the clearing to write now.
-        struct Batch {
-            let changes: [(key: String, write: PendingWrite, number: UInt64)]
-            let touched: [String: Double]
-            let clearAll: Bool
-            let clearSince: Double?
-        }
-
         /// The changes to write, leaving them visible here until `written` says they are in the file.
         mutating func takeBatch() -> Batch {
+            let touched = unwrittenAccesses()
+            for key in touchedKeys {
+                if let index = slots.index(forKey: key) { slots.values[index].accessUnwritten = false }
+            }
+            touchedKeys = []
             let batch = Batch(changes: pending.map { ($0.key, $0.value.write, $0.value.number) },
                               touched: touched, clearAll: clearAll, clearSince: clearSince)
-            touched = [:]
             clearAll = false
             clearSince = nil
             return batch
@@ -368,36 +338,49 @@ extension SQLiteURLCache {
         /// `batch` could not be written (another process held the file past the wait): its recency and
         /// clearing are put back for the next write; its changes were never taken out.
         mutating func notWritten(_ batch: Batch) {
-            touched.merge(batch.touched) { newer, _ in newer }
+            // The slots' times are as recent as the batch's or more: only the marks go back.
+            for key in batch.touched.keys {
+                guard let index = slots.index(forKey: key), !slots.values[index].accessUnwritten else { continue }
+                slots.values[index].accessUnwritten = true
+                touchedKeys.append(key)
+            }
             clearAll = clearAll || batch.clearAll
             if let since = batch.clearSince { clearSince = min(clearSince ?? since, since) }
         }
 
         /// Whether anything waits to be written.
-        var hasChanges: Bool { !pending.isEmpty || !touched.isEmpty || clearAll || clearSince != nil }
+        var hasChanges: Bool { !pending.isEmpty || !touchedKeys.isEmpty || clearAll || clearSince != nil }
+
+        /// The uses not yet written, by key (a key dropped since is left out).
+        private func unwrittenAccesses() -> [String: Double] {
+            var accesses: [String: Double] = [:]
+            for key in touchedKeys {
+                if let slot = slots[key], slot.accessUnwritten { accesses[key] = slot.accessedAt }
+            }
+            return accesses
+        }
 
         // MARK: - Bookkeeping
 
         private mutating func drop(_ key: String) {
-            if let slot = slots.removeValue(forKey: key) {
-                diskUsage -= slot.size
-                slotOrder.remove(slot.place)
-            }
-            if let found = kept.removeValue(forKey: key) {
+            guard let slot = slots.removeValue(forKey: key) else { return }
+            diskUsage -= slot.size
+            slotOrder.remove(slot.place)
+            if let found = slot.kept {
                 memoryUsage -= found.entry.size
                 keptOrder.remove(found.place)
             }
-            touched[key] = nil
         }
 
+        /// Keeps `entry` in memory in `key`'s slot (every kept entry has one), if it fits.
         private mutating func keep(_ entry: Entry, for key: String) {
-            guard entry.size <= memoryCapacity else { return }
-            if let index = kept.index(forKey: key) {
-                memoryUsage -= kept.values[index].entry.size
-                kept.values[index].entry = entry
-                keptOrder.use(kept.values[index].place)
+            guard entry.size <= memoryCapacity, let index = slots.index(forKey: key) else { return }
+            if let current = slots.values[index].kept {
+                memoryUsage -= current.entry.size
+                keptOrder.use(current.place)
+                slots.values[index].kept = Kept(entry: entry, place: current.place)
             } else {
-                kept[key] = Kept(entry: entry, place: keptOrder.append(key))
+                slots.values[index].kept = Kept(entry: entry, place: keptOrder.append(key))
             }
             memoryUsage += entry.size
             trimMemory()
@@ -408,7 +391,9 @@ extension SQLiteURLCache {
         private mutating func trimMemory() {
             guard memoryUsage > memoryCapacity else { return }
             let target = memoryCapacity - memoryCapacity / 10
-            while memoryUsage > target, let key = keptOrder.leastRecent, let found = kept.removeValue(forKey: key) {
+            while memoryUsage > target, let key = keptOrder.leastRecent, let index = slots.index(forKey: key),
+                  let found = slots.values[index].kept {
+                slots.values[index].kept = nil
                 keptOrder.remove(found.place)
                 memoryUsage -= found.entry.size
             }

@@ -69,9 +69,33 @@ final class CacheRecencyOrderTests: LibraryTestCase {
             memory.store(entry("m\(index)"), for: "m\(index)", now: Double(index))
             _ = memory.lookUp("m0", now: Double(index))
         }
-        XCTAssertNotNil(memory.kept["m0"])
-        XCTAssertNil(memory.kept["m1"])
-        XCTAssertNotNil(memory.kept["m11"])
+        XCTAssertNotNil(memory.keptEntry(for: "m0"))
+        XCTAssertNil(memory.keptEntry(for: "m1"))
+        XCTAssertNotNil(memory.keptEntry(for: "m11"))
+    }
+
+    /// A key's uses reach the file once a batch, with the latest time, however often it was used (the
+    /// use is marked on its slot, not hashed into a map of its own each time); a batch that could not be
+    /// written puts them back; a reload of the keys keeps uses not yet written; a dropped key's are not written.
+    func testUsesAreWrittenOnceABatchPutBackAndKeptThroughAReload() {
+        var entries = SQLiteURLCache.Entries(memoryCapacity: 10_000, diskCapacity: 100_000)
+        entries.load([(key: "a", slot: SQLiteURLCache.Entries.Slot(size: 10, accessedAt: 1, storedAt: 0)),
+                      (key: "b", slot: SQLiteURLCache.Entries.Slot(size: 10, accessedAt: 2, storedAt: 0))])
+        XCTAssertFalse(entries.hasChanges)
+        _ = entries.lookUp("a", now: 5)
+        _ = entries.lookUp("a", now: 7)
+        XCTAssertTrue(entries.hasChanges)
+        XCTAssertEqual(entries.takeBatch().touched, ["a": 7])
+        XCTAssertEqual(entries.takeBatch().touched, [:], "taken once")
+        _ = entries.lookUp("b", now: 9)
+        entries.notWritten(entries.takeBatch())
+        XCTAssertEqual(entries.takeBatch().touched, ["b": 9], "put back after a batch that was not written")
+        _ = entries.lookUp("b", now: 20)
+        entries.load([(key: "b", slot: SQLiteURLCache.Entries.Slot(size: 10, accessedAt: 3, storedAt: 0))])
+        XCTAssertEqual(entries.takeBatch().touched, ["b": 20], "a reload keeps the use not yet written")
+        _ = entries.lookUp("b", now: 30)
+        entries.remove("b")
+        XCTAssertNil(entries.takeBatch().touched["b"], "a dropped key's use is not written")
     }
 
     private func entry(_ key: String) -> SQLiteURLCache.Entry {
