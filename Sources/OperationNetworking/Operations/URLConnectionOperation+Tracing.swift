@@ -37,16 +37,33 @@ extension URLConnectionOperation {
     /// of its own, or the app's), then the event is applied and its action carried out.
     func startOrResume(_ event: (inout OperationState) -> OperationState.Action?) {
         let security = securitySnapshot()
-        let cache = cacheLookup(security: security, for: event)
+        var cache = cacheLookup(security: security, for: event)
         let made = prepareTrace(for: event)
-        let (unused, step) = state.withLock { state in
-            if made != nil { state.run.traceBeingMade = nil }
-            return (state.install(made?.trace), advance(&state, security: security, cache: cache, event))
+        var applied = apply(event, security: security, cache: cache, trace: made?.trace)
+        while applied == nil {
+            cache = cacheLookup(security: security, for: event)
+            applied = apply(event, security: security, cache: cache, trace: made?.trace)
         }
         made?.signal.settle()
-        perform(step)
+        perform(applied?.step)
         // Made for an operation that ended meanwhile (a `cancel()` won the race): ended, so no span stays open.
-        unused?.end(facts: HTTPClientFacts.finished(self), error: error)
+        applied?.unused?.end(facts: HTTPClientFacts.finished(self), error: error)
+    }
+
+    /// Applies `start()` or `resume()` under the operation's lock with what was made before it: the
+    /// cache's lookup and the span (`trace`, installed here). Returns the step to carry out, and a span
+    /// made for nothing. `nil`, changing nothing, when the event now starts a run from nothing although
+    /// the lookup found it would not: another thread's `resume()` came between them (an operation paused
+    /// before the queue's start reached it, then resumed). That run would otherwise go without the cache:
+    /// not answered from it, nothing stored, and an unsafe request invalidating nothing. The caller looks
+    /// up again and applies the event again.
+    func apply(_ event: (inout OperationState) -> OperationState.Action?, security: SecurityPolicy.Snapshot?,
+               cache: CacheLookup?, trace: OperationTrace?) -> (unused: OperationTrace?, step: Step?)? {
+        state.withLock { state in
+            if cache == nil, state.request.url != nil, state.lifecycle.startsRunFromNothing(event) { return nil }
+            if trace != nil { state.run.traceBeingMade = nil }
+            return (state.install(trace), advance(&state, security: security, cache: cache, event))
+        }
     }
 
     /// Takes `ServiceContext.current`, when there is one, as the context of an operation that has not
