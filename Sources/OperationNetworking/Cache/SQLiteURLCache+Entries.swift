@@ -367,22 +367,22 @@ extension SQLiteURLCache {
             diskUsage -= slot.size
             slotOrder.remove(slot.place)
             if let found = slot.kept {
-                memoryUsage -= found.entry.size
+                memoryUsage -= found.entry.memorySize
                 keptOrder.remove(found.place)
             }
         }
 
         /// Keeps `entry` in memory in `key`'s slot (every kept entry has one), if it fits.
         private mutating func keep(_ entry: Entry, for key: String) {
-            guard entry.size <= memoryCapacity, let index = slots.index(forKey: key) else { return }
+            guard entry.memorySize <= memoryCapacity, let index = slots.index(forKey: key) else { return }
             if let current = slots.values[index].kept {
-                memoryUsage -= current.entry.size
+                memoryUsage -= current.entry.memorySize
                 keptOrder.use(current.place)
                 slots.values[index].kept = Kept(entry: entry, place: current.place)
             } else {
                 slots.values[index].kept = Kept(entry: entry, place: keptOrder.append(key))
             }
-            memoryUsage += entry.size
+            memoryUsage += entry.memorySize
             trimMemory()
         }
 
@@ -395,7 +395,7 @@ extension SQLiteURLCache {
                   let found = slots.values[index].kept {
                 slots.values[index].kept = nil
                 keptOrder.remove(found.place)
-                memoryUsage -= found.entry.size
+                memoryUsage -= found.entry.memorySize
             }
         }
 

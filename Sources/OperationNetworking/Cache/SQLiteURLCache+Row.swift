@@ -199,6 +199,8 @@ extension SQLiteURLCache {
         let storedAt: Double
         /// The head a hit delivers but for its `Age` (`StoredResponse.answeringHead`), made once here.
         let answeringHead: ResponseHead?
+        /// The bytes it counts for in memory: `size`, and the answering head's fields when it has one.
+        let memorySize: Int
 
         init(url: URL, statusCode: Int, headers: [String: String], fields: [String: String], facts: FreshnessFacts,
              head: ResponseHead? = nil, body: Data, metadata: MetadataReading, size: Int, storedAt: Double) {
@@ -212,7 +214,9 @@ extension SQLiteURLCache {
             self.metadata = metadata
             self.size = size
             self.storedAt = storedAt
-            answeringHead = StoredResponse.answeringHead(url: url, statusCode: statusCode, fields: fields, facts: facts)
+            let answering = StoredResponse.answeringHead(url: url, statusCode: statusCode, fields: fields, facts: facts)
+            answeringHead = answering
+            memorySize = size + (answering?.fieldStorageSize ?? 0)
         }
 
         /// What an entry holds of the library's metadata.

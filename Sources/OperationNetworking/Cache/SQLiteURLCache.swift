@@ -167,7 +167,8 @@ import FoundationNetworking
         }
     }
 
-    /// The bytes of the entries kept in memory.
+    /// The bytes of the entries kept in memory: each as `currentDiskUsage` counts it, plus, for one a
+    /// fresh hit may answer, the head kept ready for that answer.
     public override var currentMemoryUsage: Int {
         entries.withLock { $0.memoryUsage }
     }

@@ -98,6 +98,26 @@ final class CacheRecencyOrderTests: LibraryTestCase {
         XCTAssertNil(entries.takeBatch().touched["b"], "a dropped key's use is not written")
     }
 
+    /// Memory counts what it holds: an entry a fresh hit may answer keeps its answering head, and
+    /// counts its bytes beside the row's (the disk counts the row alone).
+    func testMemoryCountsTheAnsweringHeadAnEntryKeeps() throws {
+        var entries = SQLiteURLCache.Entries(memoryCapacity: 1_000_000, diskCapacity: 1_000_000)
+        entries.load([])
+        let url = try XCTUnwrap(URL(string: "http://127.0.0.1:9/fresh"))
+        let fields = ["cache-control": "max-age=60", "content-type": "text/plain"]
+        let fresh = SQLiteURLCache.Entry(url: url, statusCode: 200, headers: fields, fields: fields,
+                                         facts: FreshnessFacts(fields, now: Date()), body: Data(), metadata: .absent,
+                                         size: 1_000, storedAt: 0)
+        let head = try XCTUnwrap(fresh.answeringHead).fieldStorageSize
+        XCTAssertGreaterThan(head, 0)
+        entries.store(fresh, for: "fresh", now: 1)
+        entries.store(entry("plain"), for: "plain", now: 2)
+        XCTAssertEqual(entries.memoryUsage, 2_000 + head)
+        XCTAssertEqual(entries.diskUsage, 2_000)
+        entries.remove("fresh")
+        XCTAssertEqual(entries.memoryUsage, 1_000)
+    }
+
     private func entry(_ key: String) -> SQLiteURLCache.Entry {
         let url = URL(string: "http://127.0.0.1:9/\(key)") ?? URL(fileURLWithPath: "/")
         return SQLiteURLCache.Entry(url: url, statusCode: 200, headers: [:], fields: [:], facts: FreshnessFacts([:], now: Date()),

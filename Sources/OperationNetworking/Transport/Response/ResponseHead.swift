@@ -120,6 +120,9 @@ final class ResponseHead: Sendable {
         self.init(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: bytes, spans: spans)
     }
 
+    /// The bytes its fields take (names, values and their places), for a cache's count of its memory.
+    var fieldStorageSize: Int { bytes.count + spans.count * MemoryLayout<FieldSpan>.stride }
+
     /// This head with one more field, `name: value`, after the others (the cache's `Age` on a hit).
     func adding(name: String, value: String) -> ResponseHead {
         var bytes: [UInt8] = []
