@@ -225,6 +225,39 @@ final class CacheHitWithoutNetworkThreadTests: ServerTestCase {
         XCTAssertEqual(server.requests.filter { $0.path == "/cache/raced" }.count, 1, "only the fetch that stored it")
     }
 
+    /// `start()` and `resume()` ask the cache before they take the operation's lock, then apply the
+    /// event under it. An operation paused before the queue's start reached it, and resumed by another
+    /// thread between the two, has that start begin a run from nothing after all: the run must not go
+    /// without the cache (not answered from it, nothing stored, an unsafe request invalidating nothing).
+    /// The interleaving is made step by step, with the calls `startOrResume` makes.
+    func testAStartThatAResumeTurnedIntoARunIsLookedUpAgainAndAnsweredFromTheCache() throws {
+        let path = "/cache/resumed?cc=max-age%3D600"
+        let body = try prime(path)
+        let operation = hit(path)
+        operation.pause()   // before any start: parked, not ready
+        let start: (inout OperationState) -> OperationState.Action? = { $0.start() }
+        let security = operation.securitySnapshot()
+        // The queue's thread: its start, on a parked operation, begins no run, so nothing is looked up.
+        let early = operation.cacheLookup(security: security, for: start)
+        XCTAssertNil(early)
+        // Another thread's resume lands before that start takes the lock: the start now begins a run.
+        operation.resume()
+        XCTAssertNil(operation.apply(start, security: security, cache: early, trace: nil),
+                     "a run from nothing that was not looked up is not begun: it would skip the cache")
+        XCTAssertFalse(operation.isExecuting, "refused without a change")
+
+        let done = expectation(description: "handlers")
+        operation.setCompletionBlockWithSuccess({ _, _ in done.fulfill() }, failure: { _, error in
+            XCTFail("\(error)")
+            done.fulfill()
+        })
+        operation.start()   // the start as `startOrResume` then makes it: looked up again
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(operation.metrics?.cacheStatus, .hit)
+        XCTAssertEqual(operation.responseData, body)
+        XCTAssertEqual(server.requests.filter { $0.path == "/cache/resumed" }.count, 1, "only the fetch that stored it")
+    }
+
     // MARK: - Helpers
 
     /// Fetches `path` over the network through the test's cache, which stores it; returns the body.
