@@ -301,9 +301,11 @@ extension SQLiteURLCache {
 
         /// The changes to write, leaving them visible here until `written` says they are in the file.
         mutating func takeBatch() -> Batch {
-            let touched = unwrittenAccesses()
+            var touched: [String: Double] = [:]
             for key in touchedKeys {
-                if let index = slots.index(forKey: key) { slots.values[index].accessUnwritten = false }
+                guard let index = slots.index(forKey: key), slots.values[index].accessUnwritten else { continue }
+                slots.values[index].accessUnwritten = false
+                touched[key] = slots.values[index].accessedAt
             }
             touchedKeys = []
             let batch = Batch(changes: pending.map { ($0.key, $0.value.write, $0.value.number) },

@@ -109,15 +109,19 @@ final class ResponseHead: Sendable {
         bytes.reserveCapacity(fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count })
         var spans: [FieldSpan] = []
         spans.reserveCapacity(fields.count)
-        for (var name, var value) in fields {
-            let nameStart = Int32(clamping: bytes.count)
-            name.withUTF8 { bytes.append(contentsOf: $0) }
-            let valueStart = Int32(clamping: bytes.count)
-            value.withUTF8 { bytes.append(contentsOf: $0) }
-            spans.append(FieldSpan(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart,
-                                   valueEnd: Int32(clamping: bytes.count)))
-        }
+        for (name, value) in fields { ResponseHead.append(name, value, to: &bytes, &spans) }
         self.init(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: bytes, spans: spans)
+    }
+
+    /// Appends the field `name: value` to a head's storage.
+    private static func append(_ name: String, _ value: String, to bytes: inout [UInt8], _ spans: inout [FieldSpan]) {
+        var name = name, value = value
+        let nameStart = Int32(clamping: bytes.count)
+        name.withUTF8 { bytes.append(contentsOf: $0) }
+        let valueStart = Int32(clamping: bytes.count)
+        value.withUTF8 { bytes.append(contentsOf: $0) }
+        spans.append(FieldSpan(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart,
+                               valueEnd: Int32(clamping: bytes.count)))
     }
 
     /// The bytes its fields take (names, values and their places), for a cache's count of its memory.
@@ -128,16 +132,10 @@ final class ResponseHead: Sendable {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(self.bytes.count + name.utf8.count + value.utf8.count)
         bytes.append(contentsOf: self.bytes)
-        var name = name, value = value
-        let nameStart = Int32(clamping: bytes.count)
-        name.withUTF8 { bytes.append(contentsOf: $0) }
-        let valueStart = Int32(clamping: bytes.count)
-        value.withUTF8 { bytes.append(contentsOf: $0) }
         var spans: [FieldSpan] = []
         spans.reserveCapacity(self.spans.count + 1)
         spans.append(contentsOf: self.spans)
-        spans.append(FieldSpan(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart,
-                               valueEnd: Int32(clamping: bytes.count)))
+        ResponseHead.append(name, value, to: &bytes, &spans)
         return ResponseHead(url: url, statusCode: statusCode, httpVersion: httpVersion, bytes: bytes, spans: spans)
     }
 
