@@ -137,7 +137,12 @@ struct CacheState {
     /// which may not load.
     mutating func bypass(policy: URLRequest.CachePolicy, invalidating: CacheRequest? = nil) -> Decision {
         phase = .bypassed(invalidating: invalidating)
-        return policy == .returnCacheDataDontLoad ? .fail : .load
+        return CacheState.decisionWithoutCache(policy: policy)
+    }
+
+    /// A run that reads no cache loads, except under `.returnCacheDataDontLoad`, which may not load.
+    static func decisionWithoutCache(policy: URLRequest.CachePolicy) -> Decision {
+        policy == .returnCacheDataDontLoad ? .fail : .load
     }
 
     /// A paused download continues: the cache stays out of it (its bytes are not stitched into, nor

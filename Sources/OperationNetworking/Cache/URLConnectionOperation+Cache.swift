@@ -25,7 +25,8 @@ extension URLConnectionOperation {
 
     /// What the cache decided for a run about to start from nothing.
     struct CacheLookup {
-        let run: CacheRun
+        /// `nil` when caching is off: the run keeps no cache part, and its metrics say not consulted.
+        let run: CacheRun?
         let decision: CacheState.Decision
     }
 
@@ -54,18 +55,22 @@ extension URLConnectionOperation {
     /// run's transfer gets: a stored `https` response answers only the trust it gives (`CacheTrust`).
     func cacheLookup(security: SecurityPolicy.Snapshot?,
                      for event: (inout OperationState) -> OperationState.Action?) -> CacheLookup? {
-        let found = state.withLock { state -> LookupInput? in
-            guard state.lifecycle.startsRunFromNothing(event) else { return nil }
-            return LookupInput(request: state.request, setting: state.configuration.urlCache,
-                               streams: state.outputStream != nil,
-                               clientCertificate: state.configuration.clientCertificate,
-                               maximumBodySize: state.configuration.maximumResponseSize,
-                               retryPolicy: state.configuration.retryPolicy, proxy: state.configuration.proxy,
-                               decidesStores: state.configuration.cacheBlock != nil,
-                               overUnixSocket: state.configuration.unixSocketPath?.isEmpty == false
-                                || UnixSocketRoute.isUnixURL(state.request.url))
+        let found = state.withLock { state -> (policy: URLRequest.CachePolicy, input: LookupInput?)? in
+            guard state.lifecycle.startsRunFromNothing(event), state.request.url != nil else { return nil }
+            guard !state.configuration.urlCache.isOff else { return (state.request.cachePolicy, nil) }
+            let input = LookupInput(request: state.request, setting: state.configuration.urlCache,
+                                    streams: state.outputStream != nil,
+                                    clientCertificate: state.configuration.clientCertificate,
+                                    maximumBodySize: state.configuration.maximumResponseSize,
+                                    retryPolicy: state.configuration.retryPolicy, proxy: state.configuration.proxy,
+                                    decidesStores: state.configuration.cacheBlock != nil,
+                                    overUnixSocket: state.configuration.unixSocketPath?.isEmpty == false
+                                        || UnixSocketRoute.isUnixURL(state.request.url))
+            return (state.request.cachePolicy, input)
         }
-        guard let input = found, input.request.url != nil else { return nil }
+        guard let (policy, read) = found else { return nil }
+        // Caching off: nothing to read, store or invalidate, so nothing more of the request is read.
+        guard let input = read else { return CacheLookup(run: nil, decision: CacheState.decisionWithoutCache(policy: policy)) }
         let (request, setting, streams) = (input.request, input.setting, input.streams)
         var machine = CacheState()
         let now = Date()
