@@ -36,6 +36,8 @@ final class CacheConfigurationTests: CacheTestCase {
         let off = fetch(path) { $0.urlCache = nil }
         XCTAssertNil(off.urlCache)
         XCTAssertEqual(off.metrics?.cacheStatus, .notConsulted)
+        // Nothing of the cache is made for such a run (its lookup reads the policy alone).
+        XCTAssertTrue(off.state.withLock { $0.run.cache == nil }, "a run with caching off kept a cache part")
         fetch(path) { $0.urlCache = nil }
         XCTAssertEqual(requests(to: "/cache/off").count, 2)
         let refused = fetch(path, policy: .returnCacheDataDontLoad) { $0.urlCache = nil }
