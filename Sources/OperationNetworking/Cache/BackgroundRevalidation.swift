@@ -21,7 +21,7 @@ struct BackgroundRevalidation {
     /// The run's part of the cache: revalidating, or loading, the stored response.
     var machine: CacheState
     /// The fields that make its request conditional (none when the stored response has no validator).
-    let fields: [String: String]
+    let fields: [(name: String, value: String)]
     /// The URL the stored response is kept under.
     let key: URL
 
@@ -41,10 +41,9 @@ struct BackgroundRevalidation {
         let running = BackgroundRevalidator.Running(cache: ObjectIdentifier(storage.urlCache),
                                                     key: CacheEntryMetadata.key(for: key))
         guard BackgroundRevalidator.begin(running) else { return }
-        var request = settings.request
-        for (name, value) in fields { request.setValue(value, forHTTPHeaderField: name) }
         let revalidator = BackgroundRevalidator(machine: machine, storage: storage, running: running)
-        let transfer = Transfer(request: request, outputStream: nil, resumeFrom: nil, initialBody: Data(),
+        let transfer = Transfer(request: settings.request, conditionalFields: fields, outputStream: nil, resumeFrom: nil,
+                                initialBody: Data(),
                                 security: settings.security, clientCertificate: settings.clientCertificate,
                                 maximumBodySize: settings.maximumBodySize, retryPolicy: settings.retryPolicy,
                                 proxy: settings.proxy, delegate: revalidator)

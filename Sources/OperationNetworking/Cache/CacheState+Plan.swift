@@ -14,8 +14,9 @@ extension CacheState {
         /// A stale response within its `stale-while-revalidate` window answers at once, as `deliver` does,
         /// and `revalidation` refreshes it in the background (RFC 5861 §3).
         case deliverStale(ResponseHead, Data, revalidation: BackgroundRevalidation)
-        /// Send the request with these fields added (a conditional request, §4.3.1).
-        case revalidate([String: String])
+        /// Send the request conditional on the stored response (§4.3.1), with the fields `addedFields`
+        /// says (the transfer carries them: `Transfer.conditionalFields`).
+        case revalidate
         /// Send the request as it is.
         case load
         /// Fail with `URLError(.resourceUnavailable)`: the request may not load.
@@ -63,7 +64,7 @@ extension CacheState {
     /// again would change nothing a request can see. The usual API response without cache fields,
     /// fetched again and again, is decided so from its head and the entry, without a dictionary of its
     /// fields or an entry of its own being built. A `304` that changes none of such an entry's fields
-    /// but `Date` repeats it too (`StoredResponse.isRepeated(by:)`).
+    /// but `Date` repeats it too (`StoredResponse.isRepeated(byNotModified:)`).
     struct Repeat {
         /// The entry repeated, and where the storage holds it (`StoredResponse.place`).
         let entry: Entry

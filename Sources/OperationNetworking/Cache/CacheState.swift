@@ -204,11 +204,11 @@ struct CacheState {
     /// else a plain load), in the phase a run of this one would have entered.
     private static func revalidation(of entry: Entry, for request: CacheRequest) -> BackgroundRevalidation {
         var machine = CacheState()
-        guard Validation.hasValidator(entry.stored), case .revalidate(let fields) = machine.revalidate(request, entry) else {
+        guard Validation.hasValidator(entry.stored), case .revalidate = machine.revalidate(request, entry) else {
             _ = machine.load(request, replacing: entry)
-            return BackgroundRevalidation(machine: machine, fields: [:], key: entry.key)
+            return BackgroundRevalidation(machine: machine, fields: [], key: entry.key)
         }
-        return BackgroundRevalidation(machine: machine, fields: fields, key: entry.key)
+        return BackgroundRevalidation(machine: machine, fields: machine.addedFields, key: entry.key)
     }
 
     /// A request with `only-if-cached` that nothing stored satisfies is answered `504 Gateway Timeout`,
@@ -221,7 +221,7 @@ struct CacheState {
 
     private mutating func revalidate(_ request: CacheRequest, _ entry: Entry) -> Decision {
         phase = .revalidating(request, entry)
-        return .revalidate(Validation.conditionalFields(for: entry.stored))
+        return .revalidate
     }
 
     private mutating func load(_ request: CacheRequest, replacing entry: Entry?) -> Decision {
@@ -233,16 +233,22 @@ struct CacheState {
 
     /// A redirect to `target` is followed; returns the conditional fields to keep on the
     /// next request: only where it goes to the URL the stored response came from, whose validators they are.
-    mutating func redirected(to target: URL) -> [String: String] {
+    mutating func redirected(to target: URL) -> [(name: String, value: String)] {
         redirects += 1
-        guard case .revalidating(_, let entry) = phase, entry.stored.url == target else { return [:] }
+        guard case .revalidating(_, let entry) = phase, entry.stored.url == target else { return [] }
         return Validation.conditionalFields(for: entry.stored)
     }
 
     /// The fields the cache added to the request (to take out before a redirect block sees it).
-    var addedFields: [String: String] {
-        guard case .revalidating(_, let entry) = phase else { return [:] }
+    var addedFields: [(name: String, value: String)] {
+        guard case .revalidating(_, let entry) = phase else { return [] }
         return Validation.conditionalFields(for: entry.stored)
+    }
+
+    /// Whether the request went out conditional on a stored response (with `addedFields`, never empty).
+    var isRevalidating: Bool {
+        if case .revalidating = phase { return true }
+        return false
     }
 
     /// The transfer answered an authentication challenge (its request then carried credentials, §3.5).
@@ -259,7 +265,7 @@ struct CacheState {
         guard case .revalidating(let request, let entry) = phase,
               !Validation.notModified(field: head.joinedValue(for:), isAbout: entry.stored) else { return nil }
         phase = .loading(request, replacing: entry)
-        return Array(Validation.conditionalFields(for: entry.stored).keys)
+        return Validation.conditionalFields(for: entry.stored).map(\.name)
     }
 }
 
@@ -336,20 +342,19 @@ extension CacheState {
         }
         // A `304` that changes nothing but `Date` of an entry validated before every use (or one without
         // time of its own) keeps the entry as it is: the response delivered is the entry with the
-        // `304`'s `Date`, and nothing is freshened or stored unless the entry is gone meanwhile.
-        let changes = Storability.storedFields(of: received.head)
-        if let place = stored.place, stored.isRepeated(by: changes) {
+        // `304`'s `Date`, and nothing is freshened or stored unless the entry is gone meanwhile. Decided
+        // from the `304`'s head in place: its fields as the cache keeps them are made only to freshen.
+        let notModified = received.head
+        if let place = stored.place, stored.isRepeated(byNotModified: notModified) {
             phase = .storing(.revalidated)
-            var fields = stored.fields
-            if let date = changes["date"] { fields["date"] = date }
-            let head = ResponseHead(url: stored.url, statusCode: stored.statusCode, httpVersion: "HTTP/1.1",
-                                    fields: fields.map { ($0.key, $0.value) })
+            let head = stored.validatedHead(date: notModified.joinedValue(for: "Date"))
             let (requestTime, responseTime) = (received.requestTime, received.responseTime)
             return Plan(deliver: (head, stored.body), repeated: Repeat(entry: entry, place: place, makeResponse: {
-                Validation.freshened(stored, by: changes, requestTime: requestTime, responseTime: responseTime)
+                Validation.freshened(stored, by: Storability.storedFields(of: notModified), requestTime: requestTime,
+                                     responseTime: responseTime)
             }))
         }
-        return freshen(entry, by: changes, received: received)
+        return freshen(entry, by: Storability.storedFields(of: notModified), received: received)
     }
 
     /// The entry freshened by a `304` about it (`changes`: the `304`'s stored fields), delivered and stored.

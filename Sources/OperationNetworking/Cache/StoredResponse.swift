@@ -155,15 +155,25 @@ struct StoredResponse: Sendable {
         return self.body == body
     }
 
-    /// Whether a `304` about this response, whose stored fields are `changes` (by lowercased name), only
-    /// repeats it where nothing depends on when it came: it changes no field but `Date` (those a `304`
-    /// never changes, `Validation.fieldsKeptOn304`, aside), this one has no `Age` to drop, and its fields
-    /// give no freshness lifetime and no time to serve it stale, or say a bare `no-cache`.
-    func isRepeated(by changes: [String: String]) -> Bool {
+    /// Whether a `304` about this response, which came with `head`, only repeats it where nothing depends
+    /// on when it came: it changes no field but `Date` (those a `304` never changes,
+    /// `Validation.fieldsKeptOn304`, aside), this one has no `Age` to drop, and its fields give no
+    /// freshness lifetime and no time to serve it stale, or say a bare `no-cache`. Compared in place with
+    /// the head this one came with when that settles it (`ResponseHead.hasSameValues`), else by name.
+    func isRepeated(byNotModified notModified: ResponseHead) -> Bool {
         guard facts.carriesNoTime || facts.alwaysValidated, fields["age"] == nil else { return false }
-        return changes.allSatisfy { name, value in
-            name == "date" || Validation.fieldsKeptOn304.contains(name) || fields[name] == value
+        if let head, head.hasSameValues(forFieldsOf: notModified, except: Validation.fieldsNotComparedOn304) { return true }
+        return Storability.storedFields(of: notModified).allSatisfy { name, value in
+            Validation.fieldsNotComparedOn304.contains(name) || fields[name] == value
         }
+    }
+
+    /// The head a `304` that repeats it delivers (`isRepeated(byNotModified:)`): its fields, with the
+    /// `304`'s `Date` when it has one.
+    func validatedHead(date: String?) -> ResponseHead {
+        var fields = self.fields.map { (name: $0.key, value: $0.key == "date" ? date ?? $0.value : $0.value) }
+        if let date, self.fields["date"] == nil { fields.append((name: "date", value: date)) }
+        return ResponseHead(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", fields: fields)
     }
 
     /// Foundation's response for it, to deliver or to hand an app (nil when Foundation will not build it).

@@ -133,12 +133,12 @@ extension URLConnectionOperation {
         state.withLock { $0.run.cache?.machine.answeredStale ?? false }
     }
 
-    /// Puts the cache's part of a new run in `state`: returns the request the transfer sends (with the
-    /// conditional fields of a revalidation; the operation's `request` stays as it was) and the answer
-    /// that ends the run without the network (and without a transfer), if the cache gives one. Call
-    /// inside `state.withLock`.
+    /// Puts the cache's part of a new run in `state`: returns the request the transfer sends (the
+    /// conditional fields of a revalidation go with the transfer, `makeTransfer` reads them from the run)
+    /// and the answer that ends the run without the network (and without a transfer), if the cache gives
+    /// one. Call inside `state.withLock`.
     static func beginCacheRun(in state: inout State, continuing: Bool, lookup: CacheLookup?) -> (URLRequest, TransferOutcome?) {
-        var sent = state.request
+        let sent = state.request
         guard !continuing else {
             // A resumed download is never served from, nor stitched into, a stored response.
             var machine = CacheState()
@@ -150,21 +150,11 @@ extension URLConnectionOperation {
         switch lookup?.decision {
         case .deliver(let response, let body), .deliverStale(let response, let body, _):
             return (sent, .answeredFromCache(response, body))
-        case .revalidate(let fields):
-            // One change of the request's fields: Foundation's `setValue(_:forHTTPHeaderField:)` looks
-            // through every field, with Foundation's case folding, for each one set.
-            var sentFields = sent.allHTTPHeaderFields ?? [:]
-            for (name, value) in fields {
-                for spelling in sentFields.keys where asciiCaseInsensitiveEquals(spelling, name) { sentFields[spelling] = nil }
-                sentFields[name] = value
-            }
-            sent.allHTTPHeaderFields = sentFields
-            return (sent, nil)
         case .fail:
             return (sent, .failed(TransportError.make(.resourceUnavailable,
                                                       "No cached response, and loading is not allowed.",
                                                       url: sent.url)))
-        case .load, nil:
+        case .revalidate, .load, nil:
             return (sent, nil)
         }
     }

@@ -10,6 +10,11 @@ enum Validation {
     /// of the body the cache kept (the library keeps the body decoded), besides hop-by-hop fields.
     static let fieldsKeptOn304: Set<String> = ["content-length", "content-encoding", "content-range"]
 
+    /// The fields a `304` may bring without changing the stored response it validates: `Date`, those
+    /// `fieldsKeptOn304`, and those never stored (`Storability.neverStoredFields`). A list: a field of the
+    /// `304` is compared with each name in place, by length first (`ResponseHead.hasSameValues`).
+    static let fieldsNotComparedOn304 = ["date"] + fieldsKeptOn304.sorted() + Storability.neverStoredFields.sorted()
+
     /// Whether `stored` carries a validator (`ETag` or `Last-Modified`) to revalidate it with.
     static func hasValidator(_ stored: StoredResponse) -> Bool {
         stored.fields["etag"] != nil || stored.fields["last-modified"] != nil
@@ -18,10 +23,12 @@ enum Validation {
     /// The fields that make a request conditional on `stored` (§4.3.1): `If-None-Match` with its entity
     /// tag, strong or weak, and `If-Modified-Since` with its `Last-Modified` (an origin that knows
     /// entity tags ignores the date, RFC 9110 §13.1.3). Names as sent on the wire.
-    static func conditionalFields(for stored: StoredResponse) -> [String: String] {
-        var fields: [String: String] = [:]
-        if let tag = stored.fields["etag"] { fields["If-None-Match"] = tag }
-        if let modified = stored.fields["last-modified"] { fields["If-Modified-Since"] = modified }
+    /// In that order, as a list: a request asks for them on every revalidation, and a dictionary's hashing
+    /// would cost more than the rest of making them.
+    static func conditionalFields(for stored: StoredResponse) -> [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = []
+        if let tag = stored.fields["etag"] { fields.append(("If-None-Match", tag)) }
+        if let modified = stored.fields["last-modified"] { fields.append(("If-Modified-Since", modified)) }
         return fields
     }
 

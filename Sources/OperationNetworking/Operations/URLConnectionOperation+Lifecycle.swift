@@ -300,7 +300,9 @@ extension URLConnectionOperation {
                       security: SecurityPolicy.Snapshot?, attempt: Int = 1, retriesThroughOwner: Bool = false) -> Transfer {
         var sent = request
         state.applyTraceFields(to: &sent)
-        let transfer = Transfer(request: sent, outputStream: state.outputStream, resumeFrom: kept?.point,
+        // A revalidation's conditional fields go with the transfer, not on a copy of the request.
+        let transfer = Transfer(request: sent, conditionalFields: state.run.cache?.machine.addedFields ?? [],
+                                outputStream: state.outputStream, resumeFrom: kept?.point,
                                 initialBody: kept?.bytes ?? Data(), security: security,
                                 clientCertificate: state.configuration.clientCertificate,
                                 maximumBodySize: state.configuration.maximumResponseSize,

@@ -9,18 +9,18 @@ import FoundationNetworking
 extension URLConnectionOperation: TransferDelegate {
     func transfer(_ transfer: Transfer, willRedirectTo request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
         let (block, added, trace) = state.withLock {
-            ($0.configuration.redirectBlock, $0.run.cache?.machine.addedFields ?? [:], $0.run.trace)
+            ($0.configuration.redirectBlock, $0.run.cache?.machine.addedFields ?? [], $0.run.trace)
         }
         // The block and `currentRequest` see the request without the fields the cache added to revalidate
         // or the span's (which the next hop sends all the same).
         var proposed = request
-        for name in added.keys { proposed.setValue(nil, forHTTPHeaderField: name) }
+        for field in added { proposed.setValue(nil, forHTTPHeaderField: field.name) }
         for field in trace?.fields ?? [] { proposed.setValue(nil, forHTTPHeaderField: field.name) }
         guard var chosen = block.map({ $0(self, proposed, response) }) ?? proposed else { return nil }
-        let kept = state.withLock { state -> [String: String] in
+        let kept = state.withLock { state -> [(name: String, value: String)] in
             state.run.currentRequest = chosen
-            guard let target = chosen.url else { return [:] }
-            return state.run.cache?.machine.redirected(to: target) ?? [:]
+            guard let target = chosen.url else { return [] }
+            return state.run.cache?.machine.redirected(to: target) ?? []
         }
         for (name, value) in kept { chosen.setValue(value, forHTTPHeaderField: name) }
         trace?.apply(to: &chosen)
@@ -118,7 +118,7 @@ extension URLConnectionOperation: TransferDelegate {
         self.transfer(transfer, didReceive: head)
         let (block, revalidated) = state.withLock { state in
             (state.configuration.didReceiveResponseBlock,
-             head.statusCode == 304 && !(state.run.cache?.machine.addedFields.isEmpty ?? true))
+             head.statusCode == 304 && state.run.cache?.machine.isRevalidating == true)
         }
         // The library's own classes do not override the method: with no block, nobody would be asked,
         // and no `HTTPURLResponse` need be built here, on the network thread every transfer shares.

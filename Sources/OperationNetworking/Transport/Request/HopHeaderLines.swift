@@ -92,14 +92,18 @@ struct HopHeaderLines {
     /// `offersEncodings` whether it asks for compressed bodies (`Transfer.offersEncodings(for:)`);
     /// `continuation` the point a continued download resumes from, if any (only one with a byte offset
     /// on a server that takes ranges sends a `Range`); `cookieURL` the URL whose cookies go (the request's
-    /// unless it is an `http+unix` URL: then the `http://localhost/…` it stands for, see `UnixSocketRoute`).
-    init(request: URLRequest, body: OutgoingBody, offersEncodings: Bool, continuation: ResumePoint?, cookieURL: URL? = nil) {
+    /// unless it is an `http+unix` URL: then the `http://localhost/…` it stands for, see `UnixSocketRoute`);
+    /// `added` the fields a cache revalidation adds (`Transfer.conditionalFields`), sent in place of the
+    /// request's own of the same name.
+    init(request: URLRequest, body: OutgoingBody, offersEncodings: Bool, continuation: ResumePoint?, cookieURL: URL? = nil,
+         added: [(name: String, value: String)] = []) {
         // A continuation sends its own Range (and If-Range) in place of the caller's; without one (paused
         // before any byte arrived, or a range the library cannot continue) the caller's stand as sent.
         let continuation = continuation.flatMap { $0.offset > 0 && $0.rangesSupported ? $0 : nil }
         let hasBody = body.isSent
         var hasCookie = false, hasExpect = false
         for (name, value) in request.allHTTPHeaderFields ?? [:] {
+            if added.contains(where: { asciiCaseInsensitiveEquals($0.name, name) }) { continue }
             if invalidFieldName == nil && !Transfer.isValidHeader(name: name, value: value) { invalidFieldName = name }
             let lowered = name.lowercased()
             // curl computes the length of the body it sends; a second, stale value would corrupt the request.
@@ -108,6 +112,11 @@ struct HopHeaderLines {
             if lowered == "range" { callerRange = CallerRange(header: value) }
             hasCookie = hasCookie || lowered == "cookie"
             hasExpect = hasExpect || lowered == "expect"
+            lines.append(Line(name: name, value: value))
+        }
+        // The cache's own values (a stored response's validators): checked as every field is.
+        for (name, value) in added {
+            if invalidFieldName == nil && !Transfer.isValidHeader(name: name, value: value) { invalidFieldName = name }
             lines.append(Line(name: name, value: value))
         }
         // No 100-continue round trip unless asked for (only a request with a body can have one).

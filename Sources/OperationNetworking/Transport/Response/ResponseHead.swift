@@ -193,6 +193,32 @@ final class ResponseHead: Sendable {
         }
     }
 
+    /// Whether each field of `other` not named in `skipped` (lowercased names) comes once there and once
+    /// here, with the same value bytes, and this head's `Connection` names no field outside `skipped`:
+    /// then the fields a cache keeps of `other` by name (those `skipped` aside) are kept of this head with
+    /// the same values. Compared in place (a `304` against the head of the response it validates);
+    /// `false` settles nothing, and the caller compares the fields by name.
+    func hasSameValues(forFieldsOf other: ResponseHead, except skipped: [String]) -> Bool {
+        if let connection = value(for: "Connection"),
+           !CacheControl.listMembers(connection).allSatisfy({ skipped.contains(asciiLowercased($0)) }) { return false }
+        return bytes.withUnsafeBufferPointer { mine in
+            other.bytes.withUnsafeBufferPointer { theirs in
+                other.spans.allSatisfy { field in
+                    if skipped.contains(where: { HeaderBytes.nameMatches($0, other.bytes, field) }) { return true }
+                    var kept: FieldSpan?
+                    for span in spans where HeaderBytes.sameName(theirs, field, mine, span) {
+                        guard kept == nil else { return false }
+                        kept = span
+                    }
+                    var count = 0
+                    for span in other.spans where HeaderBytes.sameName(theirs, field, theirs, span) { count += 1 }
+                    guard let kept, count == 1 else { return false }
+                    return HeaderBytes.same(theirs, field.valueStart, field.valueEnd, mine, kept.valueStart, kept.valueEnd)
+                }
+            }
+        }
+    }
+
     /// Fields as Foundation wants them: repeated names joined with `", "`, the first spelling kept.
     var headerDictionary: [String: String] {
         var result: [String: String] = [:]
@@ -272,6 +298,18 @@ enum HeaderBytes {
               Int(oneEnd) <= one.count, Int(otherEnd) <= other.count else { return false }
         guard count > 0, let first = one.baseAddress, let second = other.baseAddress else { return true }
         return memcmp(first + Int(oneStart), second + Int(otherStart), count) == 0
+    }
+
+    /// Whether the field at `one` in `first` and the one at `two` in `second` have the same name, ignoring
+    /// ASCII case (the length first: most fields are turned away without reading a byte).
+    static func sameName(_ first: UnsafeBufferPointer<UInt8>, _ one: FieldSpan,
+                         _ second: UnsafeBufferPointer<UInt8>, _ two: FieldSpan) -> Bool {
+        let count = Int(one.nameEnd) - Int(one.nameStart)
+        guard count == Int(two.nameEnd) - Int(two.nameStart), one.nameStart >= 0, two.nameStart >= 0,
+              Int(one.nameEnd) <= first.count, Int(two.nameEnd) <= second.count else { return false }
+        return (0..<count).allSatisfy {
+            asciiLower(first[Int(one.nameStart) + $0]) == asciiLower(second[Int(two.nameStart) + $0])
+        }
     }
 
     /// Whether two fields have the same value, byte for byte.

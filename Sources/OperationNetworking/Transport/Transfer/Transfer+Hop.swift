@@ -327,7 +327,8 @@ extension Transfer {
     /// break the request's head.
     func headerLines(for request: URLRequest, body: OutgoingBody, url: URL) throws -> [HopHeaderLines.Line] {
         let headers = HopHeaderLines(request: request, body: body, offersEncodings: hop.asksForEncodings,
-                                     continuation: resumeFrom, cookieURL: url)
+                                     continuation: resumeFrom, cookieURL: url,
+                                     added: current.redirectCount == 0 ? conditionalFields : [])
         if let name = headers.invalidFieldName { throw LibraryError.invalidHeader(name, url: request.url ?? url) }
         hop.callerRange = headers.callerRange
         hop.sentRange = headers.sendsContinuationRange

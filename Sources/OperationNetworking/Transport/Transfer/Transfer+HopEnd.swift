@@ -51,6 +51,8 @@ extension Transfer {
     /// the stored one): the request goes again at once without the conditional fields the cache added,
     /// also for a later attempt of the retry policy, and its response is the caller's.
     func unusableNotModifiedEnded() -> HopEndAction {
+        conditionalFields = []
+        // Those a redirect kept are on the request itself.
         for name in hop.droppedOnResend {
             current.request.setValue(nil, forHTTPHeaderField: name)
             originalRequest.setValue(nil, forHTTPHeaderField: name)

@@ -71,6 +71,10 @@ final class Transfer: @unchecked Sendable {
     var state = TransferState()
     /// The request each attempt starts from (its multipart body replaced by a rebuilt one for a retry).
     var originalRequest: URLRequest
+    /// A cache revalidation's fields, sent in place of the request's own of the same name (not copied
+    /// into it) until an attempt's first redirect (the operation puts those a redirect keeps on the
+    /// request it follows); dropped by a `304` the cache cannot use.
+    var conditionalFields: [(name: String, value: String)]
     /// What the attempt under way owns.
     var current: Attempt
     /// What the hop under way owns; replaced only by `beginHop(_:)`.
@@ -99,7 +103,9 @@ final class Transfer: @unchecked Sendable {
     ///   - initialBody: bytes a paused in-memory download already holds; appended to on a 206.
     ///   - attempt: the number of its first attempt (an owner that makes the retries counts on).
     ///   - retriesThroughOwner: see `Settings.retriesThroughOwner`.
-    init(request: URLRequest, outputStream: OutputStream?, resumeFrom: ResumePoint?, initialBody: Data,
+    ///   - conditionalFields: see `conditionalFields`.
+    init(request: URLRequest, conditionalFields: [(name: String, value: String)] = [], outputStream: OutputStream?,
+         resumeFrom: ResumePoint?, initialBody: Data,
          security: SecurityPolicy.Snapshot? = nil, clientCertificate: ClientCertificate? = nil, maximumBodySize: Int64? = nil,
          retryPolicy: RetryPolicy = .none, proxy: ProxySetting = .environment, unixSocketPath: String? = nil,
          attempt: Int = 1, retriesThroughOwner: Bool = false, delegate: TransferDelegate) {
@@ -109,6 +115,7 @@ final class Transfer: @unchecked Sendable {
                             proxyEnvironment: proxy == .environment ? ProxyEnvironment.current() : nil,
                             unixSocketPath: unixSocketPath, retriesThroughOwner: retriesThroughOwner)
         originalRequest = request
+        self.conditionalFields = conditionalFields
         current = Attempt(number: attempt, request: request, body: initialBody, bytesReceived: resumeFrom?.offset ?? 0)
         self.delegate = delegate
     }
