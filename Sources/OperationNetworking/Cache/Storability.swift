@@ -103,21 +103,24 @@ enum CacheTrust {
     static let system = "system"
 
     /// The identity of `policy` (`nil`: the default policy) with `clientCertificate`.
+    /// Made from what the policy and the certificate described once, when they were set
+    /// (`SecurityPolicy.Snapshot.cacheDescription`, `ClientCertificate.cacheDigest`): every request that
+    /// consults the cache asks, and hashing certificates for each one cost more than its fetch.
     static func identity(of policy: SecurityPolicy.Snapshot?, clientCertificate: ClientCertificate?) -> String {
         guard policy.map({ !$0.isSystemDefault }) ?? false || clientCertificate != nil else { return system }
         let settings = policy ?? SecurityPolicy.defaultSnapshot
-        var parts = [
-            "mode=\(settings.mode.rawValue)",
-            "allowInvalid=\(settings.allowInvalid)",
-            "validatesDomainName=\(settings.validatesDomainName)",
-            "pinned=\(digest(of: settings.pinned))",
-            "anchors=\(digest(of: settings.anchors))",
-            "client=\(clientCertificate.map { digest(of: [$0.certificate]) } ?? "none")",
-        ]
+        var identity = settings.cacheDescription + ";client=" + (clientCertificate?.cacheDigest ?? "none")
         if let evaluator = settings.evaluator {
-            parts.append("evaluator=\(processNumber).\(evaluator.serialNumber)")
+            identity += ";evaluator=\(processNumber).\(evaluator.serialNumber)"
         }
-        return parts.joined(separator: ";")
+        return identity
+    }
+
+    /// The part of an identity that `settings` give (the evaluator aside).
+    static func describe(_ settings: SecurityPolicy.Snapshot) -> String {
+        ["mode=\(settings.mode.rawValue)", "allowInvalid=\(settings.allowInvalid)",
+         "validatesDomainName=\(settings.validatesDomainName)", "pinned=\(digest(of: settings.pinned))",
+         "anchors=\(digest(of: settings.anchors))"].joined(separator: ";")
     }
 
     /// Whether an entry stored under `recorded` (its identity, `nil` when it has none) may answer an
@@ -144,7 +147,7 @@ enum CacheTrust {
     private static let processNumber = UInt64.random(in: 1...UInt64.max)
 
     /// SHA-256, in hex, of a set of certificates taken in a fixed order (the set's own order varies).
-    private static func digest(of certificates: Set<Data>) -> String {
+    static func digest(of certificates: Set<Data>) -> String {
         guard !certificates.isEmpty else { return "none" }
         var joined = Data()
         for certificate in certificates.sorted(by: { $0.lexicographicallyPrecedes($1) }) {

@@ -28,6 +28,9 @@ public struct ClientCertificate: Sendable, Equatable {
     public let privateKeyFormat: Format
     /// Unlocks an encrypted PEM key; `nil` for a key that is not encrypted.
     public let passphrase: String?
+    /// The certificate's SHA-256 as the HTTP cache records the trust a response was fetched under
+    /// (`CacheTrust.identity`): made once, with the value.
+    let cacheDigest: String
 
     /// A certificate and key from bytes.
     public init(certificate: Data, certificateFormat: Format, privateKey: Data, privateKeyFormat: Format,
@@ -37,6 +40,7 @@ public struct ClientCertificate: Sendable, Equatable {
         self.privateKey = privateKey
         self.privateKeyFormat = privateKeyFormat
         self.passphrase = passphrase
+        cacheDigest = CacheTrust.digest(of: [certificate])
     }
 
     /// A certificate and key read from files; PEM or DER is told from the content.

@@ -230,11 +230,7 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
         let settings = self.settings
         // The initializer may be a subclass's: it runs with no lock held.
         let copy = type(of: self).init(pinningMode: settings.mode, withPinnedCertificates: settings.pinned)
-        copy.stored.withLock {
-            $0.anchors = settings.anchors
-            $0.allowInvalid = settings.allowInvalid
-            $0.validatesDomainName = settings.validatesDomainName
-        }
+        copy.stored.withLock { $0 = settings }
         return copy
     }
 
@@ -312,13 +308,32 @@ open class SecurityPolicy: NSObject, NSSecureCoding, NSCopying, @unchecked Senda
     /// - Threading: a value; the policy keeps its own behind its lock (`stored`), and a transfer carries a
     ///   copy to the network thread.
     struct Snapshot: Sendable, Hashable {
-        var mode: SSLPinningMode
-        var pinned: Set<Data>
-        var anchors: Set<Data>
-        var allowInvalid: Bool
-        var validatesDomainName: Bool
+        var mode: SSLPinningMode { didSet { describeForCache() } }
+        var pinned: Set<Data> { didSet { describeForCache() } }
+        var anchors: Set<Data> { didSet { describeForCache() } }
+        var allowInvalid: Bool { didSet { describeForCache() } }
+        var validatesDomainName: Bool { didSet { describeForCache() } }
         /// The subclass instance that decides trust itself; `nil` for `SecurityPolicy`'s own instances.
-        var evaluator: Evaluator? = nil
+        var evaluator: Evaluator?
+        /// The settings above as the HTTP cache records the trust a response was fetched under
+        /// (`CacheTrust.describe`, certificates by their SHA-256): made when a setting changes, once,
+        /// not by every request that consults the cache.
+        private(set) var cacheDescription = ""
+
+        init(mode: SSLPinningMode, pinned: Set<Data>, anchors: Set<Data>, allowInvalid: Bool, validatesDomainName: Bool,
+             evaluator: Evaluator? = nil) {
+            self.mode = mode
+            self.pinned = pinned
+            self.anchors = anchors
+            self.allowInvalid = allowInvalid
+            self.validatesDomainName = validatesDomainName
+            self.evaluator = evaluator
+            describeForCache()
+        }
+
+        private mutating func describeForCache() {
+            cacheDescription = CacheTrust.describe(self)
+        }
 
         /// True for the plain default: system trust, host checked, nothing added, no override.
         var isSystemDefault: Bool {
