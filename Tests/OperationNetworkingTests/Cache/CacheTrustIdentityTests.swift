@@ -46,6 +46,30 @@ final class CacheTrustIdentityTests: LibraryTestCase {
         }
     }
 
+    /// The identity is made of a description the policy keeps of its settings, made when one changes
+    /// (issue 57: hashing the certificates for every request cost more than the request's fetch): it
+    /// stays the description the settings give after every change, through every setter and a copy.
+    func testThePolicysDescriptionFollowsEverySetting() throws {
+        let root = try TestCertificateAuthority(commonName: "Description Root")
+        let policy = SecurityPolicy(pinningMode: .certificate, withPinnedCertificates: [])
+        func check(_ step: String) {
+            let snapshot = policy.snapshot
+            XCTAssertEqual(snapshot.cacheDescription, CacheTrust.describe(snapshot), step)
+            XCTAssertTrue(identity(policy).hasPrefix(snapshot.cacheDescription + ";client="), step)
+        }
+        check("made")
+        policy.pinnedCertificates = [root.certificate]
+        check("pinned")
+        policy.additionalTrustAnchors = [root.certificate]
+        check("anchors")
+        policy.allowInvalidCertificates = true
+        check("allowInvalid")
+        policy.validatesDomainName = false
+        check("validatesDomainName")
+        let copy = try XCTUnwrap(policy.copy() as? SecurityPolicy)
+        XCTAssertEqual(copy.snapshot.cacheDescription, policy.snapshot.cacheDescription, "a copy")
+    }
+
     func testAnOverridingSubclassIsItsOwnInstanceAlone() {
         let first = OverridingPolicy(pinningMode: .none)
         XCTAssertEqual(identity(first), identity(first))

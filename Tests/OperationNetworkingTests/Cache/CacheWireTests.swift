@@ -59,6 +59,30 @@ final class CacheWireTests: CacheTestCase {
         XCTAssertEqual(second.currentRequest.value(forHTTPHeaderField: "If-None-Match"), nil)
     }
 
+    /// The cache's conditional fields go with the transfer (`Transfer.conditionalFields`); the request
+    /// the transfer holds is the operation's, never a copy changed to carry them (issue 57: that copy
+    /// cost 8k instructions a revalidation).
+    func testARevalidationsFieldsGoWithTheTransferNotOnACopyOfTheRequest() throws {
+        let path = "/cache/held?cc=no-cache&etag=strong&revalidationDelayMs=1000"
+        fetch(path)
+        var request = self.request(path)
+        request.setValue("kept", forHTTPHeaderField: "X-App")
+        let operation = HTTPRequestOperation(request: request)
+        operation.urlCache = cache
+        let (done, _) = recordOutcome(of: operation)
+        operation.start()
+        let server = try XCTUnwrap(self.server)
+        XCTAssertTrue(eventually { server.requests.filter { $0.path == "/cache/held" }.count == 2 }, "the revalidation reached the server")
+        // Held by the server for a second: the transfer is the run's, and reads as it was made.
+        let sent = operation.state.withLock { $0.run.transfer.map { ($0.originalRequest, $0.conditionalFields) } }
+        XCTAssertEqual(sent?.0.allHTTPHeaderFields, ["X-App": "kept"], "the operation's request, unchanged")
+        XCTAssertEqual(sent?.1.map { "\($0.name): \($0.value)" }, ["If-None-Match: \"held-v1\""])
+        XCTAssertEqual(requests(to: "/cache/held").last?.header("If-None-Match"), "\"held-v1\"")
+        XCTAssertEqual(requests(to: "/cache/held").last?.header("X-App"), "kept")
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(operation.metrics?.cacheStatus, .revalidated)
+    }
+
     func testValidatorsOnTheWire() throws {
         fetch("/cache/weak?cc=no-cache&etag=weak")
         fetch("/cache/weak?cc=no-cache&etag=weak")
