@@ -15,7 +15,8 @@ extension CacheState {
         /// and `revalidation` refreshes it in the background (RFC 5861 §3).
         case deliverStale(ResponseHead, Data, revalidation: BackgroundRevalidation)
         /// Send the request conditional on the stored response (§4.3.1), with the fields `addedFields`
-        /// says (the transfer carries them: `Transfer.conditionalFields`).
+        /// says (the transfer carries them, `Transfer.conditionalFields`, or they are on the request an
+        /// interceptor adapts).
         case revalidate
         /// Send the request as it is.
         case load

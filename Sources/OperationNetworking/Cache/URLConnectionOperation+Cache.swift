@@ -159,6 +159,15 @@ extension URLConnectionOperation {
         }
     }
 
+    /// `request` with the run's conditional fields set on it, in place of any of the same name: what an
+    /// interceptor adapts (the request as it would be sent). Without an interceptor the transfer carries
+    /// them instead (`Transfer.conditionalFields`), and the request is not copied. Call inside `state.withLock`.
+    static func withConditionalFields(_ request: URLRequest, of state: State) -> URLRequest {
+        var request = request
+        for field in state.existingRun?.cache?.machine.addedFields ?? [] { request.setValue(field.value, forHTTPHeaderField: field.name) }
+        return request
+    }
+
     /// A `304` arrived for the run's transfer: one the cache's own revalidation cannot use (about another
     /// response than the stored one, `CacheState.notModifiedArrived`) has the transfer send the request
     /// again without the fields the cache added. On the network thread; no code of the app's runs.

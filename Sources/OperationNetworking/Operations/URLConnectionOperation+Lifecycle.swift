@@ -238,7 +238,9 @@ extension URLConnectionOperation {
         case .startTransfer(let kept):
             let (sent, answer) = beginRun(in: &state, continuing: kept, cache: cache)
             if answer == nil, let interceptor = state.configuration.interceptor {
-                return beginInterception(&state, interceptor, request: sent, kept: kept)
+                // The interceptor adapts the request as it would be sent, the cache's fields on it.
+                let unadapted = URLConnectionOperation.withConditionalFields(sent, of: state)
+                return beginInterception(&state, interceptor, request: unadapted, kept: kept)
             }
             let stream = state.run.outputStreamOpened ? nil : state.outputStream
             if stream != nil { state.run.outputStreamOpened = true }
@@ -250,7 +252,8 @@ extension URLConnectionOperation {
                 state.run.transfer = nil
                 return advance(&state) { $0.answeredWithoutNetwork(answer) }
             }
-            let transfer = makeTransfer(&state, sending: sent, kept: kept, security: security)
+            let transfer = makeTransfer(&state, sending: sent, kept: kept, security: security,
+                                        conditionalFields: state.run.cache?.machine.addedFields ?? [])
             return .startTransfer(transfer, request: state.request, stream: stream, observers: state.observers)
         case .deliverAnswer(let answer):
             return .deliverAnswer(answer, observers: state.observers)
@@ -296,12 +299,13 @@ extension URLConnectionOperation {
 
     /// The run's transfer of `request`, kept in the run. Every request it sends (attempts, redirects)
     /// starts from this one, so the span's fields go on it here. Call inside `state.withLock`.
+    /// `conditionalFields`: a revalidation's, which the transfer sends with `request` (`Transfer.conditionalFields`).
     func makeTransfer(_ state: inout State, sending request: URLRequest, kept: KeptDownload?,
-                      security: SecurityPolicy.Snapshot?, attempt: Int = 1, retriesThroughOwner: Bool = false) -> Transfer {
+                      security: SecurityPolicy.Snapshot?, attempt: Int = 1, retriesThroughOwner: Bool = false,
+                      conditionalFields: [(name: String, value: String)] = []) -> Transfer {
         var sent = request
         state.applyTraceFields(to: &sent)
-        // A revalidation's conditional fields go with the transfer, not on a copy of the request.
-        let transfer = Transfer(request: sent, conditionalFields: state.run.cache?.machine.addedFields ?? [],
+        let transfer = Transfer(request: sent, conditionalFields: conditionalFields,
                                 outputStream: state.outputStream, resumeFrom: kept?.point,
                                 initialBody: kept?.bytes ?? Data(), security: security,
                                 clientCertificate: state.configuration.clientCertificate,

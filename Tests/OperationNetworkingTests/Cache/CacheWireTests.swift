@@ -83,6 +83,20 @@ final class CacheWireTests: CacheTestCase {
         XCTAssertEqual(operation.metrics?.cacheStatus, .revalidated)
     }
 
+    /// An interceptor adapts the request as it would be sent: a revalidation's fields are on it, and
+    /// what it returns is what goes out, each field once.
+    func testAnInterceptorAdaptsTheRevalidationWithItsFields() throws {
+        let path = "/cache/adapted?cc=no-cache&etag=strong"
+        fetch(path)
+        let interceptor = ConditionRecordingInterceptor()
+        let second = fetch(path) { $0.interceptor = interceptor }
+        XCTAssertEqual(second.metrics?.cacheStatus, .revalidated)
+        let last = try XCTUnwrap(requests(to: "/cache/adapted").last)
+        XCTAssertEqual(last.header("If-None-Match"), "\"adapted-v1\"")
+        XCTAssertEqual(last.header("X-Adapted"), "yes", "the adapted request went out")
+        XCTAssertEqual(interceptor.seen, ["\"adapted-v1\""], "the interceptor saw the cache's field")
+    }
+
     func testValidatorsOnTheWire() throws {
         fetch("/cache/weak?cc=no-cache&etag=weak")
         fetch("/cache/weak?cc=no-cache&etag=weak")
@@ -211,5 +225,24 @@ final class CacheWireTests: CacheTestCase {
         XCTAssertEqual(fetch(encoded, headers: ["Accept-Encoding": Transfer.offeredEncodings]).metrics?.cacheStatus, .hit,
                        "the Accept-Encoding the library sends is the key, as sent")
         XCTAssertEqual(fetch(encoded, headers: ["Accept-Encoding": "identity"]).metrics?.cacheStatus, .stored)
+    }
+}
+
+/// Records the `If-None-Match` of each request it adapts, and marks it.
+private final class ConditionRecordingInterceptor: RequestInterceptor, @unchecked Sendable {   // `conditions` is behind `lock`
+    private let lock = NSLock()
+    private var conditions: [String?] = []
+
+    var seen: [String?] { lock.withLock { conditions } }
+
+    func adapt(_ request: URLRequest, for operation: URLConnectionOperation) async throws -> URLRequest {
+        lock.withLock { conditions.append(request.value(forHTTPHeaderField: "If-None-Match")) }
+        var adapted = request
+        adapted.setValue("yes", forHTTPHeaderField: "X-Adapted")
+        return adapted
+    }
+
+    func retry(_ operation: URLConnectionOperation, dueTo error: Error?, response: HTTPURLResponse?) async -> RetryDecision {
+        .doNotRetry
     }
 }
