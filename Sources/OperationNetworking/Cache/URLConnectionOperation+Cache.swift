@@ -133,37 +133,37 @@ extension URLConnectionOperation {
         state.withLock { $0.run.cache?.machine.answeredStale ?? false }
     }
 
-    /// Puts the cache's part of a new run in `state`: returns the request the transfer sends (the
-    /// conditional fields of a revalidation go with the transfer, `makeTransfer` reads them from the run)
-    /// and the answer that ends the run without the network (and without a transfer), if the cache gives
-    /// one. Call inside `state.withLock`.
-    static func beginCacheRun(in state: inout State, continuing: Bool, lookup: CacheLookup?) -> (URLRequest, TransferOutcome?) {
-        let sent = state.request
+    /// Puts the cache's part of a new run in `state`: returns the answer that ends the run without the
+    /// network (and without a transfer), if the cache gives one. The request goes as the operation holds
+    /// it: a revalidation's conditional fields stay in the run (`CacheState.addedFields`), and the
+    /// transfer carries them, or the request an interceptor adapts (`requestWithConditionalFields`).
+    /// Call inside `state.withLock`.
+    static func beginCacheRun(in state: inout State, continuing: Bool, lookup: CacheLookup?) -> TransferOutcome? {
         guard !continuing else {
             // A resumed download is never served from, nor stitched into, a stored response.
             var machine = CacheState()
             machine.continueDownload()
             state.run.cache = CacheRun(machine: machine, urlCache: nil, storage: nil, requestTime: Date())
-            return (sent, nil)
+            return nil
         }
         state.run.cache = lookup?.run
         switch lookup?.decision {
         case .deliver(let response, let body), .deliverStale(let response, let body, _):
-            return (sent, .answeredFromCache(response, body))
+            return .answeredFromCache(response, body)
         case .fail:
-            return (sent, .failed(TransportError.make(.resourceUnavailable,
-                                                      "No cached response, and loading is not allowed.",
-                                                      url: sent.url)))
+            return .failed(TransportError.make(.resourceUnavailable, "No cached response, and loading is not allowed.",
+                                               url: state.request.url))
         case .revalidate, .load, nil:
-            return (sent, nil)
+            return nil
         }
     }
 
-    /// `request` with the run's conditional fields set on it, in place of any of the same name: what an
-    /// interceptor adapts (the request as it would be sent). Without an interceptor the transfer carries
-    /// them instead (`Transfer.conditionalFields`), and the request is not copied. Call inside `state.withLock`.
-    static func withConditionalFields(_ request: URLRequest, of state: State) -> URLRequest {
-        var request = request
+    /// The operation's request with the run's conditional fields set on it, in place of any of the same
+    /// name: what an interceptor adapts (the request as it would be sent). Without an interceptor the
+    /// transfer carries them instead (`Transfer.conditionalFields`), and the request is not copied. Call
+    /// inside `state.withLock`.
+    static func requestWithConditionalFields(in state: State) -> URLRequest {
+        var request = state.request
         for field in state.existingRun?.cache?.machine.addedFields ?? [] { request.setValue(field.value, forHTTPHeaderField: field.name) }
         return request
     }

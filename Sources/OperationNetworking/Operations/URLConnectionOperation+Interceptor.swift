@@ -130,7 +130,7 @@ extension URLConnectionOperation {
         if stream != nil { state.run.outputStreamOpened = true }
         state.run.currentRequest = sent   // what goes on the wire, until a redirect
         // The span's fields go on the adapted request there (the interceptor never sees them); the cache's
-        // are on it already (`withConditionalFields`), as the interceptor left them.
+        // are on it already (`requestWithConditionalFields`), as the interceptor left them.
         let transfer = makeTransfer(&state, sending: sent, kept: kept, security: security,
                                     attempt: interception.nextAttempt, retriesThroughOwner: true)
         return .sendTransfer(transfer, request: state.request, stream: stream)

@@ -236,10 +236,10 @@ extension URLConnectionOperation {
         let queue = state.configuration.effectiveCompletionQueue, group = state.configuration.effectiveCompletionGroup
         switch action {
         case .startTransfer(let kept):
-            let (sent, answer) = beginRun(in: &state, continuing: kept, cache: cache)
+            let answer = beginRun(in: &state, continuing: kept, cache: cache)
             if answer == nil, let interceptor = state.configuration.interceptor {
                 // The interceptor adapts the request as it would be sent, the cache's fields on it.
-                let unadapted = URLConnectionOperation.withConditionalFields(sent, of: state)
+                let unadapted = URLConnectionOperation.requestWithConditionalFields(in: state)
                 return beginInterception(&state, interceptor, request: unadapted, kept: kept)
             }
             let stream = state.run.outputStreamOpened ? nil : state.outputStream
@@ -252,7 +252,7 @@ extension URLConnectionOperation {
                 state.run.transfer = nil
                 return advance(&state) { $0.answeredWithoutNetwork(answer) }
             }
-            let transfer = makeTransfer(&state, sending: sent, kept: kept, security: security,
+            let transfer = makeTransfer(&state, sending: state.request, kept: kept, security: security,
                                         conditionalFields: state.run.cache?.machine.addedFields ?? [])
             return .startTransfer(transfer, request: state.request, stream: stream, observers: state.observers)
         case .deliverAnswer(let answer):
@@ -380,10 +380,8 @@ extension URLConnectionOperation {
     }
 
     /// Begins a start or a continuation of `kept`, resetting the outcome of an earlier run: returns the
-    /// request its transfer sends, and the answer when the cache ends the run without the network.
-    /// Call inside `state.withLock`.
-    private func beginRun(in state: inout State, continuing kept: KeptDownload?,
-                          cache: CacheLookup?) -> (URLRequest, TransferOutcome?) {
+    /// answer when the cache ends the run without the network. Call inside `state.withLock`.
+    private func beginRun(in state: inout State, continuing kept: KeptDownload?, cache: CacheLookup?) -> TransferOutcome? {
         state.run.currentRequest = nil   // the request as given, until a redirect
         // A run's outcome belongs to that run: a restored finished operation runs again from nothing.
         state.run.error = nil

@@ -63,7 +63,7 @@ final class CacheWireTests: CacheTestCase {
     /// the transfer holds is the operation's, never a copy changed to carry them (issue 57: that copy
     /// cost 8k instructions a revalidation).
     func testARevalidationsFieldsGoWithTheTransferNotOnACopyOfTheRequest() throws {
-        let path = "/cache/held?cc=no-cache&etag=strong&revalidationDelayMs=1000"
+        let path = "/cache/held?cc=no-cache&etag=strong&revalidationDelayMs=3000"
         fetch(path)
         var request = self.request(path)
         request.setValue("kept", forHTTPHeaderField: "X-App")
@@ -73,7 +73,7 @@ final class CacheWireTests: CacheTestCase {
         operation.start()
         let server = try XCTUnwrap(self.server)
         XCTAssertTrue(eventually { server.requests.filter { $0.path == "/cache/held" }.count == 2 }, "the revalidation reached the server")
-        // Held by the server for a second: the transfer is the run's, and reads as it was made.
+        // Held by the server for three seconds: the transfer is the run's, and reads as it was made.
         let sent = operation.state.withLock { $0.run.transfer.map { ($0.originalRequest, $0.conditionalFields) } }
         XCTAssertEqual(sent?.0.allHTTPHeaderFields, ["X-App": "kept"], "the operation's request, unchanged")
         XCTAssertEqual(sent?.1.map { "\($0.name): \($0.value)" }, ["If-None-Match: \"held-v1\""])
