@@ -79,6 +79,16 @@ final class CacheRevalidationInPlaceTests: LibraryTestCase {
         XCTAssertTrue(lines.contains { $0.curlLine == "X-Kept: yes" })
         XCTAssertEqual(request.value(forHTTPHeaderField: "If-None-Match"), "\"app\"")
     }
+
+    /// A validator that would break the request's head (an entity tag with CR, LF or NUL, from a planted
+    /// or damaged entry) is checked as every field is: the hop is refused (`invalidHeader`), never sent.
+    func testAConditionalFieldThatWouldBreakTheHeadIsRefused() {
+        for value in ["\"v1\"\r\nX-Injected: 1", "\"v1\"\n", "\"v1\u{0}\""] {
+            let lines = HopHeaderLines(request: URLRequest(url: url), body: .none, offersEncodings: false, continuation: nil,
+                                       added: [("If-None-Match", value)])
+            XCTAssertEqual(lines.invalidFieldName, "If-None-Match", "\(value.debugDescription)")
+        }
+    }
 }
 
 private extension SplitMix64 {
