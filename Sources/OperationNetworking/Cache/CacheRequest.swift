@@ -126,9 +126,6 @@ struct CacheRequest: Sendable {
         }
     }
 
-    /// Whether the request's method is unsafe, so that its success invalidates stored responses.
-    var isUnsafe: Bool { !CacheRequest.safeMethods.contains(method) }
-
     /// Whether the request carries credentials of its own (§3.5): an `Authorization` field, or a user
     /// name or password in its URL (which libcurl sends as one).
     var hasAuthorization: Bool { hasAuthorizationField || url.user != nil || url.password != nil }

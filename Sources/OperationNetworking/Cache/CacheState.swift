@@ -34,8 +34,8 @@ struct CacheState {
     enum Phase {
         /// Not consulted yet.
         case idle
-        /// The cache is not used for this run; an unsafe request's success still invalidates.
-        case bypassed(invalidating: CacheRequest?)
+        /// The cache is not used for this run.
+        case bypassed
         /// A stored response answers; the network is not used.
         case answered
         /// The request may not load and nothing stored answers it.
@@ -81,12 +81,11 @@ struct CacheState {
         }
     }
 
-    /// Whether the end needs the storage (a store, a merge or an invalidation may follow).
+    /// Whether the end needs the storage (a store or a merge may follow).
     var mayWriteStorage: Bool {
         switch phase {
-        case .bypassed(let invalidating): return invalidating != nil
         case .revalidating, .loading: return true
-        case .idle, .answered, .refused, .storing, .finished: return false
+        case .idle, .bypassed, .answered, .refused, .storing, .finished: return false
         }
     }
 
@@ -126,17 +125,16 @@ struct CacheState {
             && request.maximumBodySize.map { Int64(stored.body.count) <= $0 } ?? true
     }
 
-    /// The cache is not read for this run (an output stream, a request the cache stays out of); an
-    /// unsafe request's success still invalidates stored responses.
+    /// The cache is not read for this run (an output stream, a request the cache stays out of).
+    /// An unsafe request never gets here: its run keeps only a `CacheInvalidation`.
     mutating func bypass(_ request: CacheRequest) -> Decision {
-        bypass(policy: request.policy, invalidating: request.isUnsafe ? request : nil)
+        bypass(policy: request.policy)
     }
 
-    /// The cache is not read for this run, and `invalidating`'s success invalidates stored responses
-    /// (`nil`: none, as when no cache is set). It loads, but fails under `.returnCacheDataDontLoad`,
-    /// which may not load.
-    mutating func bypass(policy: URLRequest.CachePolicy, invalidating: CacheRequest? = nil) -> Decision {
-        phase = .bypassed(invalidating: invalidating)
+    /// The cache is not read for this run, nor is its response stored. It loads, but fails under
+    /// `.returnCacheDataDontLoad`, which may not load.
+    mutating func bypass(policy: URLRequest.CachePolicy) -> Decision {
+        phase = .bypassed
         return CacheState.decisionWithoutCache(policy: policy)
     }
 
@@ -148,7 +146,7 @@ struct CacheState {
     /// A paused download continues: the cache stays out of it (its bytes are not stitched into, nor
     /// served from, a stored response).
     mutating func continueDownload() {
-        phase = .bypassed(invalidating: nil)
+        phase = .bypassed
     }
 
     /// RFC 9111 for `.useProtocolCachePolicy`: fresh enough and not to be validated first → answered
@@ -278,11 +276,9 @@ extension CacheState {
         switch phase {
         case .idle, .answered, .refused, .storing, .finished:
             return Plan()
-        case .bypassed(let invalidating):
+        case .bypassed:
             phase = .finished(.notConsulted)
-            guard let invalidating, let received else { return Plan() }
-            return Plan(remove: Validation.invalidatedURLs(request: invalidating, status: received.statusCode,
-                                                           finalURL: received.url, field: received.head.joinedValue(for:)))
+            return Plan()
         case .revalidating(let request, let entry):
             guard let received else { return end(.miss) }
             guard received.statusCode == 304 else { return replace(entry, request: request, with: received) }

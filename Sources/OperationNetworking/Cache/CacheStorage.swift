@@ -58,6 +58,9 @@ final class CacheStorage: Sendable {
     /// files in the call.
     var storesInMemoryFirst: Bool { entryStore != nil }
 
+    /// `storesInMemoryFirst` of a storage over `cache`, without making one.
+    static func storesInMemoryFirst(_ cache: URLCache) -> Bool { cache is EntryStore }
+
     /// The entry stored for `request`'s URL, or `nil` on a miss or an entry whose metadata is damaged
     /// (that entry is removed).
     func storedResponse(for request: URLRequest) -> StoredResponse? {
@@ -121,7 +124,11 @@ final class CacheStorage: Sendable {
     }
 
     private func remove(key: String, url: URL) {
-        if let entryStore { entryStore.removeEntry(forKey: key) } else { urlCache.removeCachedResponse(for: URLRequest(url: url)) }
+        CacheStorage.remove(key: key, url: url, in: urlCache, entryStore: entryStore)
+    }
+
+    private static func remove(key: String, url: URL, in cache: URLCache, entryStore: EntryStore?) {
+        if let entryStore { entryStore.removeEntry(forKey: key) } else { cache.removeCachedResponse(for: URLRequest(url: url)) }
     }
 
     /// Stores `stored` as the entry for `request`'s URL, replacing the one there (see `store(_:forURL:)`).
@@ -195,8 +202,20 @@ final class CacheStorage: Sendable {
 
     /// Removes the entry stored for `url` (RFC 9111 §4.4 invalidation).
     func removeStoredResponse(for url: URL) {
-        let bare = URLRedaction.removingUserInfo(from: url) ?? url
-        remove(key: CacheEntryMetadata.key(for: bare), url: bare)
+        CacheStorage.removeStoredResponses(for: [url], in: urlCache, entryStore: entryStore)
+    }
+
+    /// Removes the entries stored for `urls` in `cache` (an unsafe request's invalidation), without
+    /// making a storage for it.
+    static func removeStoredResponses(for urls: [URL], in cache: URLCache) {
+        removeStoredResponses(for: urls, in: cache, entryStore: cache as? EntryStore)
+    }
+
+    private static func removeStoredResponses(for urls: [URL], in cache: URLCache, entryStore: EntryStore?) {
+        for url in urls {
+            let bare = URLRedaction.removingUserInfo(from: url) ?? url
+            remove(key: CacheEntryMetadata.key(for: bare), url: bare, in: cache, entryStore: entryStore)
+        }
     }
 }
 

@@ -3,8 +3,8 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Validating a stored response with its origin (RFC 9111 §4.3) and invalidating stored responses
-/// after an unsafe request (§4.4).
+/// Validating a stored response with its origin (RFC 9111 §4.3); `CacheInvalidation` drops what an
+/// unsafe request changed (§4.4).
 enum Validation {
     /// Fields a `304` never changes in a stored response (§3.2): its length and the encoding and range
     /// of the body the cache kept (the library keeps the body decoded), besides hop-by-hop fields.
@@ -75,28 +75,5 @@ enum Validation {
         freshened.requestTime = requestTime
         freshened.responseTime = responseTime
         return freshened
-    }
-
-    /// The URLs whose stored responses a response to `request` invalidates (§4.4): after a non-error
-    /// status to an unsafe method, the target URI (and where a redirect took it), and the `Location` and
-    /// `Content-Location` within the origin of the response that names them (after a redirect, the
-    /// final URL's: a server may not invalidate another origin's entries).
-    static func invalidatedURLs(request: CacheRequest, status: Int, finalURL: URL?, headers: [String: String]) -> [URL] {
-        invalidatedURLs(request: request, status: status, finalURL: finalURL, field: { headers[$0] })
-    }
-
-    /// `invalidatedURLs(request:status:finalURL:headers:)` reading the response's fields with `field`
-    /// (by lowercased name): only `Location` and `Content-Location` are read.
-    static func invalidatedURLs(request: CacheRequest, status: Int, finalURL: URL?, field: (String) -> String?) -> [URL] {
-        guard request.isUnsafe, (200...399).contains(status) else { return [] }
-        var urls = [request.url]
-        if let finalURL, finalURL != request.url { urls.append(finalURL) }
-        let base = finalURL ?? request.url
-        for name in ["location", "content-location"] {
-            guard let value = field(name), let target = URL(string: value, relativeTo: base)?.absoluteURL,
-                  Transfer.sameOrigin(target, base), !urls.contains(target) else { continue }
-            urls.append(target)
-        }
-        return urls
     }
 }

@@ -137,6 +137,8 @@ extension URLConnectionOperation {
         var transfer: Transfer?
         /// The HTTP cache's part in the run under way (or the last one).
         var cache: CacheRun?
+        /// What the run's success invalidates in the cache, for an unsafe request (which has no `cache`).
+        var invalidation: CacheInvalidation?
         /// Whether the caller's `outputStream` was opened (by the first start).
         var outputStreamOpened = false
         /// Made at the first progress event after a block was set (see `State.progressReporter`).

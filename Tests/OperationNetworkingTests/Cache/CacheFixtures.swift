@@ -27,11 +27,17 @@ enum CacheFixture {
     /// A request as the cache sees it.
     static func request(_ headers: [String: String] = [:], policy: URLRequest.CachePolicy = .useProtocolCachePolicy,
                         method: String = "GET", url: String = urlString) throws -> CacheRequest {
+        try XCTUnwrap(CacheRequest(try urlRequest(headers, policy: policy, method: method, url: url)))
+    }
+
+    /// A request as the operation holds it.
+    static func urlRequest(_ headers: [String: String] = [:], policy: URLRequest.CachePolicy = .useProtocolCachePolicy,
+                           method: String = "GET", url: String = urlString) throws -> URLRequest {
         var request = URLRequest(url: try self.url(url))
         request.httpMethod = method
         request.cachePolicy = policy
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        return try XCTUnwrap(CacheRequest(request))
+        return request
     }
 
     /// An HTTP response.

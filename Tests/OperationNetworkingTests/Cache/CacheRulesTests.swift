@@ -169,9 +169,9 @@ final class CacheRulesTests: LibraryTestCase {
             ("an unknown method is unsafe", "PURGE", 200, [:], [base]),
         ]
         for (name, method, status, headers, expected) in rows {
-            let request = try CacheFixture.request(method: method)
-            let urls = Validation.invalidatedURLs(request: request, status: status, finalURL: request.url,
-                                                  headers: headers.lowercasedNames)
+            let request = try CacheFixture.urlRequest(method: method)
+            let urls = CacheInvalidation(request)?.invalidatedURLs(status: status, finalURL: request.url,
+                                                                   headers: headers.lowercasedNames) ?? []
             XCTAssertEqual(urls.map(\.absoluteString), expected, name)
         }
     }

@@ -25,8 +25,9 @@ final class UnixSocketIsolationTests: LibraryTestCase {
     }
 
     /// One GET of `url` through the test's cache, over `socket` (TCP when `nil`); the body.
-    private func get(_ url: URL, socket: String?) -> String? {
+    private func get(_ url: URL, socket: String?, method: String = "GET") -> String? {
         var request = URLRequest(url: url)
+        request.httpMethod = method
         request.timeoutInterval = 10
         let operation = HTTPRequestOperation(request: request)
         operation.urlCache = cache
@@ -55,6 +56,10 @@ final class UnixSocketIsolationTests: LibraryTestCase {
         }
         _ = get(url, socket: nil)
         XCTAssertEqual(tcp.requests(path: "/cache/shared").count, 1, "the TCP entry is still the TCP server's")
+        // A socket's server may not drop the TCP entry either: an unsafe request over it invalidates nothing.
+        _ = get(url, socket: first.unixSocketPath, method: "POST")
+        _ = get(url, socket: nil)
+        XCTAssertEqual(tcp.requests(path: "/cache/shared").count, 1, "a POST over a socket dropped the TCP entry")
         XCTAssertEqual(first.acceptedConnections, 1, "one connection per socket, kept")
         XCTAssertEqual(second.acceptedConnections, 1)
     }
