@@ -168,14 +168,11 @@ extension SQLiteURLCache {
         /// The entry under `key` in memory now has `head`, which repeated it (`Entry.head`): a later
         /// response is compared with it as bytes.
         private mutating func attach(_ head: ResponseHead, to key: String) {
-            if let (write, number) = pending[key], case .store(var entry) = write {
-                entry.head = head
-                pending[key] = (.store(entry), number)
+            if let (write, number) = pending[key], case .store(let entry) = write {
+                pending[key] = (.store(entry.with(head: head)), number)
             }
             if let index = slots.index(forKey: key), let kept = slots.values[index].kept {
-                var entry = kept.entry
-                entry.head = head
-                slots.values[index].kept = Kept(entry: entry, place: kept.place)
+                slots.values[index].kept = Kept(entry: kept.entry.with(head: head), place: kept.place)
             }
         }
 

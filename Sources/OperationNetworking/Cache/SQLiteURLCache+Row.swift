@@ -145,7 +145,7 @@ extension SQLiteURLCache {
 extension SQLiteURLCache.Entry {
     /// The entry for `cached` as an app hands it to `storeCachedResponse(_:for:)`: HTTP responses only,
     /// and of `userInfo` only the library's metadata.
-    init?(_ cached: CachedURLResponse, key: String, storedAt: Double) {
+    convenience init?(_ cached: CachedURLResponse, key: String, storedAt: Double) {
         guard let row = try? SQLiteURLCache.StoredRow(cached), let url = URL(string: row.responseURL) else { return nil }
         let fields = row.headerFields.lowercasedNames
         self.init(url: url, statusCode: row.statusCode, headers: row.headerFields, fields: fields,
@@ -173,10 +173,11 @@ extension SQLiteURLCache.Entry {
 
 extension SQLiteURLCache {
     /// One stored response as the cache keeps it in memory: decoded once, when it was stored or first
-    /// read, and handed out as it is (a hit builds nothing).
-    /// - Threading: an immutable value; kept under the cache's memory lock and handed out from it to any
-    ///   thread.
-    struct Entry: Sendable {
+    /// read, and handed out as it is (a hit builds nothing). An object, not a value: the memory tier,
+    /// the batch waiting to be written and every reader share it, so passing it on is one retain, not
+    /// one for each of its parts.
+    /// - Threading: immutable; kept under the cache's memory lock and handed out from it to any thread.
+    final class Entry: Sendable {
         /// The response's URL, status and header fields (Foundation's `HTTPURLResponse` is built only
         /// for `cachedResponse`).
         let url: URL
@@ -189,7 +190,7 @@ extension SQLiteURLCache {
         /// The head the response came with, or repeated by one that came with it
         /// (`StoredResponse.head`): `nil` for an entry read from the file or stored by the app, until a
         /// response repeats it.
-        var head: ResponseHead? = nil
+        let head: ResponseHead?
         let body: Data
         /// The library's metadata, as stored beside the response.
         let metadata: MetadataReading
@@ -202,8 +203,18 @@ extension SQLiteURLCache {
         /// The bytes it counts for in memory: `size`, and the answering head's fields when it has one.
         let memorySize: Int
 
-        init(url: URL, statusCode: Int, headers: [String: String], fields: [String: String], facts: FreshnessFacts,
-             head: ResponseHead? = nil, body: Data, metadata: MetadataReading, size: Int, storedAt: Double) {
+        convenience init(url: URL, statusCode: Int, headers: [String: String], fields: [String: String],
+                         facts: FreshnessFacts, head: ResponseHead? = nil, body: Data, metadata: MetadataReading,
+                         size: Int, storedAt: Double) {
+            let answering = StoredResponse.answeringHead(url: url, statusCode: statusCode, fields: fields, facts: facts)
+            self.init(url: url, statusCode: statusCode, headers: headers, fields: fields, facts: facts, head: head,
+                      body: body, metadata: metadata, size: size, storedAt: storedAt, answeringHead: answering,
+                      memorySize: size + (answering?.fieldStorageSize ?? 0))
+        }
+
+        private init(url: URL, statusCode: Int, headers: [String: String], fields: [String: String],
+                     facts: FreshnessFacts, head: ResponseHead?, body: Data, metadata: MetadataReading, size: Int,
+                     storedAt: Double, answeringHead: ResponseHead?, memorySize: Int) {
             self.url = url
             self.statusCode = statusCode
             self.headers = headers
@@ -214,9 +225,14 @@ extension SQLiteURLCache {
             self.metadata = metadata
             self.size = size
             self.storedAt = storedAt
-            let answering = StoredResponse.answeringHead(url: url, statusCode: statusCode, fields: fields, facts: facts)
-            answeringHead = answering
-            memorySize = size + (answering?.fieldStorageSize ?? 0)
+            self.answeringHead = answeringHead
+            self.memorySize = memorySize
+        }
+
+        /// The same entry with `head`, a head that repeated it (`head`).
+        func with(head: ResponseHead) -> Entry {
+            Entry(url: url, statusCode: statusCode, headers: headers, fields: fields, facts: facts, head: head, body: body,
+                  metadata: metadata, size: size, storedAt: storedAt, answeringHead: answeringHead, memorySize: memorySize)
         }
 
         /// What an entry holds of the library's metadata.
@@ -252,8 +268,8 @@ extension SQLiteURLCache.Entry {
 
     /// An entry for `response` and `body` with `metadata`, stored under `key` now; its size counts
     /// the URL, the header fields, the body, the key and the metadata's fields.
-    init(url: URL, statusCode: Int, headers: [String: String], fields: [String: String], facts: FreshnessFacts,
-         head: ResponseHead? = nil, body: Data, metadata: CacheEntryMetadata, key: String, storedAt: Double) {
+    convenience init(url: URL, statusCode: Int, headers: [String: String], fields: [String: String], facts: FreshnessFacts,
+                     head: ResponseHead? = nil, body: Data, metadata: CacheEntryMetadata, key: String, storedAt: Double) {
         let fieldBytes = fields.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         let varying = metadata.varyingRequestHeaders.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         // The metadata's JSON adds its field names and dates to what it holds: about 128 bytes.

@@ -17,7 +17,7 @@ final class CacheInvalidationTests: CacheTestCase {
         let post = fetch(path, method: "POST")
         XCTAssertNil(post.error)
         XCTAssertEqual(post.metrics?.cacheStatus, .notConsulted)
-        // The measured choice (bench/README.md, "POST"): a POST reads the request's method and URL, and
+        // The measured choice (bench/runs/cache-2026-12-07-round9.md): a POST reads the method and URL, and
         // keeps neither a `CacheState` nor a storage for its run.
         XCTAssertTrue(post.state.withLock { $0.run.cache == nil }, "an unsafe request's run kept a cache part")
         XCTAssertNil(stored(path), "its success invalidated the stored response")
