@@ -5,8 +5,8 @@ import XCTest
 /// The fields every response is read for (`Content-Type`, `Content-Length`, `Content-Encoding`,
 /// `Set-Cookie`) are picked out when the head is made. Checked here against a plain reading of the same
 /// fields: names in any case are found, names one byte away (a '\r' where the '-' is, '_', a letter off
-/// by 0x20 outside the letters) are not, and the same holds for a block with a folded line and for a
-/// head decoded from an archive.
+/// by 0x20 outside the letters) are not, and the same holds for a block with a folded line, for a
+/// head decoded from an archive, and for a head with one field added.
 final class HeadSummaryTests: LibraryTestCase {
     private static let targets = ["content-type", "content-length", "content-encoding", "set-cookie"]
     /// Bytes a name may be given instead of one of its own: each is near a target byte in some way.
@@ -41,6 +41,15 @@ final class HeadSummaryTests: LibraryTestCase {
             XCTAssertEqual(parser.feed("\r\n"), .headComplete)
             expected.check(parser.head(url: url), "\(fields), folded: \(round % 2 == 1)")
             expected.check(ResponseHead(url: url, statusCode: 200, httpVersion: "HTTP/1.1", fields: fields), "decoded \(fields)")
+
+            // A field added after them (the cache's `Age` on a hit) keeps what was found, or, when it is one
+            // of those fields, is read like the others.
+            let added = generator.next() % 2 == 0 ? ("Age", "12")
+                : (Self.targets[Int(generator.next() % UInt64(Self.targets.count))].uppercased(), "9")
+            let extended = parser.head(url: url).adding(name: added.0, value: added.1)
+            Expected(fields + [added]).check(extended, "\(fields) + \(added)")
+            XCTAssertEqual(extended.fields.last?.name, added.0)
+            XCTAssertEqual(extended.value(for: added.0), fields.first { $0.name.lowercased() == added.0.lowercased() }?.value ?? added.1)
         }
     }
 
