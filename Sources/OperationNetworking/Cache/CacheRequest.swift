@@ -4,9 +4,11 @@ import FoundationNetworking
 #endif
 
 /// What the cache needs to know of a request: its URL, method, policy, directives and the header
-/// fields it goes out with.
-/// - Threading: an immutable value.
-struct CacheRequest: Sendable {
+/// fields it goes out with, and what the operation adds (its trust, its size limit).
+/// - Threading: immutable. An object, not a value: a run's phases, its plan and a background
+///   revalidation pass it on, and a value holding Foundation's `URL` is copied and destroyed through its
+///   generic witnesses each time, where an object is one retain.
+final class CacheRequest: Sendable {
     /// The request's URL (the cache's primary key, §2).
     let url: URL
     /// The method in upper case.
@@ -19,14 +21,14 @@ struct CacheRequest: Sendable {
     private let ownFields: [String: String]
     /// The trust identity of the operation's security policy (`CacheTrust`): an `https` entry answers
     /// only the identity it was fetched under, and a response is stored under this one.
-    var trust = CacheTrust.system
+    let trust: String
     /// The operation's `maximumResponseSize`: a stored body larger than it answers nothing (the network
     /// would have refused it).
-    var maximumBodySize: Int64? = nil
+    let maximumBodySize: Int64?
     /// Whether a stale response within its `stale-while-revalidate` window may answer while a run of the
     /// library's own revalidates it: only for an operation whose revalidation runs no code of the app's
     /// (set by the operation's lookup; see `BackgroundRevalidation`).
-    var mayRevalidateInBackground = false
+    let mayRevalidateInBackground: Bool
 
     /// The request's fields that make it a partial or conditional request of the caller's own: the
     /// cache stays out of those (their answers, 206 and 304, are the caller's to handle).
@@ -40,9 +42,15 @@ struct CacheRequest: Sendable {
     /// Methods that do not change the resource (RFC 9110 §9.2.1); every other one invalidates (§4.4).
     static let safeMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE"]
 
-    init?(_ request: URLRequest) {
+    /// `request` as the cache reads it; `nil` without a URL. The other parameters are the operation's
+    /// (see the properties of those names).
+    init?(_ request: URLRequest, trust: String = CacheTrust.system, maximumBodySize: Int64? = nil,
+          mayRevalidateInBackground: Bool = false) {
         guard let url = request.url else { return nil }
         self.url = url
+        self.trust = trust
+        self.maximumBodySize = maximumBodySize
+        self.mayRevalidateInBackground = mayRevalidateInBackground
         method = request.uppercasedMethod
         policy = request.cachePolicy
         let fields = request.allHTTPHeaderFields ?? [:]
@@ -364,8 +372,8 @@ struct CacheControl: Equatable, Sendable {
 extension CacheState {
     /// A response the transfer received whole: its head as it came (no Foundation `HTTPURLResponse`
     /// is built for the cache, nor a dictionary of its fields unless a rule reads more than a few of
-    /// them: see `fields`).
-    struct Received {
+    /// them: see `fields`). An object, for the reason `CacheRequest` is one.
+    final class Received: Sendable {
         let head: ResponseHead
         /// The body, or `nil` when it may not be stored (streamed to an output stream).
         let body: Data?
@@ -396,7 +404,7 @@ extension CacheState {
         }
 
         /// A response of `url` and `statusCode` with `headers` (any spelling of the names).
-        init(url: URL, statusCode: Int, headers: [String: String], body: Data?, finalRequest: CacheRequest?,
+        convenience init(url: URL, statusCode: Int, headers: [String: String], body: Data?, finalRequest: CacheRequest?,
              fitsCache: Bool, requestTime: Date, responseTime: Date) {
             self.init(head: ResponseHead(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1",
                                          fields: headers.map { ($0.key, $0.value) }),

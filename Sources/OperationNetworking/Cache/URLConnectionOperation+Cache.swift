@@ -116,10 +116,10 @@ extension URLConnectionOperation {
                                              fileWarning: files?.warning, writeFailure: writeFailure),
                                decision: decision)
         }
-        guard var asked = CacheRequest(request) else { return nil }
-        asked.trust = CacheTrust.identity(of: security, clientCertificate: input.clientCertificate)
-        asked.maximumBodySize = input.maximumBodySize
-        asked.mayRevalidateInBackground = !input.decidesStores
+        guard let asked = CacheRequest(request,
+                                       trust: CacheTrust.identity(of: security, clientCertificate: input.clientCertificate),
+                                       maximumBodySize: input.maximumBodySize,
+                                       mayRevalidateInBackground: !input.decidesStores) else { return nil }
         let storage = CacheStorage(cache)
         let decision: CacheState.Decision
         if streams {

@@ -225,7 +225,7 @@ extension URLConnectionOperation {
                                diskCapacity: $0.diskCapacity)
         } ?? false
         return CacheState.Received(head: input.head, body: input.body,
-                                   finalRequest: input.finalRequest.flatMap(CacheRequest.init(_:)), fitsCache: fits,
+                                   finalRequest: input.finalRequest.flatMap { CacheRequest($0) }, fitsCache: fits,
                                    requestTime: input.requestTime, responseTime: Date())
     }
 
