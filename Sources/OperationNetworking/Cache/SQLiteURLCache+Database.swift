@@ -147,12 +147,16 @@ extension SQLiteURLCache {
         /// and given this one.
         private static let schemaVersion: Int64 = 2
 
-        /// The objects a cache file may hold (type, name, table): the table, its index on access time,
-        /// and SQLite's own index for the primary key.
+        /// The objects a cache file holds (type, name, table): the table and SQLite's own index for the
+        /// primary key.
         private static let ownObjects: Set<[String]> = [
-            ["table", "entries", "entries"], ["index", "entries_by_access", "entries"],
-            ["index", "sqlite_autoindex_entries_1", "entries"],
+            ["table", "entries", "entries"], ["index", "sqlite_autoindex_entries_1", "entries"],
         ]
+
+        /// An index on access time that files written by earlier versions hold: nothing reads it (the
+        /// order of eviction is kept in memory), and every store and every use written paid for keeping
+        /// it. A file that holds it is the cache's all the same; the index is dropped when it is opened.
+        private static let formerIndex = ["index", "entries_by_access", "entries"]
 
         /// Opens the database at `path` (created 0600 first when missing), or ":memory:". Before anything
         /// is written, the file's schema is read: one holding any object but the cache's own is refused,
@@ -165,7 +169,7 @@ extension SQLiteURLCache {
             // A busy timeout of 0: a statement that meets another process's lock fails at once, and the
             // cache tries again with the file's lock released (`retryingWhileBusy`).
             let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 0, followingNoLink: isFile)
-            let complete = try hasOwnSchema(connection, path: path)
+            let schema = try readSchema(connection, path: path)
             // Damage to the file's pages that SQLite would otherwise meet only on some later read is found
             // here, once per cache, and the file replaced (a later read that meets damage replaces it too).
             guard try connection.run("PRAGMA quick_check") == [[.text("ok")]] else {
@@ -174,12 +178,13 @@ extension SQLiteURLCache {
             // Readers and the writer do not block each other, and a commit needs no sync of the file.
             try connection.run("PRAGMA journal_mode = WAL")
             try connection.run("PRAGMA synchronous = NORMAL")
-            guard try !complete || connection.run("PRAGMA user_version") != [[.integer(schemaVersion)]] else {
+            if try schema.complete && connection.run("PRAGMA user_version") == [[.integer(schemaVersion)]] {
+                if schema.holdsFormerIndex { try connection.run("DROP INDEX IF EXISTS entries_by_access") }
                 return connection
             }
             try connection.transaction {
                 // Checked again in the transaction: another process may have just made the table.
-                let complete = try hasOwnSchema(connection, path: path)
+                let complete = try readSchema(connection, path: path).complete
                 guard try !complete || connection.run("PRAGMA user_version") != [[.integer(schemaVersion)]] else { return }
                 try connection.run("DROP TABLE IF EXISTS entries")
                 try connection.run("""
@@ -189,29 +194,29 @@ extension SQLiteURLCache {
                         size INTEGER NOT NULL,
                         stored_at REAL NOT NULL, accessed_at REAL NOT NULL)
                     """)
-                try connection.run("CREATE INDEX entries_by_access ON entries (accessed_at)")
                 try connection.run("PRAGMA user_version = \(schemaVersion)")
             }
             return connection
         }
 
-        /// Whether the schema holds all of the cache's own objects; throws `CacheFileRefusal` when it
-        /// holds any other (a table, a view, a trigger: another program's database, or one planted to
-        /// run code in this process).
-        private static func hasOwnSchema(_ connection: SQLiteConnection, path: String) throws -> Bool {
+        /// Whether the schema holds all of the cache's own objects, and the index of earlier versions;
+        /// throws `CacheFileRefusal` when it holds any other (a table, a view, a trigger: another
+        /// program's database, or one planted to run code in this process).
+        private static func readSchema(_ connection: SQLiteConnection,
+                                       path: String) throws -> (complete: Bool, holdsFormerIndex: Bool) {
             var found: Set<[String]> = []
             for row in try connection.run("SELECT type, name, tbl_name FROM sqlite_schema") {
                 let object = row.map { value -> String in
                     if case .text(let text) = value { return text }
                     return ""
                 }
-                guard ownObjects.contains(object) else {
+                guard ownObjects.contains(object) || object == formerIndex else {
                     throw CacheFileRefusal(path: path, problem: "holds tables that are not the cache's "
                                            + "(\(object.prefix(2).joined(separator: " ")))")
                 }
                 found.insert(object)
             }
-            return found.isSuperset(of: ownObjects.filter { !$0[1].hasPrefix("sqlite_") })
+            return (found.isSuperset(of: ownObjects.filter { !$0[1].hasPrefix("sqlite_") }), found.contains(formerIndex))
         }
     }
 }

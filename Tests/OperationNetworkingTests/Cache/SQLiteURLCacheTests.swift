@@ -20,6 +20,19 @@ final class SQLiteURLCacheTests: CacheDirectoryTestCase {
         XCTAssertTrue(CacheStorage.self is AnyObject.Type, "the storage view became a value")
     }
 
+    /// A file an earlier version wrote holds an index on access time that nothing reads (each store and
+    /// each use written kept it up to date): its entries stay, and the index goes.
+    func testAFileOfAnEarlierVersionKeepsItsEntriesAndLosesItsUnusedIndex() throws {
+        let storage = openSQLiteStorage()
+        storage.store(StoredResponses.article(), for: StoredResponses.request)
+        flush(storage)
+        let file = try SQLiteConnection(path: databaseFile.path, busyTimeoutMilliseconds: 1_000)
+        try file.run("CREATE INDEX entries_by_access ON entries (accessed_at)")
+        StoredResponses.assertEqual(openSQLiteStorage().storedResponse(for: StoredResponses.request), StoredResponses.article())
+        XCTAssertEqual(try file.run("SELECT name FROM sqlite_schema ORDER BY name"),
+                       [[.text("entries")], [.text("sqlite_autoindex_entries_1")]])
+    }
+
     func testEveryFieldComesBackFromTheFile() {
         let article = StoredResponses.article()
         openSQLiteStorage().store(article, for: StoredResponses.request)
