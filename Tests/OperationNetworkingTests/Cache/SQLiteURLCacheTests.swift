@@ -10,14 +10,21 @@ import XCTest
 /// answers, what it refuses, and eviction of the least recently used entries to the disk capacity. Each
 /// read is from a new cache on the same directory, so from the database file.
 final class SQLiteURLCacheTests: CacheDirectoryTestCase {
-    /// Two measured choices (bench/runs/cache-2026-12-07-round9.md): an entry is one object that the
+    /// Measured choices (bench/runs/cache-2026-12-07-round9.md): an entry is one object that the
     /// memory tier, the batch waiting to be written and every reader share (as a value, each hand-over
-    /// retained each of its parts: 14.7k instructions more a new entry), and `CacheStorage` stays an
-    /// object (as a value, each copy retains the `SQLiteURLCache` twice, and the cache's weak references
-    /// give it a side table, the slow path: 1.9k more a GET).
-    func testEntriesAndTheStorageViewArePassedByReference() {
-        XCTAssertTrue(SQLiteURLCache.Entry.self is AnyObject.Type, "an entry became a value")
-        XCTAssertTrue(CacheStorage.self is AnyObject.Type, "the storage view became a value")
+    /// retained each of its parts: 14.7k instructions more a new entry); `CacheStorage` stays an object
+    /// (as a value, each copy retains the `SQLiteURLCache` twice, and the cache's weak references give it
+    /// a side table, the slow path: 1.9k more a GET); what the cache reads of a request and of a response
+    /// is an object too (as values holding Foundation's `URL`, each copy and destroy went through generic
+    /// witnesses: 1.6–4.4k more a run).
+    func testTheCachesEntriesAndRunValuesArePassedByReference() {
+        // Asked of the metatypes at run time (a check the compiler settles would only warn).
+        let types: [(Any.Type, String)] = [(SQLiteURLCache.Entry.self, "an entry"), (CacheStorage.self, "the storage view"),
+                                           (CacheRequest.self, "the cache's request"),
+                                           (CacheState.Received.self, "the received response")]
+        for (type, name) in types {
+            XCTAssertTrue(type is AnyClass, "\(name) became a value")
+        }
     }
 
     /// A file an earlier version wrote holds an index on access time that nothing reads (each store and
