@@ -49,10 +49,4 @@ struct CacheInvalidation: Sendable {
 
     /// The response fields that name more URLs to invalidate, by lowercased name.
     private static let targetFields = ["location", "content-location"]
-
-    /// `invalidatedURLs(status:finalURL:field:)` for a response whose fields are `headers`, by
-    /// lowercased name.
-    func invalidatedURLs(status: Int, finalURL: URL?, headers: [String: String]) -> [URL] {
-        invalidatedURLs(status: status, finalURL: finalURL, field: { headers[$0] })
-    }
 }

@@ -35,17 +35,32 @@ extension URLConnectionOperation {
     /// (A cache without capacity holds nothing to write or drop.)
     var cacheEndNeedsItsOwnQueue: Bool {
         // The run's parts are read in place: copying the run out copies the stored response it holds.
-        let found = state.withLock { state -> (URLCache?, invalidatesIn: CacheSetting?, inMemoryFirst: Bool, hasBlock: Bool)? in
+        let found = state.withLock { state -> EndWork? in
             guard state.run.error == nil else { return nil }
-            if state.run.invalidation != nil { return (nil, state.configuration.urlCache, false, false) }
+            if state.run.invalidation != nil { return .invalidates(state.configuration.urlCache) }
             guard state.run.cache?.machine.mayWriteStorage == true, let cache = state.run.cache?.urlCache else { return nil }
-            return (cache, nil, state.run.cache?.storage?.storesInMemoryFirst == true, state.configuration.cacheBlock != nil)
+            return .settles(cache, inMemoryFirst: state.run.cache?.storage?.storesInMemoryFirst == true,
+                            hasBlock: state.configuration.cacheBlock != nil)
         }
-        guard let (settled, invalidated, inMemoryFirst, hasBlock) = found else { return false }
-        // An unsafe request's removals: in memory for the library's store, in the call for another.
-        if let invalidated { return invalidated.cache.map { !CacheStorage.storesInMemoryFirst($0) } ?? false }
-        guard let cache = settled, hasBlock || !inMemoryFirst else { return false }
-        return cache.memoryCapacity > 0 || cache.diskCapacity > 0
+        switch found {
+        case nil:
+            return false
+        case .invalidates(let setting):
+            // An unsafe request's removals: in memory for the library's store, in the call for another.
+            return setting.cache.map { !CacheStorage.storesInMemoryFirst($0) } ?? false
+        case .settles(let cache, let inMemoryFirst, let hasBlock):
+            guard hasBlock || !inMemoryFirst else { return false }
+            return cache.memoryCapacity > 0 || cache.diskCapacity > 0
+        }
+    }
+
+    /// What the end of a run may do to the storage (`cacheEndNeedsItsOwnQueue`).
+    private enum EndWork {
+        /// An unsafe request's success drops entries from the cache of this setting.
+        case invalidates(CacheSetting)
+        /// The cache's plan runs on `cache`: the library's own store changes memory only; a cache
+        /// response block is the app's code.
+        case settles(URLCache, inMemoryFirst: Bool, hasBlock: Bool)
     }
 
     /// The cache's part of the end, before the handlers: a `304` becomes the stored response it

@@ -170,9 +170,31 @@ final class CacheRulesTests: LibraryTestCase {
         ]
         for (name, method, status, headers, expected) in rows {
             let request = try CacheFixture.urlRequest(method: method)
+            let fields = headers.lowercasedNames
             let urls = CacheInvalidation(request)?.invalidatedURLs(status: status, finalURL: request.url,
-                                                                   headers: headers.lowercasedNames) ?? []
+                                                                   field: { fields[$0] }) ?? []
             XCTAssertEqual(urls.map(\.absoluteString), expected, name)
+        }
+    }
+
+    /// A hostile server's `Location` or `Content-Location` (control bytes, another origin in disguise,
+    /// a huge value) drops at most entries of the responding origin, and never traps.
+    func testHostileInvalidationTargetsStayWithinTheOrigin() throws {
+        let request = try CacheFixture.urlRequest(method: "POST")
+        let invalidation = try XCTUnwrap(CacheInvalidation(request))
+        let base = try XCTUnwrap(request.url)
+        let hostile = ["/x\r\nSet-Cookie: a=b", "/x\u{0}y", "//evil.example/x", "https://example.com@evil.example/x",
+                       "https:\\\\evil.example/x", "javascript:alert(1)", "/" + String(repeating: "a", count: 100_000),
+                       "\u{FEFF}/x", "%0d%0a"]
+        for value in hostile {
+            for name in ["location", "content-location"] {
+                let urls = invalidation.invalidatedURLs(status: 201, finalURL: base, field: { $0 == name ? value : nil })
+                XCTAssertEqual(urls.first, base, value)
+                for url in urls {
+                    XCTAssertTrue(Transfer.sameOrigin(url, base), "\(value) invalidated \(url) of another origin")
+                    XCTAssertFalse(url.absoluteString.unicodeScalars.contains { $0.value < 0x20 }, "\(value)")
+                }
+            }
         }
     }
 }
