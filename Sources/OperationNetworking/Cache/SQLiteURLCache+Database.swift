@@ -327,33 +327,4 @@ extension SQLiteURLCache {
         try connection.run("DELETE FROM entries WHERE rowid = ?", [.integer(rowid)])
         return false
     }
-
-    // MARK: - The end of the process
-
-    /// The caches alive in the process, written when it ends (`exit`, or `main` returning) so that a
-    /// store made just before is not lost.
-    private static let live = Protected<[ObjectIdentifier: LiveCache]>([:])
-
-    /// A cache known to `live`, without keeping it alive.
-    /// - Threading: a value (a weak reference); kept in `live` and read only under its lock.
-    private struct LiveCache: Sendable {
-        weak var cache: SQLiteURLCache?
-    }
-
-    /// The handler that writes every live cache's changes at exit, installed once.
-    private static let exitHandler: Void = {
-        atexit {
-            let caches = SQLiteURLCache.live.withLock { $0.values.compactMap(\.cache) }
-            for cache in caches { cache.flush() }
-        }
-    }()
-
-    /// Registers `cache` to be written at exit.
-    static func writeAtExit(_ cache: SQLiteURLCache) {
-        _ = exitHandler
-        live.withLock { live in
-            live = live.filter { $0.value.cache != nil }
-            live[ObjectIdentifier(cache)] = LiveCache(cache: cache)
-        }
-    }
 }

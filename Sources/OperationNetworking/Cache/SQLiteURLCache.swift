@@ -64,8 +64,8 @@ import FoundationNetworking
     let entries: Protected<Entries>
     /// The connection to the file.
     let database: Protected<Database>
-    /// Where the changes are written, one batch at a time.
-    let writer = DispatchQueue(label: "org.operationnetworking.cache-writer", qos: .utility)
+    /// What writes the changes to the file, one batch at a time, on a queue of its own.
+    let writer: Writer
 
     /// A cache keeping its entries in `directory`/`cache.sqlite3`, the directory created (0700) if
     /// needed. The directory must be the user's alone, and so must its parent when that is the shared
@@ -74,15 +74,15 @@ import FoundationNetworking
         let ownedLevels = directory.deletingLastPathComponent().lastPathComponent == SharedCacheLocation.folderName ? 2 : 1
         entries = Protected(Entries(memoryCapacity: memoryCapacity, diskCapacity: diskCapacity))
         database = Protected(Database(directory: directory, ownedLevels: ownedLevels))
+        writer = Writer(entries: entries, database: database)
         // corelibs' own store is never used: every method that reaches it is overridden. Given this
         // directory, it creates nothing elsewhere.
         super.init(memoryCapacity: 0, diskCapacity: 0, diskPath: directory.path)
-        SQLiteURLCache.writeAtExit(self)
     }
 
     deinit {
-        // Nothing else holds the cache, so no write is under way: what is pending is written here.
-        writePending()
+        // What is pending is written now, after a batch under way, and the writer leaves the exit list.
+        writer.close()
     }
 
     /// Whether the cache's folder or file was found not to be the user's alone (or to hold another
@@ -163,7 +163,7 @@ import FoundationNetworking
         set {
             loadKeysIfNeeded()
             entries.withLock { $0.setDiskCapacity(newValue) }
-            scheduleWrite()
+            writer.scheduleWrite()
         }
     }
 
@@ -203,14 +203,14 @@ import FoundationNetworking
     /// Deletes every entry.
     public override func removeAllCachedResponses() {
         entries.withLock { $0.removeAll() }
-        scheduleWrite()
+        writer.scheduleWrite()
     }
 
     /// Deletes the entries stored after `date`.
     public override func removeCachedResponses(since date: Date) {
         loadKeysIfNeeded()
         entries.withLock { $0.removeStored(since: date.timeIntervalSinceReferenceDate) }
-        scheduleWrite()
+        writer.scheduleWrite()
     }
 }
 
@@ -250,7 +250,7 @@ extension SQLiteURLCache: EntryStore {
         let now = Date().timeIntervalSinceReferenceDate
         switch entries.withLock({ $0.store(entry, for: key, now: now, report: report) }) {
         case .refused: report?(false)
-        case .stored: scheduleWrite()
+        case .stored: writer.scheduleWrite()
         case .repeated(let written): if written { report?(true) }
         }
     }
@@ -284,121 +284,16 @@ extension SQLiteURLCache: EntryStore {
     /// URL, most often) writes nothing.
     func removeEntry(forKey key: String) {
         loadKeysIfNeeded()
-        if entries.withLock({ $0.removeIfHeld(key) }) { scheduleWrite() }
+        if entries.withLock({ $0.removeIfHeld(key) }) { writer.scheduleWrite() }
     }
 
     /// Removes the entry under `key` if it is still the one stored at `storedAt`.
     func removeEntry(forKey key: String, ifStoredAt storedAt: Double) {
         let removed = entries.withLock { $0.remove(key, ifStoredAt: storedAt) }
-        if removed { scheduleWrite() }
+        if removed { writer.scheduleWrite() }
     }
 }
 /// The reason `SQLiteURLCache.checkFiles()` gives: the files are not used.
 struct CacheFilesNotUsed: Error, CustomStringConvertible {
     let description: String
-}
-
-extension SQLiteURLCache {
-    /// How long a change waits before it is written, so that the changes of a burst go in one
-    /// transaction (the newest change of a key replacing the older ones) instead of one each.
-    static let writeDelay: DispatchTimeInterval = .milliseconds(50)
-
-    /// How long a batch that met another process's lock on the file waits before it is tried again.
-    static let retryDelay: DispatchTimeInterval = .milliseconds(200)
-
-    /// Schedules a write of what is pending, once: called after a change, with the memory lock released.
-    func scheduleWrite(after delay: DispatchTimeInterval = SQLiteURLCache.writeDelay) {
-        let first = entries.withLock { entries -> Bool in
-            defer { entries.writeScheduled = true }
-            return !entries.writeScheduled
-        }
-        guard first else { return }
-        // Weakly: a cache nobody holds any more is written by its `deinit` at once, not after the delay.
-        writer.asyncAfter(deadline: .now() + delay) { [weak self] in
-            guard let self, !writePending() else { return }
-            scheduleWrite(after: SQLiteURLCache.retryDelay)
-        }
-    }
-
-    /// Writes what is pending now, and waits for it: the tests, `deinit` and the end of the process
-    /// call it so that nothing stored is lost, and `onet request -v` before it says what the cache did.
-    @_spi(Tool) public func flush() {
-        writer.sync { _ = writePending() }
-    }
-
-    /// Writes the pending changes in one transaction. False when another process held the file: the
-    /// changes stay pending (readers still see them in memory) and are tried again.
-    /// Runs on `writer`, or in `deinit`; takes the memory lock and the file's lock one after the other,
-    /// never both at once.
-    @discardableResult
-    func writePending() -> Bool {
-        let batch = entries.withLock { entries -> Entries.Batch? in
-            entries.writeScheduled = false
-            guard entries.hasChanges else { return nil }
-            entries.batchesTried += 1
-            return entries.takeBatch()
-        }
-        guard let batch else { return true }
-        let rows = batch.changes.map { change -> (String, [SQLiteValue]?) in
-            guard case .store(let entry) = change.write, let row = try? StoredRow(entry), let values = try? row.values
-            else { return (change.key, nil) }
-            return (change.key, values + [.integer(StoredRow.checksum(key: change.key, values: values)),
-                                          .integer(Int64(entry.size)), .real(entry.storedAt), .real(entry.storedAt)])
-        }
-        var failure: Error?
-        let outcome = database.withLock { database in
-            database.useTellingBusy { connection in
-                // The batch never waits for another process's lock while it holds the file's (the
-                // connection's busy timeout is 0): busy at once, it is tried again later.
-                do {
-                    try SQLiteURLCache.write(batch, rows: rows, on: connection)
-                } catch {
-                    failure = error
-                    throw error
-                }
-            }
-        }
-        // Another process's lock: tried again later. Any other failure (a refused or full file): the
-        // batch is dropped, as a store that failed at once would be; its keys read as absent from now on,
-        // its stores are reported not written, and the next operation through the cache tells why.
-        let reports = entries.withLock { entries -> [(WriteReport, Bool)] in
-            if outcome.busy {
-                entries.notWritten(batch)
-                return []
-            }
-            let stored = outcome.result != nil
-            if !stored, !batch.changes.isEmpty {
-                entries.writeFailure = "\(batch.changes.count) changes were not written to the cache's file: "
-                    + (failure.map { "\($0)" } ?? "the file could not be used")
-            }
-            return entries.written(batch, stored: stored)
-        }
-        for (report, written) in reports { report(written) }
-        return !outcome.busy
-    }
-
-    /// Writes `batch` (its stores as `rows`) in one transaction.
-    private static func write(_ batch: Entries.Batch, rows: [(String, [SQLiteValue]?)], on connection: SQLiteConnection) throws {
-        try connection.transaction {
-            if batch.clearAll { try connection.run("DELETE FROM entries") }
-            if let since = batch.clearSince {
-                try connection.run("DELETE FROM entries WHERE stored_at > ?", [.real(since)])
-            }
-            for (key, values) in rows {
-                if let values {
-                    try connection.run("""
-                        INSERT OR REPLACE INTO entries
-                            (key, response_url, status, header_fields, body, metadata, checksum, size,
-                             stored_at, accessed_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """, [.text(key)] + values)
-                } else {
-                    try connection.run("DELETE FROM entries WHERE key = ?", [.text(key)])
-                }
-            }
-            for (key, accessed) in batch.touched {
-                try connection.run("UPDATE entries SET accessed_at = ? WHERE key = ?", [.real(accessed), .text(key)])
-            }
-        }
-    }
 }

@@ -13,8 +13,8 @@ final class SQLiteURLCacheTests: CacheDirectoryTestCase {
     /// Measured choices (bench/runs/cache-2026-12-07-round9.md): an entry is one object that the
     /// memory tier, the batch waiting to be written and every reader share (as a value, each hand-over
     /// retained each of its parts: 14.7k instructions more a new entry); `CacheStorage` stays an object
-    /// (as a value, each copy retains the `SQLiteURLCache` twice, and the cache's weak references give it
-    /// a side table, the slow path: 1.9k more a GET); what the cache reads of a request and of a response
+    /// (as a value, each copy retains the `SQLiteURLCache` twice: 1.9k more a GET, when the cache still
+    /// had a side table); what the cache reads of a request and of a response
     /// is an object too (as values holding Foundation's `URL`, each copy and destroy went through generic
     /// witnesses: 1.6–4.4k more a run).
     func testTheCachesEntriesAndRunValuesArePassedByReference() {
@@ -25,6 +25,56 @@ final class SQLiteURLCacheTests: CacheDirectoryTestCase {
         for (type, name) in types {
             XCTAssertTrue(type is AnyClass, "\(name) became a value")
         }
+    }
+
+    /// A measured choice (bench/runs/cache-2026-12-08-round10.md): every request retains and releases
+    /// the cache it uses, and a weak reference to an object gives it a side table, which sends each of
+    /// those to the runtime's slow path (1.5k instructions a GET). So nothing weak points at the cache:
+    /// a scheduled write and the list written at exit hold its writer instead.
+    func testTheCacheHasNoSideTableWhileAWriteIsScheduledOrAfterIt() {
+        let cache = openSQLiteCache()
+        let storage = CacheStorage(cache)
+        storage.store(StoredResponses.article(), for: StoredResponses.request)
+        XCTAssertFalse(hasSideTable(cache), "a write scheduled refers to the cache weakly")
+        cache.flush()
+        XCTAssertFalse(hasSideTable(cache))
+        // The check itself: a weak reference makes a side table.
+        let other = openSQLiteCache()
+        weak let weakOther = other
+        XCTAssertTrue(hasSideTable(other))
+        XCTAssertNotNil(weakOther)
+    }
+
+    /// The write a cache's `deinit` makes waits for a batch under way, unless it runs on the writer's own
+    /// queue: there, a write's report may hold the last reference to the cache, and waiting would never end.
+    func testACacheLastHeldByAWriteReportIsWrittenWithoutWaitingForItself() throws {
+        let holder = Protected<SQLiteURLCache?>(openSQLiteCache())
+        let storageDropped = DispatchSemaphore(value: 0)
+        let released = expectation(description: "the report released the cache")
+        do {
+            let storage = try XCTUnwrap(holder.withLock { $0.map(CacheStorage.init) })
+            storage.store(StoredResponses.article(), forURL: try XCTUnwrap(StoredResponses.request.url)) { _ in
+                // On the writer's queue, once the storage is gone: this holder's is the last reference.
+                storageDropped.wait()
+                let last = holder.withLock { held in
+                    defer { held = nil }
+                    return held
+                }
+                withExtendedLifetime(last) {}
+                released.fulfill()
+            }
+        }
+        storageDropped.signal()
+        wait(for: [released], timeout: 10)
+        StoredResponses.assertEqual(openSQLiteStorage().storedResponse(for: StoredResponses.request), StoredResponses.article())
+    }
+
+    /// Whether the Swift runtime gave `object` a side table: on 64-bit platforms, the two top bits of the
+    /// reference count word that follows the object's metadata pointer.
+    private func hasSideTable(_ object: AnyObject) -> Bool {
+        let word = Unmanaged.passUnretained(object).toOpaque()
+            .load(fromByteOffset: MemoryLayout<UInt>.size, as: UInt64.self)
+        return word >> 62 == 0b11
     }
 
     /// A file an earlier version wrote holds an index on access time that nothing reads (each store and
