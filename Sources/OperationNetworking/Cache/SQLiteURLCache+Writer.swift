@@ -18,10 +18,10 @@ extension SQLiteURLCache {
     /// What writes a cache's changes to its file, in batches, on a serial queue of its own.
     ///
     /// An object apart from the cache, so that the references that must not keep the cache alive (a
-    /// scheduled write, weakly, and the list of what is written at exit) hold this instead. The cache
-    /// then has no weak reference, so no side table: every request retains and releases the cache, and
-    /// an object with a side table takes the slow path of both (`SQLiteURLCacheTests` guards this). The
-    /// writer is retained only when a write is scheduled.
+    /// scheduled write and the list of what is written at exit, both weak) point here instead. The
+    /// cache then has no weak reference, so no side table: every request retains and releases the
+    /// cache, and an object with a side table takes the slow path of both (`SQLiteURLCacheTests` guards
+    /// this). The writer is retained only when a write is scheduled or runs.
     /// - Threading: any thread. Checked by hand, as the cache is: its state is the cache's `entries` and
     ///   `database`, each reached only under its lock, and its queue.
     final class Writer: @unchecked Sendable {
@@ -68,7 +68,7 @@ extension SQLiteURLCache {
             } else {
                 flush()
             }
-            Writer.open.withLock { $0[ObjectIdentifier(self)] = nil }
+            Writer.alive.withLock { $0[ObjectIdentifier(self)] = nil }
         }
 
         /// Writes the pending changes in one transaction. False when another process held the file: the
@@ -149,14 +149,21 @@ extension SQLiteURLCache {
         // MARK: - The end of the process
 
         /// The writers of the caches alive in the process, written when it ends (`exit`, or `main`
-        /// returning) so that a store made just before is not lost. Held strongly: a cache's `deinit`
-        /// takes its writer out.
-        private static let open = Protected<[ObjectIdentifier: Writer]>([:])
+        /// returning) so that a store made just before is not lost. Weakly: the cache holds its writer,
+        /// and its `deinit` takes the writer out.
+        private static let alive = Protected<[ObjectIdentifier: AliveWriter]>([:])
 
-        /// The handler that writes every open writer's changes at exit, installed once.
+        /// A writer known to `alive`, without keeping it alive (a weak reference, which LeakSanitizer
+        /// also follows to the side table a weak reference gives its object).
+        /// - Threading: a value; kept in `alive` and read only under its lock.
+        private struct AliveWriter: Sendable {
+            weak var writer: Writer?
+        }
+
+        /// The handler that writes every alive writer's changes at exit, installed once.
         private static let exitHandler: Void = {
             atexit {
-                let writers = Writer.open.withLock { Array($0.values) }
+                let writers = Writer.alive.withLock { $0.values.compactMap(\.writer) }
                 for writer in writers { writer.flush() }
             }
         }()
@@ -164,7 +171,10 @@ extension SQLiteURLCache {
         /// Registers `writer` to be written at exit.
         private static func writeAtExit(_ writer: Writer) {
             _ = exitHandler
-            open.withLock { $0[ObjectIdentifier(writer)] = writer }
+            alive.withLock { alive in
+                alive = alive.filter { $0.value.writer != nil }
+                alive[ObjectIdentifier(writer)] = AliveWriter(writer: writer)
+            }
         }
     }
 }
