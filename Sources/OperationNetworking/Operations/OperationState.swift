@@ -2,12 +2,21 @@ import Foundation
 
 /// What a paused download keeps for its continuation: where the bytes leave off and, for an
 /// in-memory download, the bytes themselves (an output-stream download keeps them in the stream).
-/// - Threading: a value; kept in the operation's lifecycle phase, under its lock.
-struct KeptDownload: Sendable {
+///
+/// An object, so that the phases and actions that carry one stay a word wide: as a value (a resume
+/// point and `Data`, about 70 bytes) it made `OperationState.Action` a value the compiler copies and
+/// drops through the runtime's generic witnesses, on every event of every operation.
+/// - Threading: immutable; kept in the operation's lifecycle phase, under its lock.
+final class KeptDownload: Sendable {
     /// Where the continuation starts, with the validator it sends as `If-Range`.
-    var point: ResumePoint
+    let point: ResumePoint
     /// The body received so far, when the operation has no output stream; empty otherwise.
-    var bytes: Data
+    let bytes: Data
+
+    init(point: ResumePoint, bytes: Data) {
+        self.point = point
+        self.bytes = bytes
+    }
 }
 
 /// The life of a `URLConnectionOperation`, as a plain value: an event in, the new phase and the
@@ -62,14 +71,13 @@ struct OperationState {
         case cancel
     }
 
-    /// Where the operation is. The kept bytes are boxed (`indirect`): every operation carries a phase,
-    /// few ever hold kept bytes.
+    /// Where the operation is (a word wide: the kept bytes are an object).
     enum Phase {
         /// Not started; `cancelled` once a `cancel()` came (its `start()` then ends it at once).
         case ready(cancelled: Bool)
         /// Paused before its queue started it: not ready, unless it carries the kept bytes of a
         /// restored archive (then its queue's `start()` continues the download).
-        indirect case parked(KeptDownload?)
+        case parked(KeptDownload?)
         /// Parked without kept bytes when its `start()` ran: its queue had already dispatched the start
         /// (it read the readiness before the `pause()` landed), or the caller started it. It holds its
         /// queue slot and sends nothing; `resume()` starts the transfer, `cancel()` ends it cancelled.
@@ -86,7 +94,7 @@ struct OperationState {
         /// an attempt is sent again), with no transfer on the network thread; a continuation's kept bytes
         /// wait here. A `cancel()` ends it at once, a `pause()` pauses it at once, without waiting for
         /// the interceptor (whose answer is then dropped).
-        indirect case intercepting(KeptDownload?)
+        case intercepting(KeptDownload?)
         /// Started, and answered without the network (the HTTP cache answered, or refused to load):
         /// no transfer exists, and the answer is on its way to the delivery queue, where it ends the
         /// run as a transfer's end does (`transferEnded()`).
@@ -96,7 +104,7 @@ struct OperationState {
         /// `pause()` was sent to the running transfer and has not settled yet.
         case pausing(then: AfterPause)
         /// Paused after it started, keeping its queue slot and the bytes so far.
-        indirect case paused(KeptDownload)
+        case paused(KeptDownload)
         /// The transfer ended (as a cancel when `cancelled`); handlers may still be running (the
         /// operation is not yet `isFinished`).
         case completing(cancelled: Bool)

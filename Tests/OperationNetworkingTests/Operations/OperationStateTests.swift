@@ -174,6 +174,18 @@ final class OperationStateTests: LibraryTestCase {
     }
 
     /// Every (phase, event) pair of the table, each checked on a fresh state.
+    /// A measured choice (bench/runs/cache-2026-12-08-round10.md): what every run's events pass along
+    /// stays at most two words and a tag. Wider (a resume point or `Data` inline: `Action` was 81
+    /// bytes), the compiler copies and drops it through the runtime's generic witnesses, each a type
+    /// lookup and an indirect call: 1.5–1.8k instructions a request.
+    func testTheValuesEveryRunPassesAlongStayTwoWordsWide() {
+        let twoWords = 2 * MemoryLayout<Int>.size + 1
+        XCTAssertLessThanOrEqual(MemoryLayout<TransferOutcome>.size, twoWords, "an outcome's payload came back inline")
+        XCTAssertLessThanOrEqual(MemoryLayout<OperationState.Action?>.size, twoWords, "an action's payload came back inline")
+        XCTAssertLessThanOrEqual(MemoryLayout<OperationState.Phase>.size, twoWords, "a phase's payload came back inline")
+        XCTAssertTrue((KeptDownload.self as Any.Type) is AnyClass, "the kept bytes became a value")
+    }
+
     func testEveryPhaseAndEventPair() throws {
         XCTAssertEqual(OperationStateTests.table.count, OperationStateTests.setups.count)
         var checked = 0

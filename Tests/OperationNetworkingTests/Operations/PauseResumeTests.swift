@@ -211,12 +211,10 @@ extension URLConnectionOperation {
             // Plays a resource that changed while paused: the same phase, its kept point replaced.
             state.withLock { state in
                 switch state.lifecycle.phase {
-                case .paused(var kept):
-                    kept.point = newValue
-                    state.lifecycle = OperationState(phase: .paused(kept))
-                case .parked(var kept?):
-                    kept.point = newValue
-                    state.lifecycle = OperationState(phase: .parked(kept))
+                case .paused(let kept):
+                    state.lifecycle = OperationState(phase: .paused(KeptDownload(point: newValue, bytes: kept.bytes)))
+                case .parked(let kept?):
+                    state.lifecycle = OperationState(phase: .parked(KeptDownload(point: newValue, bytes: kept.bytes)))
                 case .ready, .parked(nil), .startedParked, .cancelledParked, .executing, .intercepting, .answering, .cancelling,
                      .pausing, .completing, .finished:
                     return

@@ -253,10 +253,9 @@ final class ResponseHead: Sendable {
                 if name == "connection" { connection = connection.map { $0 + ", " + value } ?? value }
                 continue
             }
-            if let index = result.index(forKey: name) {
-                result.values[index] += ", " + value
-            } else {
-                result[name] = value
+            // One lookup for a name met once (nearly all); a repeated one is joined in a second.
+            if let earlier = result.updateValue(value, forKey: name) {
+                result[name] = earlier + ", " + value
             }
         }
         return (result, connection)

@@ -118,6 +118,10 @@ struct TransferState {
 }
 
 /// How one transfer ended; handed to the delegate once, on the network thread.
+///
+/// A word wide: the cases with larger payloads (a pause's resume point, a cached answer, a retry) keep
+/// them boxed (`indirect`). Every run's end passes an outcome through several steps; a wider one made
+/// each copy and drop go through the runtime's generic witnesses.
 enum TransferOutcome {
     /// A response was received completely (any status code).
     case completed
@@ -126,17 +130,17 @@ enum TransferOutcome {
     /// `cancel` reached the network thread before the transfer ended.
     case cancelled
     /// `pause` reached the network thread; the bytes so far stay in the sink.
-    case paused(ResumePoint)
+    indirect case paused(ResumePoint)
     /// A response was received completely, but the transfer still failed (a cancelled challenge).
     case completedWithError(Error)
     /// Never a transfer's: the run was answered from its URL cache (the stored response's head and
     /// body), so no transfer was made, and the operation ends the run with this as a transfer's end
     /// (`OperationState.answeredWithoutNetwork(_:)`).
-    case answeredFromCache(ResponseHead, Data)
+    indirect case answeredFromCache(ResponseHead, Data)
     /// The retry policy sends the request again after `after` seconds (`error`: the failure that caused
     /// it, `nil` for a retryable status), and the transfer's owner makes that attempt
     /// (`Transfer.Settings.retriesThroughOwner`): this transfer is over, no body was delivered.
-    case retryRequested(after: TimeInterval, error: Error?)
+    indirect case retryRequested(after: TimeInterval, error: Error?)
 }
 
 /// Where a transfer left off when it was paused, so a later transfer can continue with a Range request.
