@@ -9,10 +9,18 @@ extension SQLiteURLCache {
     /// How long a batch that met another process's lock on the file waits before it is tried again.
     static let retryDelay: DispatchTimeInterval = .milliseconds(200)
 
-    /// Writes what is pending now, and waits for it: the tests, `deinit` and the end of the process
-    /// call it so that nothing stored is lost, and `onet request -v` before it says what the cache did.
+    /// Writes what is pending now, and waits for it: the tests call it, and `onet request -v` before it
+    /// says what the cache did (`deinit` and the end of the process do the same through the writer).
     @_spi(Tool) public func flush() {
         writer.flush()
+    }
+
+    /// `cache` when it is the library's store, which every lookup asks (for `EntryStore` and
+    /// `CacheFileWarnings`, whose one conformer this class is). Asked of the class, not of the
+    /// protocols: a cast to a final class compares one pointer, a conformance query searches the
+    /// runtime's tables on every call (bench/runs/cache-2026-12-08-round10.md).
+    static func library(_ cache: URLCache) -> SQLiteURLCache? {
+        cache as? SQLiteURLCache
     }
 
     /// What writes a cache's changes to its file, in batches, on a serial queue of its own.
@@ -76,7 +84,7 @@ extension SQLiteURLCache {
         /// Runs on `queue`; takes the memory lock and the file's lock one after the other, never both at once.
         @discardableResult
         private func writePending() -> Bool {
-            let batch = self.entries.withLock { entries -> Entries.Batch? in
+            let batch = entries.withLock { entries -> Entries.Batch? in
                 entries.writeScheduled = false
                 guard entries.hasChanges else { return nil }
                 entries.batchesTried += 1
@@ -90,7 +98,7 @@ extension SQLiteURLCache {
                                               .integer(Int64(entry.size)), .real(entry.storedAt), .real(entry.storedAt)])
             }
             var failure: Error?
-            let outcome = self.database.withLock { database in
+            let outcome = database.withLock { database in
                 database.useTellingBusy { connection in
                     // The batch never waits for another process's lock while it holds the file's (the
                     // connection's busy timeout is 0): busy at once, it is tried again later.
@@ -105,7 +113,7 @@ extension SQLiteURLCache {
             // Another process's lock: tried again later. Any other failure (a refused or full file): the
             // batch is dropped, as a store that failed at once would be; its keys read as absent from now on,
             // its stores are reported not written, and the next operation through the cache tells why.
-            let reports = self.entries.withLock { entries -> [(WriteReport, Bool)] in
+            let reports = entries.withLock { entries -> [(WriteReport, Bool)] in
                 if outcome.busy {
                     entries.notWritten(batch)
                     return []

@@ -103,9 +103,7 @@ extension URLConnectionOperation {
         let now = Date()
         let configured = setting.cache
         // The first run to meet a cache whose files are not used says why (`LoggingEventMonitor`).
-        // Asked of the class (one pointer compared), not of the conformance (a search of the runtime's
-        // tables, on every lookup): the one type that conforms is that class.
-        let warnings: CacheFileWarnings? = configured as? SQLiteURLCache
+        let warnings: CacheFileWarnings? = configured.flatMap(SQLiteURLCache.library)
         let files = warnings?.takeFileState()
         let writeFailure = warnings?.takeWriteFailure()
         // A response over a Unix domain socket is never stored nor answered from storage: the key is the

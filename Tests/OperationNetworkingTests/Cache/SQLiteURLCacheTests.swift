@@ -12,11 +12,9 @@ import XCTest
 final class SQLiteURLCacheTests: CacheDirectoryTestCase {
     /// Measured choices (bench/runs/cache-2026-12-07-round9.md): an entry is one object that the
     /// memory tier, the batch waiting to be written and every reader share (as a value, each hand-over
-    /// retained each of its parts: 14.7k instructions more a new entry); `CacheStorage` stays an object
-    /// (as a value, each copy retains the `SQLiteURLCache` twice: 1.9k more a GET, when the cache still
-    /// had a side table); what the cache reads of a request and of a response
-    /// is an object too (as values holding Foundation's `URL`, each copy and destroy went through generic
-    /// witnesses: 1.6–4.4k more a run).
+    /// retained each of its parts); `CacheStorage` stays an object (as a value, each copy retains the
+    /// `SQLiteURLCache` twice); what the cache reads of a request and of a response is an object too (as
+    /// values holding Foundation's `URL`, each copy and destroy went through generic witnesses).
     func testTheCachesEntriesAndRunValuesArePassedByReference() {
         // Asked of the metatypes at run time (a check the compiler settles would only warn).
         let types: [(Any.Type, String)] = [(SQLiteURLCache.Entry.self, "an entry"), (CacheStorage.self, "the storage view"),
@@ -29,7 +27,7 @@ final class SQLiteURLCacheTests: CacheDirectoryTestCase {
 
     /// A measured choice (bench/runs/cache-2026-12-08-round10.md): every request retains and releases
     /// the cache it uses, and a weak reference to an object gives it a side table, which sends each of
-    /// those to the runtime's slow path (1.5k instructions a GET). So nothing weak points at the cache:
+    /// those to the runtime's slow path. So nothing weak points at the cache:
     /// a scheduled write and the list written at exit hold its writer instead.
     func testTheCacheHasNoSideTableWhileAWriteIsScheduledOrAfterIt() {
         let cache = openSQLiteCache()

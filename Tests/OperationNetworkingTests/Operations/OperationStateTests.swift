@@ -177,7 +177,7 @@ final class OperationStateTests: LibraryTestCase {
     /// A measured choice (bench/runs/cache-2026-12-08-round10.md): what every run's events pass along
     /// stays at most two words and a tag. Wider (a resume point or `Data` inline: `Action` was 81
     /// bytes), the compiler copies and drops it through the runtime's generic witnesses, each a type
-    /// lookup and an indirect call: 1.5–1.8k instructions a request.
+    /// lookup and an indirect call.
     func testTheValuesEveryRunPassesAlongStayTwoWordsWide() {
         let twoWords = 2 * MemoryLayout<Int>.size + 1
         XCTAssertLessThanOrEqual(MemoryLayout<TransferOutcome>.size, twoWords, "an outcome's payload came back inline")

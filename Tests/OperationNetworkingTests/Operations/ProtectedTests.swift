@@ -6,8 +6,7 @@ import XCTest
 final class ProtectedTests: LibraryTestCase {
     /// A measured choice (bench/runs/cache-2026-12-08-round10.md): the value and its mutex live in one
     /// `ManagedBuffer`, not in a stored `var` beside an `NSLock`. The `var` cost a run-time exclusivity
-    /// check on every acquisition, and the `NSLock` an object, three allocations and a dynamic call:
-    /// together 4.3k instructions a plain GET, 4.2k a cache hit.
+    /// check on every acquisition, and the `NSLock` an object, three allocations and a dynamic call.
     func testTheValueAndItsMutexAreOneBufferWithNoLockObject() {
         let protected = Protected(0)
         let parts = Mirror(reflecting: protected).children.map(\.value)
